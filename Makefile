@@ -1,0 +1,88 @@
+# gr-notebook — build / test entry points.
+#
+# On a fresh machine only `python3` and PyPI are assumed. uv is bootstrapped
+# into a private tool venv (.uv/), then `uv sync --frozen` builds .venv/ from
+# uv.lock (runtime deps + the `dev` dependency group).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+.NOTPARALLEL:
+MAKEFLAGS += --no-builtin-rules
+
+UV_VERSION := 0.13.8
+UV         := .uv/bin/uv
+PY         := .venv/bin/python
+STAMP      := .venv/.synced
+
+# Only lint/format the source dirs that actually exist (git does not keep
+# empty directories, so e.g. bench/ may be absent in a fresh clone).
+SRC_DIRS   := $(wildcard gr_notebook tests bench)
+NOTEBOOKS  := $(wildcard notebooks/*.ipynb)
+SANITIZE   := $(wildcard notebooks/sanitize.cfg)
+BENCHES    := $(sort $(wildcard bench/bench_*.py))
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_COMPILE_BYTECODE := 1
+# Trust the OS certificate store (/etc/ssl/certs), not only uv's bundled roots:
+# these machines reach PyPI through a TLS proxy whose CA is only in the OS store.
+export UV_SYSTEM_CERTS := 1
+
+.PHONY: env demo test lint format typecheck pytest nbval bench lab clean
+
+# ── environment ─────────────────────────────────────────────────────────────
+env: $(STAMP)
+
+# Re-sync whenever the lock or the project metadata changes. The private,
+# pinned uv is bootstrapped only when a sync is actually needed and it is missing.
+$(STAMP): uv.lock pyproject.toml
+	if [ ! -x $(UV) ]; then \
+		python3 -m venv .uv && .uv/bin/pip install -q uv==$(UV_VERSION); \
+	fi
+	$(UV) sync --frozen --python python3
+	touch $@
+
+# ── user-facing targets ─────────────────────────────────────────────────────
+demo: $(STAMP)
+	$(PY) -m gr_notebook demo
+
+test: lint typecheck pytest nbval
+
+lint: $(STAMP)
+	.venv/bin/ruff check $(SRC_DIRS)
+	.venv/bin/ruff format --check $(SRC_DIRS)
+
+format: $(STAMP)
+	.venv/bin/ruff format $(SRC_DIRS)
+	.venv/bin/ruff check --fix $(SRC_DIRS)
+
+typecheck: $(STAMP)
+	.venv/bin/mypy gr_notebook
+
+pytest: $(STAMP)
+	.venv/bin/pytest
+
+nbval: $(STAMP)
+ifneq ($(NOTEBOOKS),)
+	.venv/bin/pytest --nbval --nbval-current-env \
+		$(if $(SANITIZE),--nbval-sanitize-with $(SANITIZE)) notebooks/
+else
+	@echo "nbval: no notebooks/*.ipynb, skipping"
+endif
+
+bench: $(STAMP)
+ifneq ($(BENCHES),)
+	@set -e; for f in $(BENCHES); do \
+		echo "== $$f"; \
+		$(PY) "$$f"; \
+	done
+else
+	@echo "bench: no bench/bench_*.py, skipping"
+endif
+
+lab: $(STAMP)
+	.venv/bin/jupyter lab notebooks/
+
+clean:
+	rm -rf .venv .uv gr_runs build dist .mypy_cache .ruff_cache .pytest_cache
+	find . -path ./.git -prune -o -type d \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec rm -rf {} +

@@ -1,0 +1,254 @@
+"""``Agent``: the definition of a job runner (model, tools, limits), reusable across runs.
+
+An agent holds no run state. Each :meth:`Agent.start` makes a fresh :class:`Run` with its
+own event log, workspace state and loop, so one definition can run many jobs, in a script,
+a service or a notebook, and behave the same in each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from gr_notebook.errors import RunError, WorkspaceError
+from gr_notebook.events import EventLog
+from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
+from gr_notebook.models import resolve_model
+from gr_notebook.models.base import Model
+from gr_notebook.phases import PhaseController
+from gr_notebook.prompts import kickoff_prompt, system_prompt
+from gr_notebook.run import Run
+from gr_notebook.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
+from gr_notebook.tools.base import TOOL_DOCS_DIR
+from gr_notebook.workspace import Workspace
+
+__all__ = ["DEFAULT_RUNS_DIR", "Agent"]
+
+DEFAULT_RUNS_DIR = Path("gr_runs")
+INSTRUCTIONS_FILE = "instructions.md"
+_JOB_STATUS = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
+
+
+class Agent:
+    """What runs a job: a model, tools and limits. Build once, run many times."""
+
+    def __init__(
+        self,
+        model: Model | str | Callable[..., Any] | None = None,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
+        tools: Iterable[Tool | Toolset] = (),
+        plan_file: str = "main_plan.md",
+        max_iterations: int = 50,
+        compaction: bool = True,
+        *,
+        store: Store | str | os.PathLike[str] | bool | None = None,
+        system_prompt: str = "",
+        stuck_turns: int | None = 10,
+        stuck_detector: StuckDetector | None = None,
+        clock: Callable[[], float] = time.time,
+        name: str = "agent",
+    ) -> None:
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        if not plan_file.strip() or os.path.isabs(plan_file) or ".." in Path(plan_file).parts:
+            raise WorkspaceError(
+                f"plan_file {plan_file!r} must be a path inside the workspace, e.g. 'main_plan.md'"
+            )
+        self.model = resolve_model(model)
+        self.workspace = workspace
+        self.user_tools = tuple(tools)
+        self.registry = ToolRegistry([*CORE_TOOLS, *flatten_tools(self.user_tools)])
+        self.plan_file = plan_file
+        self.max_iterations = max_iterations
+        self.compaction = compaction
+        self.system_prompt = system_prompt
+        self.stuck_turns = stuck_turns
+        self.stuck_detector = stuck_detector
+        self.clock = clock
+        self.name = name
+        self._store_spec = store
+        self._store: Store | None = None
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self, instructions: str) -> Run:
+        """Run a job to its end and return the finished run."""
+        return await self.start(instructions).wait()
+
+    def run_sync(self, instructions: str) -> Run:
+        """Like :meth:`run`, without ``await``; also inside a running loop (a Jupyter cell)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(instructions))
+        import nest_asyncio  # only now: the patch is global and permanent
+
+        nest_asyncio.apply(loop)
+        return loop.run_until_complete(self.run(instructions))
+
+    def start(self, instructions: str) -> Run:
+        """Start a job as a task on the running event loop and return its live handle."""
+        if not instructions.strip():
+            raise RunError("instructions are empty; say what the job is")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RunError(
+                "agent.start() needs a running event loop (a Jupyter cell or async code); "
+                "in a script use agent.run_sync(instructions)"
+            ) from None
+        run_id = _new_run_id(self.clock)
+        workspace = self._workspace_for(run_id)
+        events = EventLog(self.clock)
+        phases = PhaseController(workspace, self.plan_file, _unbound_emit, self.clock)
+        run = Run(
+            run_id, workspace=workspace, events=events, phases=phases, instructions=instructions
+        )
+        engine = Loop(
+            model=self.model,
+            registry=self.registry,
+            phases=phases,
+            events=events,
+            system_prompt=system_prompt(self.plan_file, self.system_prompt),
+            max_iterations=self.max_iterations,
+            compaction=self.compaction,
+            stuck_detector=self._stuck_detector(),
+            clock=self.clock,
+        )
+        phases.emit = engine.emit
+        store = self._open_store()
+        if store is not None:
+            store.record_run_started(
+                run_id,
+                started_at=self.clock(),
+                model=self.model.name,
+                workspace=str(workspace.root),
+                instructions=instructions,
+                config=self.config(),
+            )
+            events.subscribe(lambda event: store.record_event(run_id, event))
+        task = loop.create_task(self._execute(run, engine, store), name=f"gr-run-{run_id}")
+        run._attach(engine, task)
+        return run
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model.name,
+            "plan_file": self.plan_file,
+            "max_iterations": self.max_iterations,
+            "compaction": self.compaction,
+            "tools": [t.name for t in self.registry],
+        }
+
+    # -- internals --------------------------------------------------------------------------
+
+    async def _execute(self, run: Run, engine: Loop, store: Store | None) -> Run:
+        workspace = run.workspace
+        try:
+            workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")
+            for tool in self.registry:
+                workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
+            engine.emit(
+                "run_started",
+                {
+                    "run_id": run.run_id,
+                    "model": self.model.name,
+                    "workspace": str(workspace.root),
+                    "instructions": run.instructions[:400],
+                    "config": self.config(),
+                },
+            )
+            engine.phases.start()
+            outcome = await engine.run(kickoff_prompt())
+        except asyncio.CancelledError:
+            outcome = LoopOutcome("cancelled", engine._stop_requested or "cancelled")
+        except Exception as exc:  # a bug or an I/O failure: record it, never lose the run
+            engine.emit(
+                "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
+            )
+            outcome = LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+        run.status = outcome.status  # type: ignore[assignment]
+        run.reason = outcome.reason
+        run.error = outcome.error
+        totals = run.summary()
+        engine.emit(
+            "run_finished",
+            {
+                "status": outcome.status,
+                "reason": outcome.reason,
+                "turns": engine.turn,
+                "input_tokens": totals["input_tokens"],
+                "output_tokens": totals["output_tokens"],
+            },
+        )
+        if store is not None:
+            self._record_end(run, store)
+        return run
+
+    def _record_end(self, run: Run, store: Store) -> None:
+        job = run.job
+        finished = self.clock()
+        store.record_run_finished(
+            run.run_id,
+            status=run.status,
+            finished_at=finished,
+            error=run.reason if run.status != "completed" else None,
+        )
+        status = "completed" if job else _JOB_STATUS.get(run.status, run.status)
+        if run.status == "completed" and job is None:
+            status = "stopped"
+        store.record_job(
+            run.run_id,
+            status=status,
+            completed_at=finished if job else None,
+            summary=job.summary if job else None,
+            deliverables=job.deliverables if job else (),
+            confidence=job.confidence if job else None,
+            notes=job.notes if job else None,
+        )
+
+    def _workspace_for(self, run_id: str) -> Workspace:
+        if isinstance(self.workspace, Workspace):
+            return self.workspace
+        if self.workspace is None:
+            return Workspace(DEFAULT_RUNS_DIR / run_id)
+        return Workspace(self.workspace)
+
+    def _open_store(self) -> Store | None:
+        spec = self._store_spec
+        if spec is False:
+            return None
+        if self._store is None:
+            if isinstance(spec, Store):
+                self._store = spec
+            else:
+                path = DEFAULT_STORE_PATH if spec in (None, True) else spec
+                self._store = Store(path)  # type: ignore[arg-type]
+        return self._store
+
+    def _stuck_detector(self) -> StuckDetector | None:
+        if self.stuck_detector is not None:
+            return self.stuck_detector
+        return SameStateDetector(self.stuck_turns) if self.stuck_turns else None
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(model={self.model.name!r}, tools={len(self.registry)}, "
+            f"max_iterations={self.max_iterations}, compaction={self.compaction})"
+        )
+
+
+def _new_run_id(clock: Callable[[], float]) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock()))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def _unbound_emit(kind: str, data: object) -> None:
+    raise RunError("the phase controller was used before the run was wired")

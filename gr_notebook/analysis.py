@@ -1,0 +1,141 @@
+"""DataFrames over a run's events. pandas is imported only when a frame is asked for.
+
+Every frame is derived from events alone, so a live run, a finished one and one read back
+from the store are analysed the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.events import Event
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gr_notebook.store import Store
+
+__all__ = ["events_df", "phases_df", "runs_df", "tool_calls_df", "turns_df"]
+
+_BASE = ["seq", "kind", "turn", "phase", "time"]
+_TURN_COLUMNS = [
+    "turn",
+    "phase",
+    "input_tokens",
+    "output_tokens",
+    "context_tokens",
+    "layer1_tokens",
+    "layer2_tokens",
+    "layer3_tokens",
+    "layer4_tokens",
+    "layer5_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "stop_reason",
+    "tool_calls",
+    "duration_s",
+]
+_PHASE_COLUMNS = [
+    "phase",
+    "name",
+    "kind",
+    "started_turn",
+    "ended_turn",
+    "tasks",
+    "done",
+    "input_tokens",
+    "outcome",
+]
+_TOOL_COLUMNS = ["turn", "phase", "tool", "input", "is_error", "result", "duration_s"]
+
+
+def events_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per event: ``seq, kind, turn, phase, time``, then the payload flattened."""
+    import pandas as pd
+
+    events = list(events)
+    base = pd.DataFrame([[getattr(e, c) for c in _BASE] for e in events], columns=_BASE)
+    if not events:
+        return base
+    payload = pd.json_normalize([dict(e.data) for e in events], sep=".")
+    payload = payload.drop(columns=[c for c in payload.columns if c in _BASE])
+    return pd.concat([base, payload], axis=1)
+
+
+def turns_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per model call, with the tokens of each context layer."""
+    import pandas as pd
+
+    rows = [
+        {"turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in _TURN_COLUMNS[2:]}}
+        for e in events
+        if e.kind == "model_call"
+    ]
+    return pd.DataFrame(rows, columns=_TURN_COLUMNS)
+
+
+def phases_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per todo list (a phase attempt), from its start to the next one's start.
+
+    Tokens spent on a transition count toward the phase that just ended. ``outcome`` is
+    ``complete``, ``rewound`` or ``reset``, and None for a list the run left unfinished.
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for e in events:
+        if e.kind == "phase_started":
+            if current is not None:
+                current["ended_turn"] = e.turn
+            current = {
+                "phase": e.data.get("phase", e.phase),
+                "name": e.data.get("name"),
+                "kind": e.data.get("kind"),
+                "started_turn": e.turn,
+                "ended_turn": None,
+                "tasks": e.data.get("tasks", 0),
+                "done": 0,
+                "input_tokens": 0,
+                "outcome": None,
+            }
+            rows.append(current)
+        elif current is None:
+            continue
+        elif e.kind == "model_call":
+            current["input_tokens"] += e.data.get("input_tokens", 0)
+            current["ended_turn"] = e.turn
+        elif e.kind == "todos_written" and e.data.get("phase") == current["phase"]:
+            current["tasks"] = len(e.data.get("titles", ()))
+        elif e.kind == "todo_completed":
+            current["done"] += 1
+        elif e.kind == "phase_transition":
+            current["outcome"] = e.data.get("outcome")
+        elif e.kind == "job_complete" and current["outcome"] is None:
+            current["outcome"] = "complete"
+    return pd.DataFrame(rows, columns=_PHASE_COLUMNS)
+
+
+def tool_calls_df(events: Iterable[Event]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = [
+        {"turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in _TOOL_COLUMNS[2:]}}
+        for e in events
+        if e.kind == "tool_call"
+    ]
+    return pd.DataFrame(rows, columns=_TOOL_COLUMNS)
+
+
+def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Every run in the store (default ``gr_runs/store.sqlite``), newest first."""
+    import pandas as pd
+
+    from gr_notebook.store import DEFAULT_STORE_PATH, Store
+
+    if isinstance(store, Store):
+        return pd.DataFrame(store.runs())
+    with Store(DEFAULT_STORE_PATH if store is None else store) as opened:
+        return pd.DataFrame(opened.runs())

@@ -1,0 +1,72 @@
+"""The errors gr_notebook raises, under one base so callers can catch them all.
+
+    GrNotebookError
+    ├── WorkspaceError      a path escapes the workspace, or a file cannot be read or written
+    ├── PlanError           a plan file cannot be used as a plan
+    ├── TodoError           a todo list is corrupt or cannot do what was asked
+    ├── ToolError           a tool call failed; the loop turns it into an is_error tool_result
+    ├── ModelError          a model call failed; the run ends as "failed"
+    │   ├── ScriptExhausted a ScriptedModel has no responses left
+    │   └── ModelSpecError  a model spec string names no known model or profile
+    ├── StoreError          the run store cannot be opened or written
+    └── RunError            a Run was used the wrong way (e.g. waited on before it started)
+
+Each message says what to do instead. Errors inside a run never escape as crashes: tool
+failures become tool results the model can act on, and model failures end the run as
+``failed`` with the reason recorded.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GrNotebookError",
+    "ModelError",
+    "ModelSpecError",
+    "PlanError",
+    "RunError",
+    "ScriptExhausted",
+    "StoreError",
+    "TodoError",
+    "ToolError",
+    "WorkspaceError",
+]
+
+
+class GrNotebookError(Exception):
+    """Base of every error gr_notebook raises."""
+
+
+class WorkspaceError(GrNotebookError):
+    """A path escapes the workspace, or a workspace file cannot be read or written."""
+
+
+class PlanError(GrNotebookError):
+    """A plan file cannot be used as a plan."""
+
+
+class TodoError(GrNotebookError):
+    """A todo list is corrupt, or cannot do what was asked of it."""
+
+
+class ToolError(GrNotebookError):
+    """A tool call failed in a way the model can correct; becomes an is_error result."""
+
+
+class ModelError(GrNotebookError):
+    """A model call failed; the run ends as ``failed``."""
+
+
+class ScriptExhausted(ModelError):
+    """A ScriptedModel was asked for more responses than it was given."""
+
+
+class ModelSpecError(ModelError, ValueError):
+    """A model spec string names no known model or profile."""
+
+
+class StoreError(GrNotebookError):
+    """The run store cannot be opened or written."""
+
+
+class RunError(GrNotebookError):
+    """A Run or Agent was used the wrong way."""

@@ -1,0 +1,145 @@
+"""Every state change of a run is an :class:`Event`; the :class:`EventLog` is its history.
+
+Widgets subscribe to the log, DataFrames are built from it and the store persists it, so no
+component has to reach into another to learn what happened.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, overload
+
+__all__ = ["EVENT_KINDS", "Event", "EventLog", "Subscriber"]
+
+logger = logging.getLogger("gr_notebook")
+
+#: The kinds the core emits. Later layers add their own; a kind is just a string.
+EVENT_KINDS: Final = frozenset(
+    {
+        "run_started",
+        "model_call",
+        "tool_call",
+        "todos_written",
+        "todo_completed",
+        "phase_started",
+        "phase_transition",
+        "prompt_injected",
+        "compaction",
+        "rewind",
+        "workspace_summary",
+        "plan_updated",
+        "stuck_checkpoint",
+        "job_complete",
+        "run_finished",
+        "error",
+    }
+)
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened. ``data`` holds JSON-serialisable values only."""
+
+    seq: int
+    kind: str
+    turn: int
+    phase: int
+    time: float
+    data: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+
+Subscriber = Callable[[Event], object]
+
+
+class EventLog(Sequence[Event]):
+    """An append-only, ordered sequence of events with synchronous subscribers.
+
+    A subscriber that raises is reported as an ``error`` event and stays subscribed; it
+    never breaks the run. Errors raised while delivering such a report are only logged,
+    so a subscriber that always fails cannot recurse.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._events: list[Event] = []
+        self._subscribers: list[Subscriber] = []
+        self._clock = clock
+        self._reporting = False
+
+    def append(
+        self, kind: str, data: Mapping[str, Any] | None = None, *, turn: int = 0, phase: int = 0
+    ) -> Event:
+        event = Event(
+            seq=len(self._events),
+            kind=kind,
+            turn=turn,
+            phase=phase,
+            time=self._clock(),
+            data=MappingProxyType(dict(data)) if data else _EMPTY,
+        )
+        self._events.append(event)
+        self._deliver(event)
+        return event
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Deliver every later event to ``callback``; returns a function that unsubscribes."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        return [e for e in self._events if e.kind in kinds]
+
+    def _deliver(self, event: Event) -> None:
+        for callback in tuple(self._subscribers):
+            try:
+                callback(event)
+            except Exception as exc:  # a subscriber must never break the run
+                if self._reporting:
+                    logger.exception("subscriber %r failed while reporting an error", callback)
+                    continue
+                self._reporting = True
+                try:
+                    self.append(
+                        "error",
+                        {
+                            "source": "subscriber",
+                            "subscriber": getattr(callback, "__qualname__", repr(callback)),
+                            "error_type": type(exc).__name__,
+                            "message": str(exc),
+                            "event_seq": event.seq,
+                        },
+                        turn=event.turn,
+                        phase=event.phase,
+                    )
+                finally:
+                    self._reporting = False
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            return tuple(self._events[index])
+        return self._events[index]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __repr__(self) -> str:
+        return f"<EventLog {len(self._events)} events>"

@@ -1,0 +1,280 @@
+"""The one orchestrator: assemble → model → guarded tool calls → checks → transitions.
+
+Everything else (todos, phases, context, tools) is a small object the loop calls at fixed
+points. Nothing a model or a tool does can crash the run: unknown tools, bad arguments and
+tool exceptions become ``is_error`` results, and a failing model ends the run as ``failed``
+with the reason recorded and the workspace left as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gr_notebook.context import ContextManager, build_recap
+from gr_notebook.events import EventLog
+from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from gr_notebook.models.base import Model, ModelResponse
+from gr_notebook.phases import JobResult, PhaseController
+from gr_notebook.prompts import checkpoint_prompt
+from gr_notebook.todos import TodoList
+from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
+
+__all__ = ["Loop", "LoopOutcome", "SameStateDetector", "StuckDetector"]
+
+MAX_EVENT_TEXT = 400
+
+
+class StuckDetector(Protocol):
+    """Decides, once per turn, whether to force a checkpoint; returns the prompt or None."""
+
+    def __call__(self, turn: int, todos: TodoList) -> str | None: ...
+
+
+@dataclass
+class SameStateDetector:
+    """Seed 000's stuck detection: the todo list unchanged for ``turns`` turns."""
+
+    turns: int = 10
+    _last: tuple[Any, ...] | None = field(default=None, init=False)
+    _same: int = field(default=0, init=False)
+
+    def __call__(self, turn: int, todos: TodoList) -> str | None:
+        signature = (todos.kind, todos.phase_number, tuple(i.done for i in todos.items))
+        self._same = self._same + 1 if signature == self._last else 0
+        self._last = signature
+        if self._same >= self.turns:
+            self._same = 0
+            return checkpoint_prompt(self.turns)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOutcome:
+    status: str
+    reason: str | None = None
+    error: BaseException | None = None
+
+
+class Loop:
+    def __init__(
+        self,
+        *,
+        model: Model,
+        registry: ToolRegistry,
+        phases: PhaseController,
+        events: EventLog,
+        system_prompt: str,
+        max_iterations: int,
+        compaction: bool,
+        stuck_detector: StuckDetector | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.phases = phases
+        self.events = events
+        self.context = ContextManager()
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.compaction = compaction
+        self.stuck_detector = stuck_detector
+        self.clock = clock
+        self.turn = 0
+        self._requests: list[tuple[str, str]] = []
+        self._stop_requested: str | None = None
+
+    # -- requests from outside, applied at the next safe point -------------------------------
+
+    def request_rewind(self, issue: str) -> None:
+        self._requests.append(("rewind", issue))
+
+    def request_stop(self, reason: str = "stopped by request") -> None:
+        self._stop_requested = reason
+
+    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
+        self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def run(self, kickoff: str) -> LoopOutcome:
+        self.context.append_user([TextBlock(kickoff)])
+        while True:
+            if self._stop_requested:
+                return LoopOutcome("cancelled", self._stop_requested)
+            if self.turn >= self.max_iterations:
+                return LoopOutcome(
+                    "budget_exhausted", f"the iteration cap of {self.max_iterations} was reached"
+                )
+            self._apply_requests()
+            if self.stuck_detector is not None:
+                prompt = self.stuck_detector(self.turn, self.phases.todos)
+                if prompt:
+                    self.emit("stuck_checkpoint", {"prompt": prompt})
+                    self._inject([prompt])
+            self.turn += 1
+            response = await self._call_model()
+            if isinstance(response, LoopOutcome):
+                return response
+            outcome = self._handle(response)
+            if outcome is not None:
+                return outcome
+            await asyncio.sleep(0)  # let background tasks and widgets breathe between turns
+
+    async def _call_model(self) -> ModelResponse | LoopOutcome:
+        request = self.context.assemble(
+            self.system_prompt, self.phases.todos, self.registry.specs(), turn=self.turn
+        )
+        started = time.perf_counter()
+        try:
+            response = await self.model.complete(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.emit(
+                "error",
+                {"source": "model", "error_type": type(exc).__name__, "message": str(exc)},
+            )
+            return LoopOutcome("failed", f"the model failed: {type(exc).__name__}: {exc}", exc)
+        usage = response.usage
+        layers = request.layer_tokens
+        self.emit(
+            "model_call",
+            {
+                "input_tokens": usage.input_tokens if usage else request.estimated_tokens,
+                "output_tokens": usage.output_tokens if usage else 0,
+                "cache_read_tokens": usage.cache_read_input_tokens if usage else 0,
+                "cache_write_tokens": usage.cache_creation_input_tokens if usage else 0,
+                "context_tokens": request.estimated_tokens,
+                **{f"layer{i}_tokens": layers[i - 1] for i in range(1, 6)},
+                "messages": len(request.messages),
+                "stop_reason": response.stop_reason,
+                "tool_calls": len(response.tool_uses),
+                "text": _clip(response.text),
+                "duration_s": time.perf_counter() - started,
+                "model": response.model or self.model.name,
+            },
+        )
+        return response
+
+    def _handle(self, response: ModelResponse) -> LoopOutcome | None:
+        if not response.content:
+            return self._stop("the model returned an empty response")
+        self.context.append(response.message())
+        uses = response.tool_uses
+        if not uses:
+            if response.stop_reason == "max_tokens":
+                self._inject(["Your reply was cut off at the token limit; continue."])
+                return None
+            return self._stop(response.text)
+        results = [self._call_tool(use) for use in uses]
+        self.context.append_user(results)
+        if self.phases.job is not None:
+            return LoopOutcome("completed", "job_complete was called")
+        if self.phases.compaction_due:
+            self.phases.compaction_due = False
+            if self.compaction:
+                self._compact()
+        self._inject(self.phases.take_prompts())
+        return None
+
+    def _call_tool(self, use: ToolUseBlock) -> ToolResultBlock:
+        started = time.perf_counter()
+        if self.phases.job is not None:
+            output = ToolOutput("Not run: the job was already completed by job_complete.", True)
+        else:
+            output = self._run_tool(use)
+        self.emit(
+            "tool_call",
+            {
+                "tool": use.name,
+                "tool_use_id": use.id,
+                "input": _clip_json(use.input),
+                "is_error": output.is_error,
+                "result": _clip(output.content),
+                "duration_s": time.perf_counter() - started,
+            },
+        )
+        return ToolResultBlock(use.id, output.content, output.is_error)
+
+    def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
+        tool, problem = self.registry.check_call(use.name, use.input)
+        if problem is not None or tool is None:
+            return problem or ToolOutput("Unknown tool.", True)
+        context = ToolContext(self.phases.workspace, self.phases, self.clock, self.turn)
+        try:
+            return self.registry.invoke(tool, context, use.input)
+        except Exception as exc:
+            self.emit(
+                "error",
+                {
+                    "source": "tool",
+                    "tool": use.name,
+                    "error_type": type(exc).__name__,
+                    "message": str(exc),
+                },
+            )
+            return ToolOutput(
+                f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
+                "unchanged unless the tool says otherwise; try again differently.",
+                True,
+            )
+
+    def _stop(self, final_text: str) -> LoopOutcome:
+        """The model ended its turn without tool calls: the run is over."""
+        if self.phases.job is None:
+            plan = self.phases.plan()
+            if plan is not None and plan.is_complete:
+                self.phases.complete_job(
+                    JobResult(
+                        summary=final_text.strip() or "All phases of the plan are complete.",
+                        source="detected",
+                    )
+                )
+        return LoopOutcome("completed", "the model ended its turn")
+
+    def _compact(self) -> None:
+        recap = build_recap(
+            segments=self.phases.segments,
+            journal=self.phases.journal,
+            todos=self.phases.todos,
+            plan_file=self.phases.plan_file,
+            turn=self.turn,
+        )
+        stats = self.context.compact(recap)
+        self.emit(
+            "compaction",
+            {
+                "messages_removed": stats.messages_removed,
+                "tokens_before": stats.tokens_before,
+                "tokens_after": stats.tokens_after,
+            },
+        )
+
+    def _inject(self, texts: list[str]) -> None:
+        for text in texts:
+            self.emit("prompt_injected", {"text": _clip(text), "marker": text.split(":", 1)[0]})
+        self.context.append_user([TextBlock(t) for t in texts])
+
+    def _apply_requests(self) -> None:
+        requests, self._requests = self._requests, []
+        for kind, issue in requests:
+            if kind == "rewind":
+                self.phases.rewind(issue, source="person")
+                self._inject(self.phases.take_prompts())
+
+
+def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _clip_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """Tool inputs as stored in events: long strings shortened so events stay small."""
+    return {
+        key: _clip(item) if isinstance(item, str) else json.loads(json.dumps(item, default=str))
+        for key, item in value.items()
+    }

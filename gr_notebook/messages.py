@@ -1,0 +1,115 @@
+"""Content blocks, messages and usage, in the shape of the Anthropic Messages API.
+
+Keeping the core in the wire shape means the Anthropic adapter maps one to one, and a
+recorded conversation reads the same in tests, notebooks and the real API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "ContentBlock",
+    "Message",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+    "approx_tokens",
+    "block_tokens",
+    "message_tokens",
+]
+
+Role: TypeAlias = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+ContentBlock: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: tuple[ContentBlock, ...]
+
+    @classmethod
+    def user(cls, *blocks: ContentBlock | str) -> Message:
+        return cls("user", tuple(TextBlock(b) if isinstance(b, str) else b for b in blocks))
+
+    @classmethod
+    def assistant(cls, *blocks: ContentBlock | str) -> Message:
+        return cls("assistant", tuple(TextBlock(b) if isinstance(b, str) else b for b in blocks))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+
+def approx_tokens(text: str) -> int:
+    """A deterministic token estimate (about four characters a token) for offline models."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def block_tokens(block: ContentBlock) -> int:
+    if isinstance(block, TextBlock):
+        return approx_tokens(block.text)
+    if isinstance(block, ToolUseBlock):
+        return approx_tokens(block.name) + approx_tokens(
+            json.dumps(dict(block.input), ensure_ascii=False, default=str)
+        )
+    return approx_tokens(block.content) + 2
+
+
+def message_tokens(message: Message | Sequence[ContentBlock]) -> int:
+    blocks = message.content if isinstance(message, Message) else message
+    return 4 + sum(block_tokens(b) for b in blocks)

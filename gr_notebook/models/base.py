@@ -1,0 +1,89 @@
+"""The one interface every model implements, and the values that cross it.
+
+A request carries the five context layers already assembled: system blocks tagged with their
+layer (1 and 2), tool schemas (layer 3) and messages (layers 4 and 5). A plain async
+function taking a request and returning a response is a model too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from gr_notebook.messages import ContentBlock, Message, TextBlock, ToolUseBlock, Usage
+
+__all__ = [
+    "Model",
+    "ModelFunction",
+    "ModelRequest",
+    "ModelResponse",
+    "StopReason",
+    "SystemBlock",
+    "ToolSpec",
+]
+
+StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
+
+
+@dataclass(frozen=True, slots=True)
+class SystemBlock:
+    layer: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: tuple[SystemBlock, ...]
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    layer_tokens: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    """Approximate tokens of layers 1-5, measured once by the context assembler."""
+    turn: int = 0
+
+    @property
+    def estimated_tokens(self) -> int:
+        return sum(self.layer_tokens)
+
+    def layer_text(self, layer: int) -> str:
+        return "\n".join(b.text for b in self.system if b.layer == layer)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    content: tuple[ContentBlock, ...]
+    stop_reason: StopReason = "end_turn"
+    usage: Usage | None = None
+    model: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def message(self) -> Message:
+        return Message("assistant", self.content)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a request into a response."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+ModelFunction: TypeAlias = Callable[[ModelRequest], Awaitable[ModelResponse]]

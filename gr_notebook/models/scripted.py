@@ -1,0 +1,89 @@
+"""A deterministic model that replays a script: for tests, tutorials and reproductions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from gr_notebook.errors import ScriptExhausted
+from gr_notebook.messages import TextBlock, ToolUseBlock, Usage, block_tokens
+from gr_notebook.models.base import ModelRequest, ModelResponse
+
+__all__ = ["ScriptEntry", "ScriptedModel", "text", "tool_call", "tool_calls"]
+
+ScriptEntry: TypeAlias = ModelResponse | Callable[[ModelRequest], ModelResponse]
+
+
+def tool_call(name: str, /, **input: Any) -> ModelResponse:
+    """A response with one tool_use block."""
+    return ModelResponse((ToolUseBlock("", name, dict(input)),), "tool_use")
+
+
+def tool_calls(calls: Iterable[tuple[str, Mapping[str, Any]] | ModelResponse]) -> ModelResponse:
+    """A response with several tool_use blocks, run in order in one turn."""
+    blocks: list[ToolUseBlock] = []
+    for call in calls:
+        if isinstance(call, ModelResponse):
+            blocks.extend(call.tool_uses)
+        else:
+            name, params = call
+            blocks.append(ToolUseBlock("", name, dict(params)))
+    return ModelResponse(tuple(blocks), "tool_use")
+
+
+def text(message: str) -> ModelResponse:
+    """A final text response that ends the turn."""
+    return ModelResponse((TextBlock(message),), "end_turn")
+
+
+class ScriptedModel:
+    """Replays responses in order; a callable entry is called with the request.
+
+    Tool-use ids left empty by the builders are filled in deterministically, and usage is
+    estimated from the request when the entry gives none, so scripted runs have realistic
+    token figures.
+    """
+
+    def __init__(self, responses: Sequence[ScriptEntry], *, name: str = "scripted") -> None:
+        self._responses = list(responses)
+        self._name = name
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def remaining(self) -> int:
+        return len(self._responses) - len(self.requests)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        index = len(self.requests)
+        self.requests.append(request)
+        if index >= len(self._responses):
+            raise ScriptExhausted(
+                f"ScriptedModel ran out of responses: it was given {len(self._responses)} and "
+                f"asked for response {index + 1}; add more responses to the script"
+            )
+        entry = self._responses[index]
+        response = entry(request) if callable(entry) else entry
+        if not isinstance(response, ModelResponse):
+            raise TypeError(
+                f"script entry {index} returned {type(response).__name__}; return a "
+                "ModelResponse (use gr.tool_call, gr.tool_calls or gr.text)"
+            )
+        return _complete(response, index, request)
+
+
+def _complete(response: ModelResponse, index: int, request: ModelRequest) -> ModelResponse:
+    content = tuple(
+        ToolUseBlock(f"toolu_s{index:04d}_{i}", b.name, b.input)
+        if isinstance(b, ToolUseBlock) and not b.id
+        else b
+        for i, b in enumerate(response.content)
+    )
+    usage = response.usage or Usage(
+        input_tokens=request.estimated_tokens,
+        output_tokens=sum(block_tokens(b) for b in content),
+    )
+    return ModelResponse(content, response.stop_reason, usage, response.model or "scripted")

@@ -1,0 +1,137 @@
+"""What the simulated agent can see: a model request read back into facts.
+
+The simulated model has no memory of its own between calls. Everything it knows comes from
+the request, exactly as for a real LLM, so it forgets what compaction removes and relies on
+the protected layers (its todo list above all) to find its way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gr_notebook import prompts
+from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from gr_notebook.models.base import ModelRequest
+
+__all__ = ["Call", "Situation", "Task"]
+
+_ITEM = re.compile(r"^\[([ x])\] (\d+)\. (.*?)(?:\s{6}← CURRENT)?$")
+_PHASE = re.compile(r"^Phase: (.*?)(?: \((\d+) of (\d+)\))?$")
+_PLAN_FILE = re.compile(r"the strategy is in (\S+?)\.?$", re.MULTILINE)
+_MARKERS = (
+    prompts.TRANSITION_MARKER,
+    prompts.REWIND_MARKER,
+    prompts.RESET_MARKER,
+    prompts.JOB_COMPLETION_MARKER,
+    prompts.CHECKPOINT_MARKER,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    number: int
+    title: str
+    done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call the agent made earlier in the visible conversation, with its result."""
+
+    name: str
+    input: Mapping[str, Any]
+    result: str | None
+    is_error: bool
+    turn_index: int
+    """Index of the assistant message that made it, counted from the start of layer 5."""
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    tasks: tuple[Task, ...]
+    phase_name: str
+    phase_number: int
+    phase_total: int
+    plan_file: str
+    calls: tuple[Call, ...]
+    last_text: str
+    """The text of the agent's own previous reply."""
+    marker: str | None
+    """The latest workflow prompt (PHASE TRANSITION, REWIND, …) in view, if any."""
+    marker_text: str
+    calls_since_marker: tuple[Call, ...]
+    turn: int
+
+    @property
+    def current(self) -> Task | None:
+        return next((t for t in self.tasks if not t.done), None)
+
+    @property
+    def last_calls(self) -> tuple[Call, ...]:
+        if not self.calls:
+            return ()
+        last = self.calls[-1].turn_index
+        return tuple(c for c in self.calls if c.turn_index == last)
+
+    def latest_read(self, path: str) -> str | None:
+        for call in reversed(self.calls):
+            if call.name == "read_file" and call.input.get("path") == path and not call.is_error:
+                return call.result
+        return None
+
+    @classmethod
+    def read(cls, request: ModelRequest) -> Situation:
+        tasks, name, number, total = _parse_display(request.layer_text(2))
+        match = _PLAN_FILE.search(request.layer_text(1))
+        uses: dict[str, tuple[ToolUseBlock, int]] = {}
+        calls: list[Call] = []
+        marker, marker_text, marker_at = None, "", -1
+        last_text = ""
+        assistant_index = -1
+        for message in request.messages:
+            if message.role == "assistant":
+                assistant_index += 1
+                last_text = message.text
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    uses[block.id] = (block, assistant_index)
+                elif isinstance(block, ToolResultBlock) and block.tool_use_id in uses:
+                    use, index = uses[block.tool_use_id]
+                    calls.append(Call(use.name, use.input, block.content, block.is_error, index))
+                elif isinstance(block, TextBlock) and message.role == "user":
+                    head = block.text.split(":", 1)[0]
+                    if head in _MARKERS:
+                        marker, marker_text, marker_at = head, block.text, assistant_index
+        since = tuple(c for c in calls if c.turn_index > marker_at) if marker else ()
+        return cls(
+            tasks=tasks,
+            phase_name=name,
+            phase_number=number,
+            phase_total=total,
+            plan_file=match.group(1) if match else "main_plan.md",
+            calls=tuple(calls),
+            last_text=last_text,
+            marker=marker,
+            marker_text=marker_text,
+            calls_since_marker=since,
+            turn=request.turn,
+        )
+
+
+def _parse_display(display: str) -> tuple[tuple[Task, ...], str, int, int]:
+    tasks: list[Task] = []
+    name, number, total = "", 0, 0
+    for line in display.splitlines():
+        item = _ITEM.match(line)
+        if item:
+            tasks.append(Task(int(item.group(2)), item.group(3), item.group(1) == "x"))
+            continue
+        phase = _PHASE.match(line)
+        if phase:
+            name = phase.group(1)
+            number = int(phase.group(2) or 0)
+            total = int(phase.group(3) or 0)
+    return tuple(tasks), name, number, total

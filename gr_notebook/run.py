@@ -1,0 +1,172 @@
+"""``Run``: the handle on one execution of an agent, live or finished.
+
+It is what a notebook holds on to: status, events, todos and plan while the loop is going,
+controls (wait, cancel, rewind) to steer it, and DataFrames to analyse it afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from gr_notebook.errors import RunError
+from gr_notebook.events import Event, EventLog, Subscriber
+from gr_notebook.phases import JobResult, PhaseController
+from gr_notebook.plan import Plan
+from gr_notebook.todos import TodoList
+from gr_notebook.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gr_notebook.loop import Loop
+
+__all__ = ["Run", "RunStatus"]
+
+RunStatus: TypeAlias = Literal[
+    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
+]
+
+
+class Run:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        workspace: Workspace,
+        events: EventLog,
+        phases: PhaseController,
+        instructions: str,
+    ) -> None:
+        self.run_id = run_id
+        self.workspace = workspace
+        self.instructions = instructions
+        self.status: RunStatus = "running"
+        self.error: BaseException | None = None
+        self.reason: str | None = None
+        self._events = events
+        self._phases = phases
+        self._loop: Loop | None = None
+        self._task: asyncio.Task[Run] | None = None
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def events(self) -> EventLog:
+        return self._events
+
+    @property
+    def todos(self) -> TodoList:
+        return self._phases.todos
+
+    @property
+    def plan(self) -> Plan | None:
+        return self._phases.plan()
+
+    @property
+    def job(self) -> JobResult | None:
+        return self._phases.job
+
+    @property
+    def done(self) -> bool:
+        return self.status != "running"
+
+    @property
+    def turns(self) -> int:
+        return self._loop.turn if self._loop else 0
+
+    # -- control --------------------------------------------------------------------------------
+
+    async def wait(self) -> Run:
+        if self._task is None:
+            raise RunError("this run was never started; use agent.start(...) or agent.run(...)")
+        await asyncio.shield(self._task)
+        return self
+
+    def cancel(self, reason: str = "cancelled by request") -> None:
+        """Stop the run; a model request in flight is cancelled too."""
+        if self.done:
+            return
+        if self._loop is not None:
+            self._loop.request_stop(reason)
+        if self._task is not None and not self._task.done():
+            self._task.cancel(reason)
+
+    def rewind(self, issue: str) -> None:
+        """Run the rewind workflow at the next safe point between turns."""
+        if self.done:
+            raise RunError(f"run {self.run_id} has finished ({self.status}); start a new run")
+        if not issue.strip():
+            raise RunError("say what is wrong: run.rewind('the approach fails because …')")
+        assert self._loop is not None
+        self._loop.request_rewind(issue)
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Deliver every new event to ``callback``; returns a function that unsubscribes."""
+        return self._events.subscribe(callback)
+
+    # -- analysis -------------------------------------------------------------------------------
+
+    def events_df(self) -> pd.DataFrame:
+        from gr_notebook.analysis import events_df
+
+        return events_df(self._events)
+
+    def turns_df(self) -> pd.DataFrame:
+        from gr_notebook.analysis import turns_df
+
+        return turns_df(self._events)
+
+    def phases_df(self) -> pd.DataFrame:
+        from gr_notebook.analysis import phases_df
+
+        return phases_df(self._events)
+
+    def tool_calls_df(self) -> pd.DataFrame:
+        from gr_notebook.analysis import tool_calls_df
+
+        return tool_calls_df(self._events)
+
+    def summary(self) -> dict[str, Any]:
+        calls = self._events.of_kind("model_call")
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "turns": len(calls),
+            "phases_completed": sum(
+                1
+                for e in self._events.of_kind("phase_transition")
+                if e.data.get("outcome") == "complete" and e.data.get("kind") == "phase"
+            ),
+            "input_tokens": sum(e.data.get("input_tokens", 0) for e in calls),
+            "output_tokens": sum(e.data.get("output_tokens", 0) for e in calls),
+            "workspace": str(self.workspace.root),
+        }
+
+    # -- display --------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        reason = f" ({self.reason})" if self.reason and self.status != "completed" else ""
+        return (
+            f"<Run {self.run_id} {self.status}{reason}: {s['turns']} turns, "
+            f"{s['phases_completed']} phases complete, {self.todos.phase_label()!r} "
+            f"{self.todos.done_count}/{len(self.todos.items)} tasks>"
+        )
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<div class='gr-run'><b>Run {html.escape(self.run_id)}</b>: "
+            f"{html.escape(self.status)}<pre>{html.escape(self.todos.render())}</pre></div>"
+        )
+
+    # -- wiring (used by Agent) -----------------------------------------------------------------
+
+    def _attach(self, loop: Loop, task: asyncio.Task[Run]) -> None:
+        self._loop, self._task = loop, task
+
+    def _last(self, kind: str) -> Event | None:
+        found = self._events.of_kind(kind)
+        return found[-1] if found else None

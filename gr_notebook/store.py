@@ -1,0 +1,267 @@
+"""A durable SQLite record of runs, jobs and events, written as they happen.
+
+Every write commits at once, so a crashed Jupyter kernel loses nothing already recorded and
+another process (or a second :class:`Store`) can read a run while it is still going.
+
+The schema evolves as in simonw/llm: each migration is a small function registered, in
+order, in :data:`MIGRATIONS` and recorded by name in ``_migrations`` once applied. Never edit
+or reorder a released migration; append a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Final, Self
+
+from gr_notebook.errors import StoreError
+from gr_notebook.events import Event
+
+__all__ = ["DEFAULT_STORE_PATH", "MIGRATIONS", "Migration", "Store", "StoreError"]
+
+#: Relative to the working directory, so each notebook folder keeps its own history.
+DEFAULT_STORE_PATH: Final = Path("gr_runs") / "store.sqlite"
+
+Migration = Callable[[sqlite3.Connection], None]
+
+#: Applied in this order; a migration's name is its function's ``__name__``.
+MIGRATIONS: list[Migration] = []
+
+
+def _migration(fn: Migration) -> Migration:
+    """Register ``fn``. It runs inside a transaction, so it must not use executescript."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@_migration
+def create_runs_jobs_events(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY, status TEXT NOT NULL, model TEXT, workspace TEXT,
+            instructions TEXT, config TEXT, started_at REAL, finished_at REAL, error TEXT)"""
+    )
+    conn.execute(
+        """CREATE TABLE jobs (
+            run_id TEXT PRIMARY KEY REFERENCES runs(run_id), status TEXT NOT NULL,
+            completed_at REAL, summary TEXT, deliverables TEXT, confidence REAL, notes TEXT)"""
+    )
+    conn.execute(
+        """CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs(run_id), seq INTEGER NOT NULL,
+            kind TEXT NOT NULL, turn INTEGER NOT NULL, phase INTEGER NOT NULL,
+            time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))"""
+    )
+    conn.execute("CREATE INDEX events_run_id_kind ON events (run_id, kind)")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply pending migrations atomically; IMMEDIATE makes concurrent openers take turns."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+        )
+        applied = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+        for migration in MIGRATIONS:
+            if migration.__name__ not in applied:
+                migration(conn)
+                conn.execute(
+                    "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                    (migration.__name__, time.time()),
+                )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def _dumps(value: Mapping[str, Any]) -> str:
+    """Encode as JSON without ever failing, so no event is lost to an odd value.
+
+    Values JSON can't hold fall back to ``repr``; if the mapping still can't be encoded
+    (non-string keys, cycles) every top-level value is ``repr``-ed. Lone surrogates, which
+    SQLite can't store as UTF-8, are escaped.
+    """
+    try:
+        text = json.dumps(dict(value), default=repr, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = json.dumps({str(k): repr(v) for k, v in value.items()}, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(json.loads(text))  # ensure_ascii=True escapes the surrogates
+    return text
+
+
+_RUNS_QUERY: Final = """
+    SELECT r.run_id, r.status, r.model, r.workspace, r.instructions, r.started_at, r.finished_at,
+           r.error, (SELECT COUNT(*) FROM events e WHERE e.run_id = r.run_id) AS n_events,
+           j.status AS job_status, j.completed_at, j.summary, j.confidence, j.deliverables,
+           j.notes, r.config
+    FROM runs r LEFT JOIN jobs j ON j.run_id = r.run_id
+    ORDER BY r.started_at DESC, r.rowid DESC
+"""
+
+
+class Store:
+    """One SQLite connection shared by every thread of a kernel, serialised by a lock.
+
+    Failures raise :class:`StoreError`, not ``sqlite3`` errors, so callers need to know only
+    gr_notebook's error hierarchy.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> None:
+        # Absolute, so a later os.chdir in the notebook can't make .path or messages lie.
+        self._path = Path(path).absolute()
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self._path, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise self._open_error(exc) from exc
+        try:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA busy_timeout = 5000")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            _migrate(self._conn)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise self._open_error(exc) from exc
+        self._conn.row_factory = sqlite3.Row
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _open_error(self, exc: BaseException) -> StoreError:
+        return StoreError(
+            f"cannot open run store {self._path}: {exc}. If it is not a gr_notebook store, "
+            "move it aside or pass gr.Agent(store=...) another path."
+        )
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
+        """Run one statement under the lock; a write is committed before this returns."""
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
+            try:
+                with self._conn:
+                    cursor = self._conn.execute(sql, params)
+                    return cursor.fetchall(), cursor.rowcount
+            except sqlite3.Error as exc:
+                raise StoreError(f"run store {self._path} failed: {exc}") from exc
+
+    def record_run_started(
+        self,
+        run_id: str,
+        *,
+        started_at: float,
+        model: str,
+        workspace: str,
+        instructions: str,
+        config: Mapping[str, Any],
+    ) -> None:
+        """Create the run; raises StoreError if ``run_id`` was already recorded."""
+        self._execute(
+            "INSERT INTO runs (run_id, status, model, workspace, instructions, config,"
+            " started_at) VALUES (?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, model, workspace, instructions, _dumps(config), started_at),
+        )
+
+    def record_event(self, run_id: str, event: Event) -> None:
+        e = event
+        self._execute(
+            "INSERT INTO events (run_id, seq, kind, turn, phase, time, data)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, e.seq, e.kind, e.turn, e.phase, e.time, _dumps(e.data)),
+        )
+
+    def record_run_finished(
+        self, run_id: str, *, status: str, finished_at: float, error: str | None = None
+    ) -> None:
+        _, changed = self._execute(
+            "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?",
+            (status, finished_at, error, run_id),
+        )
+        if not changed:  # an UPDATE of nothing would silently drop the outcome
+            raise StoreError(
+                f"run {run_id!r} is not in run store {self._path}; call record_run_started first"
+            )
+
+    def record_job(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        completed_at: float | None,
+        summary: str | None,
+        deliverables: Sequence[str],
+        confidence: float | None,
+        notes: str | None,
+    ) -> None:
+        """Insert or replace the run's job: a job may be reported more than once."""
+        deliverables_json = json.dumps(list(deliverables))  # ASCII: paths may hold surrogates
+        self._execute(
+            "INSERT INTO jobs (run_id, status, completed_at, summary, deliverables, confidence,"
+            " notes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+            " status = excluded.status, completed_at = excluded.completed_at,"
+            " summary = excluded.summary, deliverables = excluded.deliverables,"
+            " confidence = excluded.confidence, notes = excluded.notes",
+            (run_id, status, completed_at, summary, deliverables_json, confidence, notes),
+        )
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Newest first; job columns are None for a run that never reported a job."""
+        result = []
+        for row in self._execute(_RUNS_QUERY)[0]:
+            run = dict(row)
+            if run["deliverables"] is not None:
+                run["deliverables"] = json.loads(run["deliverables"])
+            run["config"] = json.loads(run["config"]) if run["config"] is not None else {}
+            result.append(run)
+        return result
+
+    def events(self, run_id: str) -> list[Event]:
+        rows, _ = self._execute(
+            "SELECT seq, kind, turn, phase, time, data FROM events WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [
+            Event(seq, kind, turn, phase, at, MappingProxyType(json.loads(data)))
+            for seq, kind, turn, phase, at, data in rows
+        ]
+
+    def run_ids(self) -> list[str]:
+        """Newest first, matching :meth:`runs`."""
+        rows, _ = self._execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC")
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Store {self._path} ({state})>"

@@ -1,0 +1,21 @@
+"""Tools the model can call, and the built-in toolsets of the phased loop."""
+
+from __future__ import annotations
+
+from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, Toolset, flatten_tools
+from gr_notebook.tools.job_tools import JOB_TOOLS
+from gr_notebook.tools.registry import ToolRegistry
+from gr_notebook.tools.todo_tools import TODO_TOOLS
+from gr_notebook.tools.workspace_tools import WORKSPACE_TOOLS
+
+__all__ = [
+    "CORE_TOOLS",
+    "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "ToolRegistry",
+    "Toolset",
+    "flatten_tools",
+]
+
+CORE_TOOLS: tuple[Tool, ...] = (*TODO_TOOLS, *WORKSPACE_TOOLS, *JOB_TOOLS)

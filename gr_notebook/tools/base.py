@@ -1,0 +1,102 @@
+"""A tool is a name, a JSON schema, a short description and a handler.
+
+Handlers receive a :class:`ToolContext` with the run's workspace and phase controller, and
+return text (or a :class:`ToolOutput`). Raising :class:`~gr_notebook.errors.ToolError`
+gives the model an ``is_error`` result with the message; the loop does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from gr_notebook.models.base import ToolSpec
+
+if TYPE_CHECKING:
+    from gr_notebook.phases import PhaseController
+    from gr_notebook.workspace import Workspace
+
+__all__ = ["Handler", "Tool", "ToolContext", "ToolOutput", "Toolset", "flatten_tools"]
+
+TOOL_DOCS_DIR = "tools"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a handler may touch: the run's workspace and its phase workflow."""
+
+    workspace: Workspace
+    phases: PhaseController
+    clock: Callable[[], float]
+    turn: int = 0
+    source: str = "model"
+
+
+Handler: TypeAlias = Callable[[ToolContext, Mapping[str, Any]], "str | ToolOutput"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    """One or two lines for Layer 3; the full text goes in ``docs``."""
+    input_schema: Mapping[str, Any]
+    handler: Handler = field(repr=False)
+    docs: str = ""
+
+    def spec(self) -> ToolSpec:
+        pointer = f" Full docs: {TOOL_DOCS_DIR}/{self.name}.md" if self.docs else ""
+        return ToolSpec(self.name, self.description + pointer, self.input_schema)
+
+    def docs_markdown(self) -> str:
+        params = self.input_schema.get("properties", {})
+        required = set(self.input_schema.get("required", ()))
+        lines = [f"# {self.name}", "", self.description, "", self.docs.strip(), "", "## Arguments"]
+        for key, sub in params.items():
+            need = "required" if key in required else "optional"
+            lines.append(
+                f"- `{key}` ({sub.get('type', 'any')}, {need}): {sub.get('description', '')}"
+            )
+        if not params:
+            lines.append("- none")
+        return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Toolset:
+    """Tools that belong together, with the policies that govern them (see issue 4)."""
+
+    tools: Sequence[Tool]
+    policies: Sequence[Any] = ()
+    name: str = ""
+
+
+def flatten_tools(items: Iterable[Tool | Toolset]) -> list[Tool]:
+    tools: list[Tool] = []
+    for item in items:
+        if isinstance(item, Toolset):
+            tools.extend(item.tools)
+        elif isinstance(item, Tool):
+            tools.append(item)
+        else:
+            raise TypeError(
+                f"tools= takes gr.Tool or gr.Toolset objects, got {type(item).__name__}"
+            )
+    return tools
+
+
+def object_schema(required: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The usual tool schema: an object with these properties and nothing else."""
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(required),
+        "additionalProperties": False,
+    }

@@ -1,0 +1,59 @@
+"""Looks tools up by name and runs a call with validation and error capture."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from gr_notebook.errors import GrNotebookError, ToolError
+from gr_notebook.models.base import ToolSpec
+from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
+from gr_notebook.tools.schema import validate
+
+__all__ = ["ToolRegistry"]
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are named '{tool.name}'; give each a unique name")
+            self._tools[tool.name] = tool
+        self._specs = tuple(t.spec() for t in self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self._specs
+
+    def check_call(self, name: str, params: Any) -> tuple[Tool | None, ToolOutput | None]:
+        """Find the tool and validate the arguments; the output is the error, if any."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools))
+            return None, ToolOutput(f"Unknown tool '{name}'. Available tools: {known}.", True)
+        problems = validate(tool.input_schema, params)
+        if problems:
+            listed = "; ".join(problems)
+            return tool, ToolOutput(f"Invalid arguments for {name}: {listed}.", True)
+        return tool, None
+
+    @staticmethod
+    def invoke(tool: Tool, context: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+        """Run the handler; a ToolError or a library error becomes an is_error result."""
+        try:
+            result = tool.handler(context, params)
+        except (ToolError, GrNotebookError) as exc:
+            return ToolOutput(f"Error: {exc}", True)
+        return result if isinstance(result, ToolOutput) else ToolOutput(str(result))

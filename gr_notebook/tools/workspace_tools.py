@@ -1,0 +1,158 @@
+"""File tools and the workspace memory tools, all confined to the workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gr_notebook.errors import ToolError
+from gr_notebook.plan import Plan
+from gr_notebook.summary import SUMMARY_FILE
+from gr_notebook.tools.base import Tool, ToolContext, object_schema
+
+__all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "WORKSPACE_TOOLS"]
+
+MAX_READ_CHARS = 100_000
+MAX_LIST_ENTRIES = 200
+
+_PATH = {"type": "string", "minLength": 1, "description": "Path relative to the workspace."}
+
+
+def _read_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    text = ctx.workspace.read_text(params["path"])
+    if len(text) > MAX_READ_CHARS:
+        return (
+            text[:MAX_READ_CHARS]
+            + f"\n[truncated: the file has {len(text)} characters; only the first "
+            f"{MAX_READ_CHARS} are shown]"
+        )
+    return text
+
+
+def _write_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    path, content = params["path"], params["content"]
+    existed = ctx.workspace.exists(path)
+    ctx.workspace.write_text(path, content)
+    verb = "Overwrote" if existed else "Created"
+    return _after_write(ctx, path, f"{verb} {path} ({len(content)} characters).")
+
+
+def _edit_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    path, old, new = params["path"], params["old_text"], params["new_text"]
+    text = ctx.workspace.read_text(path)
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_text was not found in {path}; read the file and copy the text exactly"
+        )
+    if count > 1:
+        raise ToolError(
+            f"old_text occurs {count} times in {path}; include more surrounding text so it "
+            "is unique"
+        )
+    ctx.workspace.write_text(path, text.replace(old, new, 1))
+    return _after_write(ctx, path, f"Edited {path}: replaced 1 occurrence.")
+
+
+def _after_write(ctx: ToolContext, path: str, message: str) -> str:
+    """A write to the plan file is parsed at once, so the model sees plan warnings."""
+    if ctx.workspace.resolve(path) != ctx.workspace.resolve(ctx.phases.plan_file):
+        return message
+    plan = Plan.parse(ctx.workspace.read_text(path))
+    warnings = ctx.phases.on_plan_written(plan, source=ctx.source)
+    if not warnings:
+        return f"{message} The plan has {len(plan.phases)} phases."
+    listed = "\n".join(f"- {w}" for w in warnings)
+    return f"{message}\nPlan warnings (fix them with edit_file):\n{listed}"
+
+
+def _list_files(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    root = params.get("path", ".")
+    entries = []
+    for path in ctx.workspace.files(root):
+        entries.append(f"{ctx.workspace.relative(path)}  ({path.stat().st_size} bytes)")
+        if len(entries) > MAX_LIST_ENTRIES:
+            break
+    if not entries:
+        return f"No files under {root}."
+    if len(entries) > MAX_LIST_ENTRIES:
+        entries[MAX_LIST_ENTRIES:] = ["… more files; list a subdirectory to see them"]
+    return "\n".join(entries)
+
+
+def _generate_summary(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    text = ctx.phases.generate_summary()
+    rows = sum(1 for line in text.splitlines() if line.startswith("| ") and "---" not in line) - 1
+    return f"Wrote {SUMMARY_FILE} ({rows} file rows). Read it with read_file('{SUMMARY_FILE}')."
+
+
+def _add_accomplishment(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    ctx.phases.journal.add_accomplishment(params["text"])
+    return "Accomplishment recorded in notes.md."
+
+
+def _add_note(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    ctx.phases.journal.add_note(params["text"])
+    return "Note recorded in notes.md."
+
+
+_TEXT = {"type": "string", "minLength": 1}
+
+WORKSPACE_TOOLS = (
+    Tool(
+        "read_file",
+        "Read a text file from the workspace.",
+        object_schema(["path"], path=_PATH),
+        _read_file,
+        docs="Returns the file's text. Very long files are truncated.",
+    ),
+    Tool(
+        "write_file",
+        "Create or overwrite a text file in the workspace.",
+        object_schema(["path", "content"], path=_PATH, content={"type": "string"}),
+        _write_file,
+        docs="Writes the whole file atomically, creating directories as needed. Writing the "
+        "plan file checks it and reports problems such as phases outside 5-20 steps.",
+    ),
+    Tool(
+        "edit_file",
+        "Replace one exact occurrence of old_text with new_text in a file.",
+        object_schema(
+            ["path", "old_text", "new_text"],
+            path=_PATH,
+            old_text={"type": "string", "minLength": 1},
+            new_text={"type": "string"},
+        ),
+        _edit_file,
+        docs="old_text must occur exactly once; include surrounding text to make it unique.",
+    ),
+    Tool(
+        "list_files",
+        "List the files under a workspace directory.",
+        object_schema(path={**_PATH, "description": "Directory to list; default '.'."}),
+        _list_files,
+        docs="Lists files recursively with their sizes, skipping hidden directories.",
+    ),
+    Tool(
+        "generate_workspace_summary",
+        "Write workspace_summary.md: files, accomplishments, current state, notes.",
+        object_schema(),
+        _generate_summary,
+        docs="Regenerates workspace_summary.md from the workspace and notes.md. Read it after.",
+    ),
+    Tool(
+        "add_accomplishment",
+        "Record a milestone you achieved (kept in notes.md).",
+        object_schema(["text"], text=_TEXT),
+        _add_accomplishment,
+        docs="Accomplishments appear in workspace_summary.md and in the summary you see after "
+        "each phase.",
+    ),
+    Tool(
+        "add_note",
+        "Record a working note for later phases (kept in notes.md).",
+        object_schema(["text"], text=_TEXT),
+        _add_note,
+        docs="Notes appear in workspace_summary.md and survive context summarization.",
+    ),
+)
