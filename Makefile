@@ -1,7 +1,7 @@
 # gr-notebook — build / test entry points.
 #
 # On a fresh machine only `python3` and PyPI are assumed. uv is bootstrapped
-# into a private tool venv (.uv/), then `uv sync --frozen` builds .venv/ from
+# into a private tool venv (.uv/), then `uv sync --locked` builds .venv/ from
 # uv.lock (runtime deps + the `dev` dependency group).
 
 SHELL := /bin/bash
@@ -39,7 +39,7 @@ $(STAMP): uv.lock pyproject.toml
 	if [ ! -x $(UV) ]; then \
 		python3 -m venv .uv && .uv/bin/pip install -q uv==$(UV_VERSION); \
 	fi
-	$(UV) sync --frozen --python python3
+	$(UV) sync --locked --python python3
 	touch $@
 
 # ── user-facing targets ─────────────────────────────────────────────────────

@@ -112,9 +112,12 @@ class PhaseController:
 
     def start(self) -> None:
         """Every job starts with the seed's five bootstrap todos."""
-        _, problem = self._board.load_existing()
+        leftover, problem = self._board.load_existing()
         if problem:
             self.emit("error", {"source": "todos", "message": problem})
+        if leftover is not None and leftover.items:  # an earlier run's list: keep, don't clobber
+            self._board.set(leftover)
+            self._board.archive("superseded")
         bootstrap = TodoList.of(
             prompts.bootstrap_todos(self.plan_file), phase_name="Bootstrap", kind="bootstrap"
         )

@@ -1,0 +1,258 @@
+"""Loop overhead: what the loop itself costs per turn, model time excluded.
+
+A :class:`gr.ScriptedModel` replays ``N_TURNS`` cheap ``read_file`` calls (they neither
+complete a todo nor end the job) and then a final text reply. The model is wrapped so every
+``complete()`` call is timed with ``perf_counter``; that model time is subtracted from the
+wall time, and what is left is the loop: context assembly, tool dispatch, events, the store.
+
+Two views of the same runs:
+  * per run: (wall time - model time) / turns, including one-off setup; median and p90
+    over ``REPEATS`` runs;
+  * per turn: a subscriber stamps ``perf_counter`` at every ``model_call`` event; the gap
+    between two stamps minus the model time of the second call is one turn's overhead.
+    Comparing turns 1-200 with turns 1801-2000 shows whether overhead grows with history.
+
+Both with ``store=False`` and with a SQLite store in a temporary directory.
+
+Goal: in each configuration, the median (over runs) of mean overhead per turn in turns
+1801-2000 divided by that in turns 1-200 is at most 1.5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _util
+
+import gr_notebook as gr
+from gr_notebook.models import ModelRequest, ModelResponse
+from gr_notebook.models.scripted import ScriptEntry
+
+N_TURNS = 2000
+REPEATS = 7
+WINDOW = 200
+MAX_LATE_OVER_EARLY = 1.5
+INSTRUCTIONS = "# Loop overhead benchmark\n\nRead instructions.md again and again.\n"
+
+
+class TimedModel:
+    """A transparent wrapper that times each ``complete()`` call of the model it wraps."""
+
+    def __init__(self, inner: gr.ScriptedModel) -> None:
+        self.inner = inner
+        self.durations: list[float] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
+        response = await self.inner.complete(request)
+        self.durations.append(time.perf_counter() - started)
+        return response
+
+
+@dataclass
+class EntryClock:
+    """Time spent inside the script's own entries (a subset of the model time)."""
+
+    seconds: float = 0.0
+
+
+def build_script(clock: EntryClock) -> list[ScriptEntry]:
+    read = gr.tool_call("read_file", path="instructions.md")
+    done = gr.text("done")
+
+    def entry(request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
+        response = read
+        clock.seconds += time.perf_counter() - started
+        return response
+
+    return [*([entry] * N_TURNS), done]
+
+
+@dataclass
+class RunMeasure:
+    turns: int
+    wall_s: float
+    model_s: float
+    entry_s: float
+    per_turn_us: list[float] = field(default_factory=list)
+    """Overhead of turns 1..N_TURNS (index 0 = turn 1), microseconds."""
+
+    @property
+    def mean_us(self) -> float:
+        return (self.wall_s - self.model_s) / self.turns * 1e6
+
+    @property
+    def bookkeeping_us(self) -> float:
+        """Model time outside the script entries: ScriptedModel's own per-call work."""
+        return (self.model_s - self.entry_s) / self.turns * 1e6
+
+    def window_mean(self, first: int, last: int) -> float:
+        return statistics.fmean(self.per_turn_us[first - 1 : last])
+
+    def window_median(self, first: int, last: int) -> float:
+        return statistics.median(self.per_turn_us[first - 1 : last])
+
+    @property
+    def growth(self) -> float:
+        early = self.window_mean(1, WINDOW)
+        return self.window_mean(N_TURNS - WINDOW + 1, N_TURNS) / early
+
+
+async def _run(agent: gr.Agent, stamps: list[float]) -> gr.Run:
+    def on_event(event: gr.Event) -> None:
+        if event.kind == "model_call":
+            stamps.append(time.perf_counter())
+
+    run = agent.start(INSTRUCTIONS)  # the loop task has not started yet: no event is missed
+    run.subscribe(on_event)
+    return await run.wait()
+
+
+def run_once(*, with_store: bool) -> RunMeasure:
+    clock = EntryClock()
+    model = TimedModel(gr.ScriptedModel(build_script(clock)))
+    stamps: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="gr-bench-loop-") as tmp:
+        store: gr.Store | bool = gr.Store(Path(tmp) / "store.sqlite") if with_store else False
+        agent = gr.Agent(
+            model=model,
+            workspace=Path(tmp) / "ws",
+            max_iterations=N_TURNS + 10,
+            compaction=True,
+            store=store,
+            stuck_turns=None,
+        )
+        gc.collect()
+        started = time.perf_counter()
+        run = asyncio.run(_run(agent, stamps))
+        wall = time.perf_counter() - started
+        if isinstance(store, gr.Store):
+            store.close()
+    if run.status != "completed" or run.turns != N_TURNS + 1:
+        raise RuntimeError(f"unexpected run end: {run.status} ({run.reason}), {run.turns} turns")
+    durations = model.durations
+    # Turn i's overhead: from its model_call event to the next one, minus the next model call.
+    per_turn = [
+        (stamps[i + 1] - stamps[i] - durations[i + 1]) * 1e6 for i in range(len(stamps) - 1)
+    ]
+    return RunMeasure(
+        turns=run.turns,
+        wall_s=wall,
+        model_s=sum(durations),
+        entry_s=clock.seconds,
+        per_turn_us=per_turn,
+    )
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def main() -> int:
+    goals = _util.Goals()
+    configs = {"store=False": False, "SQLite store": True}
+    results: dict[str, list[RunMeasure]] = {}
+    run_once(with_store=False)  # warm-up: imports, first-call caches
+    for label, with_store in configs.items():
+        results[label] = [run_once(with_store=with_store) for _ in range(REPEATS)]
+
+    late_first = N_TURNS - WINDOW + 1
+    _util.section(
+        f"Loop overhead per turn, model time excluded: {N_TURNS} scripted read_file turns, "
+        f"{REPEATS} runs each"
+    )
+    labels = list(configs)
+
+    def row(name: str, values: dict[str, str]) -> list[object]:
+        return [name, *(values[label] for label in labels)]
+
+    def per(fn: Callable[[list[RunMeasure]], str]) -> dict[str, str]:
+        return {label: fn(results[label]) for label in labels}
+
+    rows = [
+        row("turns per run", per(lambda rs: str(rs[0].turns))),
+        row(
+            "wall time per run, median (ms)",
+            per(lambda rs: f"{_util.median([r.wall_s for r in rs]) * 1e3:,.0f}"),
+        ),
+        row(
+            "model complete() per turn, median (µs)",
+            per(lambda rs: _us(_util.median([r.model_s / r.turns * 1e6 for r in rs]))),
+        ),
+        row(
+            "  of which script entries (µs)",
+            per(lambda rs: _us(_util.median([r.entry_s / r.turns * 1e6 for r in rs]))),
+        ),
+        row(
+            "overhead per turn, per-run mean: median (µs)",
+            per(lambda rs: _us(_util.median([r.mean_us for r in rs]))),
+        ),
+        row(
+            "overhead per turn, per-run mean: p90 (µs)",
+            per(lambda rs: _us(_util.percentile([r.mean_us for r in rs], 90))),
+        ),
+        row(
+            "  same, counting ScriptedModel bookkeeping (µs)",
+            per(lambda rs: _us(_util.median([r.mean_us + r.bookkeeping_us for r in rs]))),
+        ),
+        row(
+            "overhead per turn, per-turn median (µs)",
+            per(lambda rs: _us(_util.median([_util.median(r.per_turn_us) for r in rs]))),
+        ),
+        row(
+            f"turns 1-{WINDOW}: mean (µs)",
+            per(lambda rs: _us(_util.median([r.window_mean(1, WINDOW) for r in rs]))),
+        ),
+        row(
+            f"turns {late_first}-{N_TURNS}: mean (µs)",
+            per(lambda rs: _us(_util.median([r.window_mean(late_first, N_TURNS) for r in rs]))),
+        ),
+        row(
+            f"turns 1-{WINDOW}: median (µs)",
+            per(lambda rs: _us(_util.median([r.window_median(1, WINDOW) for r in rs]))),
+        ),
+        row(
+            f"turns {late_first}-{N_TURNS}: median (µs)",
+            per(lambda rs: _us(_util.median([r.window_median(late_first, N_TURNS) for r in rs]))),
+        ),
+        row(
+            "late/early ratio of means, median of runs",
+            per(lambda rs: f"{_util.median([r.growth for r in rs]):.2f}"),
+        ),
+        row(
+            "late/early ratio of means, worst run",
+            per(lambda rs: f"{max(r.growth for r in rs):.2f}"),
+        ),
+    ]
+    _util.print_table(["", *labels], rows)
+    print(
+        "per-run mean = (wall - model time) / turns, setup included; per-turn = gap between\n"
+        "consecutive model_call events minus the second call's model time. Medians over runs."
+    )
+
+    for label in labels:
+        growth = _util.median([r.growth for r in results[label]])
+        goals.check(
+            f"{label}: overhead late/early <= {MAX_LATE_OVER_EARLY}",
+            growth <= MAX_LATE_OVER_EARLY,
+            f"turns {late_first}-{N_TURNS} vs 1-{WINDOW}: ratio {growth:.2f} (median of "
+            f"{REPEATS} runs)",
+        )
+    return goals.report()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

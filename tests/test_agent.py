@@ -1,0 +1,140 @@
+"""Agent and Run: running styles, the store, DataFrames and misuse."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import gr_notebook as gr
+
+
+def test_workspace_none_means_a_fresh_directory_under_gr_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = gr.Agent(model=gr.ScriptedModel([gr.text("ok")])).run_sync("job")
+    assert run.workspace.root == (tmp_path / "gr_runs" / run.run_id).resolve()
+    assert run.workspace.read_text("instructions.md") == "job\n"
+    assert (tmp_path / "gr_runs" / "store.sqlite").exists()
+    runs = gr.runs_df()
+    assert list(runs["run_id"]) == [run.run_id]
+    assert runs["n_events"].iloc[0] == len(run.events)
+
+
+def test_runs_df_lists_every_run_newest_first(make_agent: Callable[..., gr.Agent],
+                                              tmp_path: Path) -> None:
+    ids = [make_agent(gr.ScriptedModel([gr.text("ok")]), workspace=None).run_sync("job").run_id
+           for _ in range(3)]
+    frame = gr.runs_df(tmp_path / "store.sqlite")
+    assert set(frame["run_id"]) == set(ids)
+    assert list(frame["status"]) == ["completed"] * 3
+
+
+def test_tool_docs_are_written_for_layer_3(make_agent: Callable[..., gr.Agent]) -> None:
+    model = gr.ScriptedModel([gr.text("ok")])
+    run = make_agent(model).run_sync("job")
+    spec = {t.name: t for t in model.requests[0].tools}["todo_rewind"]
+    assert spec.description.endswith("Full docs: tools/todo_rewind.md")
+    assert "# todo_rewind" in run.workspace.read_text("tools/todo_rewind.md")
+
+
+def test_start_returns_a_live_run(make_agent: Callable[..., gr.Agent]) -> None:
+    agent = make_agent(gr.ScriptedModel([gr.tool_call("list_files"), gr.text("ok")]))
+
+    async def main() -> tuple[str, gr.Run]:
+        run = agent.start("job")
+        status = run.status
+        return status, await run.wait()
+
+    status, run = asyncio.run(main())
+    assert status == "running" and run.status == "completed" and run.done
+
+
+def test_start_without_a_running_loop_says_what_to_do(make_agent: Callable[..., gr.Agent]) -> None:
+    with pytest.raises(gr.RunError, match="use agent.run_sync"):
+        make_agent().start("job")
+
+
+def test_empty_instructions_are_refused(make_agent: Callable[..., gr.Agent]) -> None:
+    with pytest.raises(gr.RunError, match="instructions are empty"):
+        make_agent().run_sync("   ")
+
+
+@pytest.mark.parametrize("plan_file", ["../plan.md", "/tmp/plan.md", ""])
+def test_plan_file_must_stay_inside_the_workspace(plan_file: str) -> None:
+    with pytest.raises(gr.WorkspaceError, match="inside the workspace"):
+        gr.Agent(plan_file=plan_file, store=False)
+
+
+def test_plan_file_name_is_configurable(make_agent: Callable[..., gr.Agent]) -> None:
+    run = make_agent("simulated", plan_file="plan.md", max_iterations=400).run_sync(
+        "## One\n- a\n## Two\n- b\n"
+    )
+    assert run.status == "completed"
+    assert run.workspace.exists("plan.md") and not run.workspace.exists("main_plan.md")
+    assert run.plan is not None and run.plan.is_complete
+
+
+def test_rewind_after_the_run_finished_is_refused(make_agent: Callable[..., gr.Agent]) -> None:
+    run = make_agent(gr.ScriptedModel([gr.text("ok")])).run_sync("job")
+    with pytest.raises(gr.RunError, match="has finished"):
+        run.rewind("too late")
+
+
+def test_run_sync_works_inside_a_running_event_loop(tmp_path: Path) -> None:
+    # In a subprocess: nest-asyncio's patch is global and permanent for the process.
+    code = f"""
+import asyncio, sys, gr_notebook as gr
+assert 'nest_asyncio' not in sys.modules
+async def cell():
+    agent = gr.Agent(model=gr.ScriptedModel([gr.text('ok')]), workspace={str(tmp_path / 'ws')!r},
+                     store=False)
+    return agent.run_sync('job').status
+print(asyncio.run(cell()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ}, check=True)
+    assert out.stdout.strip() == "completed"
+
+
+def test_dataframes_have_the_contract_columns(make_agent: Callable[..., gr.Agent]) -> None:
+    run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n## Two\n- b\n")
+    events = run.events_df()
+    assert list(events.columns[:5]) == ["seq", "kind", "turn", "phase", "time"]
+    assert "input_tokens" in events.columns and "tool" in events.columns
+    assert len(events) == len(run.events)
+    turns = run.turns_df()
+    for column in ["turn", "phase", "input_tokens", "output_tokens", "context_tokens",
+                   *(f"layer{i}_tokens" for i in range(1, 6))]:
+        assert column in turns.columns
+    assert list(turns["turn"]) == list(range(1, run.turns + 1))
+    assert list(run.phases_df().columns) == ["phase", "name", "kind", "started_turn",
+                                             "ended_turn", "tasks", "done", "input_tokens",
+                                             "outcome"]
+    assert run.phases_df()["input_tokens"].sum() == turns["input_tokens"].sum()
+    calls = run.tool_calls_df()
+    assert list(calls.columns) == ["turn", "phase", "tool", "input", "is_error", "result",
+                                   "duration_s"]
+    assert (calls["duration_s"] >= 0).all()
+
+
+def test_event_kinds_cover_the_contract(make_agent: Callable[..., gr.Agent]) -> None:
+    run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n## Two\n- b\n")
+    kinds = {e.kind for e in run.events}
+    for kind in ("run_started", "model_call", "tool_call", "todo_completed", "phase_transition",
+                 "compaction", "workspace_summary", "job_complete", "run_finished"):
+        assert kind in kinds
+    assert [e.seq for e in run.events] == list(range(len(run.events)))
+
+
+def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> None:
+    run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n")
+    assert f"<Run {run.run_id} completed:" in repr(run)
+    assert "Job Completion" in repr(run)
+    assert "ACTIVE TODO LIST" in run._repr_html_()
