@@ -78,8 +78,9 @@ def run_demo(
 
     run = asyncio.run(main())
     phases = run.phases_df()
-    table = phases[["phase", "name", "started_turn", "ended_turn", "tasks", "input_tokens",
-                    "outcome"]]
+    table = phases[
+        ["phase", "name", "started_turn", "ended_turn", "tasks", "input_tokens", "outcome"]
+    ]
     out("\nPhases\n")
     out(table.to_string(index=False))
     totals = run.summary()

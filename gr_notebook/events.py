@@ -7,6 +7,7 @@ component has to reach into another to learn what happened.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -62,16 +63,18 @@ Subscriber = Callable[[Event], object]
 class EventLog(Sequence[Event]):
     """An append-only, ordered sequence of events with synchronous subscribers.
 
-    A subscriber that raises is reported as an ``error`` event and stays subscribed; it
-    never breaks the run. Errors raised while delivering such a report are only logged,
-    so a subscriber that always fails cannot recurse.
+    Every subscriber sees every event in ``seq`` order, even events appended while another
+    is being delivered. A subscriber that raises is reported as an ``error`` event and stays
+    subscribed; it never breaks the run. A failure while delivering such a report is only
+    logged, so a subscriber that always fails cannot recurse.
     """
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._events: list[Event] = []
         self._subscribers: list[Subscriber] = []
         self._clock = clock
-        self._reporting = False
+        self._queue: deque[Event] = deque()
+        self._delivering = False
 
     def append(
         self, kind: str, data: Mapping[str, Any] | None = None, *, turn: int = 0, phase: int = 0
@@ -102,29 +105,38 @@ class EventLog(Sequence[Event]):
         return [e for e in self._events if e.kind in kinds]
 
     def _deliver(self, event: Event) -> None:
-        for callback in tuple(self._subscribers):
-            try:
-                callback(event)
-            except Exception as exc:  # a subscriber must never break the run
-                if self._reporting:
-                    logger.exception("subscriber %r failed while reporting an error", callback)
-                    continue
-                self._reporting = True
-                try:
-                    self.append(
-                        "error",
-                        {
-                            "source": "subscriber",
-                            "subscriber": getattr(callback, "__qualname__", repr(callback)),
-                            "error_type": type(exc).__name__,
-                            "message": str(exc),
-                            "event_seq": event.seq,
-                        },
-                        turn=event.turn,
-                        phase=event.phase,
-                    )
-                finally:
-                    self._reporting = False
+        """Deliver in seq order: events appended during delivery wait their turn."""
+        self._queue.append(event)
+        if self._delivering:
+            return
+        self._delivering = True
+        try:
+            while self._queue:
+                current = self._queue.popleft()
+                for callback in tuple(self._subscribers):
+                    try:
+                        callback(current)
+                    except Exception as exc:  # a subscriber must never break the run
+                        self._report(callback, current, exc)
+        finally:
+            self._delivering = False
+
+    def _report(self, callback: Subscriber, event: Event, exc: Exception) -> None:
+        if event.kind == "error" and event.data.get("source") == "subscriber":
+            logger.exception("subscriber %r failed while reporting an error", callback)
+            return
+        self.append(
+            "error",
+            {
+                "source": "subscriber",
+                "subscriber": getattr(callback, "__qualname__", repr(callback)),
+                "error_type": type(exc).__name__,
+                "message": str(exc),
+                "event_seq": event.seq,
+            },
+            turn=event.turn,
+            phase=event.phase,
+        )
 
     def __len__(self) -> int:
         return len(self._events)

@@ -23,7 +23,7 @@ _PHASE_HEADING = re.compile(r"^##\s+Phase\s+(\d+)\s*[:.\-–—]\s*(.*?)\s*$", r
 _LOOSE_PHASE_HEADING = re.compile(r"^##\s+Phase\b", re.IGNORECASE)
 _COMPLETE = re.compile(r"\s*(?:✓\s*COMPLETED?|\(COMPLETED?\)|\[COMPLETED?\]|COMPLETED? ✓)$", re.I)
 _CURRENT = re.compile(r"\s*(?:←\s*CURRENT|<-+\s*CURRENT|\(CURRENT\)|\[CURRENT\])$", re.I)
-_STEP = re.compile(r"^\s*[-*]\s+\[([ xX])\]\s+(.*?)\s*$")
+_STEP = re.compile(r"^[-*]\s+\[([ xX])\]\s+(.*?)\s*$")  # top level only; nested stay verbatim
 
 _MARKERS: dict[PhaseStatus, str] = {
     "complete": " ✓ COMPLETE",

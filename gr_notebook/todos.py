@@ -81,7 +81,14 @@ class TodoList:
                 "the todo list is empty; write tasks with todo_write(todos=[...]) first"
             )
         if index is None:
-            raise TodoError("every task is already complete; there is nothing left to complete")
+            if self.kind == "job_completion":
+                raise TodoError(
+                    "every task is already complete; finish the job with "
+                    "job_complete(summary=..., confidence=...)"
+                )
+            raise TodoError(
+                "every task is already complete; write the next tasks with todo_write(todos=[...])"
+            )
         items = list(self.items)
         items[index] = replace(items[index], done=True)
         return replace(self, items=tuple(items)), index + 1

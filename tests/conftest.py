@@ -55,7 +55,9 @@ def complete_all(n: int) -> list[gr.ModelResponse]:
 
 
 @pytest.fixture
-def make_agent(tmp_path: Path) -> Callable[..., gr.Agent]:
+def make_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., gr.Agent]:
+    monkeypatch.chdir(tmp_path)  # default workspaces and stores land in tmp_path/gr_runs
+
     def factory(model: Any = None, **kwargs: Any) -> gr.Agent:
         kwargs.setdefault("workspace", tmp_path / "ws")
         kwargs.setdefault("store", tmp_path / "store.sqlite")

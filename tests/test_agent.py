@@ -27,10 +27,13 @@ def test_workspace_none_means_a_fresh_directory_under_gr_runs(
     assert runs["n_events"].iloc[0] == len(run.events)
 
 
-def test_runs_df_lists_every_run_newest_first(make_agent: Callable[..., gr.Agent],
-                                              tmp_path: Path) -> None:
-    ids = [make_agent(gr.ScriptedModel([gr.text("ok")]), workspace=None).run_sync("job").run_id
-           for _ in range(3)]
+def test_runs_df_lists_every_run_newest_first(
+    make_agent: Callable[..., gr.Agent], tmp_path: Path
+) -> None:
+    ids = [
+        make_agent(gr.ScriptedModel([gr.text("ok")]), workspace=None).run_sync("job").run_id
+        for _ in range(3)
+    ]
     frame = gr.runs_df(tmp_path / "store.sqlite")
     assert set(frame["run_id"]) == set(ids)
     assert list(frame["status"]) == ["completed"] * 3
@@ -57,7 +60,7 @@ def test_start_returns_a_live_run(make_agent: Callable[..., gr.Agent]) -> None:
 
 
 def test_start_without_a_running_loop_says_what_to_do(make_agent: Callable[..., gr.Agent]) -> None:
-    with pytest.raises(gr.RunError, match="use agent.run_sync"):
+    with pytest.raises(gr.RunError, match=r"use agent\.run_sync"):
         make_agent().start("job")
 
 
@@ -93,13 +96,14 @@ def test_run_sync_works_inside_a_running_event_loop(tmp_path: Path) -> None:
 import asyncio, sys, gr_notebook as gr
 assert 'nest_asyncio' not in sys.modules
 async def cell():
-    agent = gr.Agent(model=gr.ScriptedModel([gr.text('ok')]), workspace={str(tmp_path / 'ws')!r},
+    agent = gr.Agent(model=gr.ScriptedModel([gr.text('ok')]), workspace={str(tmp_path / "ws")!r},
                      store=False)
     return agent.run_sync('job').status
 print(asyncio.run(cell()))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, check=True
+    )
     assert out.stdout.strip() == "completed"
 
 
@@ -110,25 +114,55 @@ def test_dataframes_have_the_contract_columns(make_agent: Callable[..., gr.Agent
     assert "input_tokens" in events.columns and "tool" in events.columns
     assert len(events) == len(run.events)
     turns = run.turns_df()
-    for column in ["turn", "phase", "input_tokens", "output_tokens", "context_tokens",
-                   *(f"layer{i}_tokens" for i in range(1, 6))]:
+    for column in [
+        "turn",
+        "phase",
+        "input_tokens",
+        "output_tokens",
+        "context_tokens",
+        *(f"layer{i}_tokens" for i in range(1, 6)),
+    ]:
         assert column in turns.columns
     assert list(turns["turn"]) == list(range(1, run.turns + 1))
-    assert list(run.phases_df().columns) == ["phase", "name", "kind", "started_turn",
-                                             "ended_turn", "tasks", "done", "input_tokens",
-                                             "outcome"]
+    assert list(run.phases_df().columns) == [
+        "phase",
+        "name",
+        "kind",
+        "started_turn",
+        "ended_turn",
+        "tasks",
+        "done",
+        "input_tokens",
+        "outcome",
+    ]
     assert run.phases_df()["input_tokens"].sum() == turns["input_tokens"].sum()
     calls = run.tool_calls_df()
-    assert list(calls.columns) == ["turn", "phase", "tool", "input", "is_error", "result",
-                                   "duration_s"]
+    assert list(calls.columns) == [
+        "turn",
+        "phase",
+        "tool",
+        "input",
+        "is_error",
+        "result",
+        "duration_s",
+    ]
     assert (calls["duration_s"] >= 0).all()
 
 
 def test_event_kinds_cover_the_contract(make_agent: Callable[..., gr.Agent]) -> None:
     run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n## Two\n- b\n")
     kinds = {e.kind for e in run.events}
-    for kind in ("run_started", "model_call", "tool_call", "todo_completed", "phase_transition",
-                 "compaction", "workspace_summary", "job_complete", "run_finished"):
+    for kind in (
+        "run_started",
+        "model_call",
+        "tool_call",
+        "todo_completed",
+        "phase_transition",
+        "compaction",
+        "workspace_summary",
+        "job_complete",
+        "run_finished",
+    ):
         assert kind in kinds
     assert [e.seq for e in run.events] == list(range(len(run.events)))
 

@@ -19,16 +19,28 @@ def test_all_lists_every_public_name() -> None:
     public = {
         name
         for name, value in vars(gr).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
         and name != "annotations"
     }
     assert public == set(gr.__all__)
 
 
 def test_contract_names_from_the_issue_are_public() -> None:
-    for name in ("Workspace", "WorkspaceError", "Agent", "Run", "Plan", "ScriptedModel",
-                 "ScriptExhausted", "SimulatedModel", "tool_call", "tool_calls", "text",
-                 "runs_df"):
+    for name in (
+        "Workspace",
+        "WorkspaceError",
+        "Agent",
+        "Run",
+        "Plan",
+        "ScriptedModel",
+        "ScriptExhausted",
+        "SimulatedModel",
+        "tool_call",
+        "tool_calls",
+        "text",
+        "runs_df",
+    ):
         assert name in gr.__all__
 
 

@@ -19,8 +19,10 @@ def full_cycle_script() -> list[gr.ModelResponse]:
     return [
         *bootstrap_script(),
         gr.tool_calls(
-            [("read_file", {"path": p}) for p in ("main_plan.md", "instructions.md",
-                                                  "workspace_summary.md")]
+            [
+                ("read_file", {"path": p})
+                for p in ("main_plan.md", "instructions.md", "workspace_summary.md")
+            ]
         ),
         gr.tool_call("todo_write", todos=PHASE_1),
         *complete_all(5),
@@ -180,24 +182,32 @@ def test_context_stays_bounded_across_many_phases(make_agent: Callable[..., gr.A
 
 def test_without_compaction_context_grows(make_agent: Callable[..., gr.Agent]) -> None:
     def total(compaction: bool) -> int:
-        agent = make_agent("simulated", max_iterations=2000, store=False, compaction=compaction,
-                           workspace=None)
+        agent = make_agent(
+            "simulated", max_iterations=2000, store=False, compaction=compaction, workspace=None
+        )
         return int(agent.run_sync(_instructions(8)).turns_df()["input_tokens"].sum())
 
     assert total(False) > 3 * total(True)
 
 
-def test_job_complete_ends_the_run_and_is_stored(make_agent: Callable[..., gr.Agent],
-                                                 tmp_path) -> None:
+def test_job_complete_ends_the_run_and_is_stored(
+    make_agent: Callable[..., gr.Agent], tmp_path
+) -> None:
     script = [
         gr.tool_call("write_file", path="out/report.md", content="# Report\n"),
-        gr.tool_call("job_complete", summary="Wrote the report", deliverables=["out/report.md"],
-                     confidence=0.92, notes="3 items flagged for review"),
+        gr.tool_call(
+            "job_complete",
+            summary="Wrote the report",
+            deliverables=["out/report.md"],
+            confidence=0.92,
+            notes="3 items flagged for review",
+        ),
     ]
     run = make_agent(gr.ScriptedModel(script)).run_sync("Write a report")
     assert run.status == "completed"
-    assert run.job == gr.JobResult("Wrote the report", ("out/report.md",), 0.92,
-                                   "3 items flagged for review", "model")
+    assert run.job == gr.JobResult(
+        "Wrote the report", ("out/report.md",), 0.92, "3 items flagged for review", "model"
+    )
     with Store(tmp_path / "store.sqlite") as store:
         [row] = store.runs()
     assert row["status"] == "completed" and row["job_status"] == "completed"
@@ -248,8 +258,9 @@ def test_all_complete_plan_is_detected(make_agent: Callable[..., gr.Agent], tmp_
         assert store.runs()[0]["job_status"] == "completed"
 
 
-def test_stopping_with_work_left_is_recorded_as_stopped(make_agent: Callable[..., gr.Agent],
-                                                        tmp_path) -> None:
+def test_stopping_with_work_left_is_recorded_as_stopped(
+    make_agent: Callable[..., gr.Agent], tmp_path
+) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("I give up")])).run_sync("job")
     assert run.status == "completed" and run.job is None
     with Store(tmp_path / "store.sqlite") as store:

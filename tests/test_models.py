@@ -13,8 +13,13 @@ from gr_notebook.models.planner import derive_phases
 
 
 def request(turn: int = 1) -> gr.ModelRequest:
-    return gr.ModelRequest(system=(), messages=(gr.Message.user("hi"),), tools=(),
-                           layer_tokens=(10, 20, 30, 0, 5), turn=turn)
+    return gr.ModelRequest(
+        system=(),
+        messages=(gr.Message.user("hi"),),
+        tools=(),
+        layer_tokens=(10, 20, 30, 0, 5),
+        turn=turn,
+    )
 
 
 def test_scripted_model_replays_in_order_and_records_requests() -> None:
@@ -95,8 +100,9 @@ def test_plan_derivation_keeps_every_phase_within_5_to_20_steps() -> None:
 
 def test_simulated_runs_are_deterministic(make_agent: Callable[..., gr.Agent], tmp_path) -> None:
     def trace(name: str) -> list[tuple[str, str]]:
-        agent = gr.Agent(model="simulated", workspace=tmp_path / name, store=False,
-                         max_iterations=300)
+        agent = gr.Agent(
+            model="simulated", workspace=tmp_path / name, store=False, max_iterations=300
+        )
         run = agent.run_sync("## A\n- one\n- two\n## B\n- three\n")
         calls = run.tool_calls_df()
         return list(zip(calls["tool"], calls["result"].str.slice(0, 40), strict=True))

@@ -362,7 +362,9 @@ def test_advance_on_last_phase_completes_plan() -> None:
 def test_advance_keeps_unknown_lines() -> None:
     text = "## Phase 1: A ← CURRENT\n- [ ] a\n  - detail\n## Phase 2: B\n- [ ] b\n"
     rendered = Plan.parse(text).advance().render()
-    assert rendered == "## Phase 1: A ✓ COMPLETE\n- [x] a\n  - detail\n## Phase 2: B ← CURRENT\n- [ ] b\n"
+    assert rendered == (
+        "## Phase 1: A ✓ COMPLETE\n- [x] a\n  - detail\n## Phase 2: B ← CURRENT\n- [ ] b\n"
+    )
 
 
 def test_with_status_unknown_phase_raises_key_error() -> None:

@@ -203,7 +203,7 @@ def test_loads_invalid_json_reports_line_and_column() -> None:
 
 
 def test_loads_names_the_given_source() -> None:
-    with pytest.raises(TodoError, match="archive/x.json"):
+    with pytest.raises(TodoError, match=r"archive/x\.json"):
         TodoList.loads("{", source="archive/x.json")
 
 

@@ -175,7 +175,7 @@ def test_read_non_utf8_file_gives_clear_error(ws: Workspace) -> None:
 
 def test_read_directory_suggests_list_files(ws: Workspace) -> None:
     (ws.root / "sub").mkdir()
-    with pytest.raises(WorkspaceError, match="directory.*list_files"):
+    with pytest.raises(WorkspaceError, match=r"directory.*list_files"):
         ws.read_text("sub")
 
 

@@ -47,8 +47,16 @@ def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]
             errors.append(f"{_name(path)} must be at least {schema['minimum']}, got {value}")
         if "maximum" in schema and value > schema["maximum"]:
             errors.append(f"{_name(path)} must be at most {schema['maximum']}, got {value}")
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        errors.append(f"{_name(path)} must not be empty")
+    if isinstance(value, str):
+        shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+        if len(value) < shortest:
+            errors.append(
+                f"{_name(path)} must not be empty"
+                if shortest == 1
+                else f"{_name(path)} must be at least {shortest} characters, got {len(value)}"
+            )
+        if longest is not None and len(value) > longest:
+            errors.append(f"{_name(path)} must be at most {longest} characters, got {len(value)}")
     if isinstance(value, (list, tuple)):
         errors += _validate_array(schema, value, path)
     if isinstance(value, Mapping):

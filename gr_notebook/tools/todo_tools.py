@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gr_notebook.errors import ToolError
 from gr_notebook.todos import TodoItem
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
 
@@ -27,12 +28,12 @@ _TODO_ITEM = {
 
 
 def _todo_write(ctx: ToolContext, params: Mapping[str, Any]) -> str:
-    items = [
-        TodoItem(t.strip())
-        if isinstance(t, str)
-        else TodoItem(t["title"].strip(), t.get("done", False))
-        for t in params["todos"]
-    ]
+    items = []
+    for i, todo in enumerate(params["todos"]):
+        title, done = (todo, False) if isinstance(todo, str) else (todo["title"], todo.get("done"))
+        if not title.strip():
+            raise ToolError(f"todos[{i}] has a blank title; give every task a title")
+        items.append(TodoItem(" ".join(title.split()), bool(done)))
     return ctx.phases.write_todos(items, source=ctx.source)
 
 
