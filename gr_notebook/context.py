@@ -129,6 +129,7 @@ def build_recap(
     todos: TodoList,
     plan_file: str,
     turn: int,
+    workspace_state: Sequence[str] = (),
 ) -> str:
     """The new layer 4, built from the record without a model call: deterministic and cheap.
 
@@ -153,6 +154,7 @@ def build_recap(
         if len(titles) > MAX_TITLES_CHARS:
             titles = titles[: MAX_TITLES_CHARS - 1] + "…"
         lines.append(f"  Tasks done in the last list: {titles}")
+    lines += _section("Current state", workspace_state, len(workspace_state))
     lines += _section("Recent accomplishments", journal.accomplishments(), RECENT_ACCOMPLISHMENTS)
     lines += _section("Recent notes", journal.notes(), RECENT_NOTES)
     lines += _section(
@@ -181,7 +183,7 @@ def _segment_line(seg: Segment) -> str:
     return f"{label}: {seg.outcome}, {seg.done} tasks done{where}"
 
 
-def _section(title: str, items: list[str], limit: int) -> list[str]:
+def _section(title: str, items: Sequence[str], limit: int) -> list[str]:
     if not items:
         return []
     shown = items[-limit:]

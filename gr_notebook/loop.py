@@ -21,6 +21,7 @@ from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.prompts import checkpoint_prompt
+from gr_notebook.summary import workspace_state
 from gr_notebook.todos import TodoList
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
 
@@ -244,6 +245,9 @@ class Loop:
             todos=self.phases.todos,
             plan_file=self.phases.plan_file,
             turn=self.turn,
+            workspace_state=workspace_state(
+                self.phases.workspace, plan_file=self.phases.plan_file, todos=self.phases.todos
+            ),
         )
         stats = self.context.compact(recap)
         self.emit(

@@ -15,7 +15,7 @@ from gr_notebook.plan import Plan
 from gr_notebook.todos import ARCHIVE_DIR, TODOS_FILE, TodoList
 from gr_notebook.workspace import Workspace
 
-__all__ = ["SUMMARY_FILE", "build_workspace_summary"]
+__all__ = ["SUMMARY_FILE", "build_workspace_summary", "workspace_state"]
 
 SUMMARY_FILE = "workspace_summary.md"
 TOOL_DOCS_DIR = "tools"
@@ -134,3 +134,10 @@ def _capped(items: list[str], limit: int, where: str) -> list[str]:
     if len(items) > limit:
         shown.insert(0, f"- … {len(items) - limit} earlier entries in {where}")
     return shown
+
+
+def workspace_state(workspace: Workspace, *, plan_file: str, todos: TodoList) -> list[str]:
+    """The summary's Current State, computed now, for the recap after compaction."""
+    files = sum(1 for _ in workspace.files())
+    state = _current_state(workspace, plan_file, todos, None, None)
+    return [f"{files} files in the workspace", *(line.removeprefix("- ") for line in state)]

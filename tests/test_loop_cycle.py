@@ -265,3 +265,13 @@ def test_stopping_with_work_left_is_recorded_as_stopped(
     assert run.status == "completed" and run.job is None
     with Store(tmp_path / "store.sqlite") as store:
         assert store.runs()[0]["job_status"] == "stopped"
+
+
+def test_the_recap_states_where_the_job_stands(make_agent: Callable[..., gr.Agent]) -> None:
+    model = gr.ScriptedModel(full_cycle_script())
+    make_agent(model).run_sync("job")
+    recap = model.requests[19].messages[0].text
+    assert "Current state:" in recap
+    assert "- Working on Phase 2 of 2: Write" in recap
+    assert "- 1 of 2 phases complete in main_plan.md" in recap
+    assert "- 0 of 5 tasks complete in current phase" in recap
