@@ -50,6 +50,8 @@ class Run:
         self._phases = phases
         self._loop: Loop | None = None
         self._task: asyncio.Task[Run] | None = None
+        self._totals = _Totals()
+        events.subscribe(self._totals.add)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -130,18 +132,15 @@ class Run:
         return tool_calls_df(self._events)
 
     def summary(self) -> dict[str, Any]:
-        calls = self._events.of_kind("model_call")
+        """Headline figures, kept as running totals so a live widget can ask every event."""
+        totals = self._totals
         return {
             "run_id": self.run_id,
             "status": self.status,
-            "turns": len(calls),
-            "phases_completed": sum(
-                1
-                for e in self._events.of_kind("phase_transition")
-                if e.data.get("outcome") == "complete" and e.data.get("kind") == "phase"
-            ),
-            "input_tokens": sum(e.data.get("input_tokens", 0) for e in calls),
-            "output_tokens": sum(e.data.get("output_tokens", 0) for e in calls),
+            "turns": totals.turns,
+            "phases_completed": totals.phases_completed,
+            "input_tokens": totals.input_tokens,
+            "output_tokens": totals.output_tokens,
             "workspace": str(self.workspace.root),
         }
 
@@ -167,6 +166,20 @@ class Run:
     def _attach(self, loop: Loop, task: asyncio.Task[Run]) -> None:
         self._loop, self._task = loop, task
 
-    def _last(self, kind: str) -> Event | None:
-        found = self._events.of_kind(kind)
-        return found[-1] if found else None
+
+class _Totals:
+    __slots__ = ("input_tokens", "output_tokens", "phases_completed", "turns")
+
+    def __init__(self) -> None:
+        self.turns = self.input_tokens = self.output_tokens = self.phases_completed = 0
+
+    def add(self, event: Event) -> None:
+        if event.kind == "model_call":
+            self.turns += 1
+            self.input_tokens += event.data.get("input_tokens", 0)
+            self.output_tokens += event.data.get("output_tokens", 0)
+        elif event.kind == "phase_transition":
+            data = event.data
+            self.phases_completed += (
+                data.get("kind") == "phase" and data.get("outcome") == "complete"
+            )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
 
 from gr_notebook.plan import MAX_PHASE_STEPS, MIN_PHASE_STEPS, Plan
 
@@ -141,7 +140,3 @@ def _topic(instructions: str) -> str:
         if text:
             return text if len(text) <= 60 else text[:59] + "…"
     return "the job"
-
-
-def numbered(lines: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, start=1))
