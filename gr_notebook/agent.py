@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gr_notebook.errors import RunError, WorkspaceError
+from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import EventLog
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model
-from gr_notebook.phases import PhaseController
 from gr_notebook.prompts import kickoff_prompt, system_prompt
 from gr_notebook.run import Run
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
@@ -32,7 +31,6 @@ __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
 INSTRUCTIONS_FILE = "instructions.md"
-_JOB_STATUS = {"completed": "completed", "failed": "failed", "cancelled": "cancelled"}
 
 
 class Agent:
@@ -41,12 +39,12 @@ class Agent:
     def __init__(
         self,
         model: Model | str | Callable[..., Any] | None = None,
+        *,
         workspace: Workspace | str | os.PathLike[str] | None = None,
         tools: Iterable[Tool | Toolset] = (),
         plan_file: str = "main_plan.md",
         max_iterations: int = 50,
         compaction: bool = True,
-        *,
         store: Store | str | os.PathLike[str] | bool | None = None,
         system_prompt: str = "",
         stuck_turns: int | None = 10,
@@ -55,7 +53,7 @@ class Agent:
         name: str = "agent",
     ) -> None:
         if max_iterations < 1:
-            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+            raise ConfigError(f"max_iterations must be at least 1, got {max_iterations}")
         if not plan_file.strip() or os.path.isabs(plan_file) or ".." in Path(plan_file).parts:
             raise WorkspaceError(
                 f"plan_file {plan_file!r} must be a path inside the workspace, e.g. 'main_plan.md'"
@@ -106,14 +104,11 @@ class Agent:
         run_id = _new_run_id(self.clock)
         workspace = self._workspace_for(run_id)
         events = EventLog(self.clock)
-        phases = PhaseController(workspace, self.plan_file, _unbound_emit, self.clock)
-        run = Run(
-            run_id, workspace=workspace, events=events, phases=phases, instructions=instructions
-        )
         engine = Loop(
             model=self.model,
             registry=self.registry,
-            phases=phases,
+            workspace=workspace,
+            plan_file=self.plan_file,
             events=events,
             system_prompt=system_prompt(self.plan_file, self.system_prompt),
             max_iterations=self.max_iterations,
@@ -121,7 +116,13 @@ class Agent:
             stuck_detector=self._stuck_detector(),
             clock=self.clock,
         )
-        phases.emit = engine.emit
+        run = Run(
+            run_id,
+            workspace=workspace,
+            events=events,
+            phases=engine.phases,
+            instructions=instructions,
+        )
         store = self._open_store()
         if store is not None:
             store.record_run_started(
@@ -168,13 +169,13 @@ class Agent:
             engine.phases.start()
             outcome = await engine.run(kickoff_prompt())
         except asyncio.CancelledError:
-            outcome = LoopOutcome("cancelled", engine._stop_requested or "cancelled")
+            outcome = LoopOutcome("cancelled", engine.stop_reason or "cancelled")
         except Exception as exc:  # a bug or an I/O failure: record it, never lose the run
             engine.emit(
                 "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
             )
             outcome = LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
-        run.status = outcome.status  # type: ignore[assignment]
+        run.status = outcome.status
         run.reason = outcome.reason
         run.error = outcome.error
         totals = run.summary()
@@ -201,9 +202,8 @@ class Agent:
             finished_at=finished,
             error=run.reason if run.status != "completed" else None,
         )
-        status = "completed" if job else _JOB_STATUS.get(run.status, run.status)
-        if run.status == "completed" and job is None:
-            status = "stopped"
+        # The job row says why the work ended; "stopped" is a model that quit with work left.
+        status = "completed" if job else ("stopped" if run.status == "completed" else run.status)
         store.record_job(
             run.run_id,
             status=status,
@@ -248,7 +248,3 @@ class Agent:
 def _new_run_id(clock: Callable[[], float]) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock()))
     return f"{stamp}-{secrets.token_hex(3)}"
-
-
-def _unbound_emit(kind: str, data: object) -> None:
-    raise RunError("the phase controller was used before the run was wired")

@@ -9,6 +9,7 @@
     │   ├── ScriptExhausted a ScriptedModel has no responses left
     │   └── ModelSpecError  a model spec string names no known model or profile
     ├── StoreError          the run store cannot be opened or written
+    ├── ConfigError         an Agent, Tool or Toolset was defined in a way that cannot work
     └── RunError            a Run was used the wrong way (e.g. waited on before it started)
 
 Each message says what to do instead. Errors inside a run never escape as crashes: tool
@@ -19,6 +20,7 @@ failures become tool results the model can act on, and model failures end the ru
 from __future__ import annotations
 
 __all__ = [
+    "ConfigError",
     "GrNotebookError",
     "ModelError",
     "ModelSpecError",
@@ -66,6 +68,10 @@ class ModelSpecError(ModelError, ValueError):
 
 class StoreError(GrNotebookError):
     """The run store cannot be opened or written."""
+
+
+class ConfigError(GrNotebookError, ValueError):
+    """An Agent, Tool or Toolset was defined in a way that cannot work."""
 
 
 class RunError(GrNotebookError):

@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from gr_notebook.context import ContextManager, build_recap
 from gr_notebook.events import EventLog
@@ -24,8 +24,11 @@ from gr_notebook.prompts import checkpoint_prompt
 from gr_notebook.summary import workspace_state
 from gr_notebook.todos import TodoList
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
+from gr_notebook.workspace import Workspace
 
-__all__ = ["Loop", "LoopOutcome", "SameStateDetector", "StuckDetector"]
+__all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
+
+RunStatus: TypeAlias = Literal["running", "completed", "failed", "cancelled", "budget_exhausted"]
 
 MAX_EVENT_TEXT = 400
 
@@ -56,7 +59,7 @@ class SameStateDetector:
 
 @dataclass(frozen=True, slots=True)
 class LoopOutcome:
-    status: str
+    status: RunStatus
     reason: str | None = None
     error: BaseException | None = None
 
@@ -67,7 +70,8 @@ class Loop:
         *,
         model: Model,
         registry: ToolRegistry,
-        phases: PhaseController,
+        workspace: Workspace,
+        plan_file: str,
         events: EventLog,
         system_prompt: str,
         max_iterations: int,
@@ -77,8 +81,8 @@ class Loop:
     ) -> None:
         self.model = model
         self.registry = registry
-        self.phases = phases
         self.events = events
+        self.phases = PhaseController(workspace, plan_file, self.emit, clock)
         self.context = ContextManager()
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
@@ -96,6 +100,10 @@ class Loop:
 
     def request_stop(self, reason: str = "stopped by request") -> None:
         self._stop_requested = reason
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._stop_requested
 
     def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
         self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)

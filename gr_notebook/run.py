@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import html
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event, EventLog, Subscriber
+from gr_notebook.loop import RunStatus
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.plan import Plan
 from gr_notebook.todos import TodoList
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     from gr_notebook.loop import Loop
 
 __all__ = ["Run", "RunStatus"]
-
-RunStatus: TypeAlias = Literal[
-    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
-]
 
 
 class Run:
@@ -102,7 +99,8 @@ class Run:
             raise RunError(f"run {self.run_id} has finished ({self.status}); start a new run")
         if not issue.strip():
             raise RunError("say what is wrong: run.rewind('the approach fails because …')")
-        assert self._loop is not None
+        if self._loop is None:
+            raise RunError("this run was never started; use agent.start(...) first")
         self._loop.request_rewind(issue)
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:

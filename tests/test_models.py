@@ -53,7 +53,7 @@ def test_scripted_model_raises_when_dry() -> None:
 
 def test_scripted_entry_returning_the_wrong_type_is_explained() -> None:
     model = gr.ScriptedModel([lambda req: "oops"])  # type: ignore[list-item,return-value]
-    with pytest.raises(TypeError, match="return a ModelResponse"):
+    with pytest.raises(gr.ModelError, match="return a ModelResponse"):
         asyncio.run(model.complete(request()))
 
 

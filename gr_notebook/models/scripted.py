@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from gr_notebook.errors import ScriptExhausted
+from gr_notebook.errors import ModelError, ScriptExhausted
 from gr_notebook.messages import TextBlock, ToolUseBlock, Usage, block_tokens
 from gr_notebook.models.base import ModelRequest, ModelResponse
 
@@ -68,7 +68,7 @@ class ScriptedModel:
         entry = self._responses[index]
         response = entry(request) if callable(entry) else entry
         if not isinstance(response, ModelResponse):
-            raise TypeError(
+            raise ModelError(
                 f"script entry {index} returned {type(response).__name__}; return a "
                 "ModelResponse (use gr.tool_call, gr.tool_calls or gr.text)"
             )

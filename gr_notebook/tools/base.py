@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from gr_notebook.errors import ConfigError
 from gr_notebook.models.base import ToolSpec
 
 if TYPE_CHECKING:
@@ -71,10 +72,9 @@ class Tool:
 
 @dataclass(frozen=True, slots=True)
 class Toolset:
-    """Tools that belong together, with the policies that govern them (see issue 4)."""
+    """Tools that belong together, passed to ``gr.Agent(tools=...)`` as one unit."""
 
     tools: Sequence[Tool]
-    policies: Sequence[Any] = ()
     name: str = ""
 
 
@@ -86,7 +86,7 @@ def flatten_tools(items: Iterable[Tool | Toolset]) -> list[Tool]:
         elif isinstance(item, Tool):
             tools.append(item)
         else:
-            raise TypeError(
+            raise ConfigError(
                 f"tools= takes gr.Tool or gr.Toolset objects, got {type(item).__name__}"
             )
     return tools

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from gr_notebook.errors import GrNotebookError, ToolError
+from gr_notebook.errors import ConfigError, GrNotebookError
 from gr_notebook.models.base import ToolSpec
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
 from gr_notebook.tools.schema import validate
@@ -18,7 +18,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
-                raise ValueError(f"two tools are named '{tool.name}'; give each a unique name")
+                raise ConfigError(f"two tools are named '{tool.name}'; give each a unique name")
             self._tools[tool.name] = tool
         self._specs = tuple(t.spec() for t in self._tools.values())
 
@@ -54,6 +54,6 @@ class ToolRegistry:
         """Run the handler; a ToolError or a library error becomes an is_error result."""
         try:
             result = tool.handler(context, params)
-        except (ToolError, GrNotebookError) as exc:
+        except GrNotebookError as exc:
             return ToolOutput(f"Error: {exc}", True)
         return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
