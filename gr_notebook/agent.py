@@ -32,6 +32,10 @@ __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 DEFAULT_RUNS_DIR = Path("gr_runs")
 INSTRUCTIONS_FILE = "instructions.md"
 
+# Workspaces with a live run in this process. Two runs writing one todos.json and one plan
+# would silently corrupt each other, so the second is refused instead.
+_IN_USE: dict[Path, str] = {}
+
 
 class Agent:
     """What runs a job: a model, tools and limits. Build once, run many times."""
@@ -103,6 +107,11 @@ class Agent:
             ) from None
         run_id = _new_run_id(self.clock)
         workspace = self._workspace_for(run_id)
+        if workspace.root in _IN_USE:
+            raise RunError(
+                f"workspace {workspace.root} is in use by run {_IN_USE[workspace.root]}; give "
+                "each concurrent run its own workspace (workspace=None makes a fresh one)"
+            )
         events = EventLog(self.clock)
         engine = Loop(
             model=self.model,
@@ -134,6 +143,7 @@ class Agent:
                 config=self.config(),
             )
             events.subscribe(lambda event: store.record_event(run_id, event))
+        _IN_USE[workspace.root] = run_id
         task = loop.create_task(self._execute(run, engine, store), name=f"gr-run-{run_id}")
         run._attach(engine, task)
         return run
@@ -151,6 +161,12 @@ class Agent:
     # -- internals --------------------------------------------------------------------------
 
     async def _execute(self, run: Run, engine: Loop, store: Store | None) -> Run:
+        try:
+            return await self._execute_run(run, engine, store)
+        finally:
+            _IN_USE.pop(run.workspace.root, None)
+
+    async def _execute_run(self, run: Run, engine: Loop, store: Store | None) -> Run:
         workspace = run.workspace
         try:
             workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")

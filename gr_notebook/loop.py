@@ -20,7 +20,7 @@ from gr_notebook.events import EventLog
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.phases import JobResult, PhaseController
-from gr_notebook.prompts import checkpoint_prompt
+from gr_notebook.prompts import checkpoint_prompt, marker_of
 from gr_notebook.summary import workspace_state
 from gr_notebook.todos import TodoList
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
@@ -31,6 +31,8 @@ __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetect
 RunStatus: TypeAlias = Literal["running", "completed", "failed", "cancelled", "budget_exhausted"]
 
 MAX_EVENT_TEXT = 400
+MAX_EVENT_ITEMS = 50
+MAX_EVENT_DEPTH = 4
 
 
 class StuckDetector(Protocol):
@@ -53,7 +55,7 @@ class SameStateDetector:
         self._last = signature
         if self._same >= self.turns:
             self._same = 0
-            return checkpoint_prompt(self.turns)
+            return checkpoint_prompt(self.turns, waiting_for_todos=not todos.items)
         return None
 
 
@@ -92,6 +94,7 @@ class Loop:
         self.turn = 0
         self._requests: list[tuple[str, str]] = []
         self._stop_requested: str | None = None
+        self.started = False
 
     # -- requests from outside, applied at the next safe point -------------------------------
 
@@ -111,6 +114,7 @@ class Loop:
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self, kickoff: str) -> LoopOutcome:
+        self.started = True
         self.context.append_user([TextBlock(kickoff)])
         while True:
             if self._stop_requested:
@@ -129,7 +133,7 @@ class Loop:
             response = await self._call_model()
             if isinstance(response, LoopOutcome):
                 return response
-            outcome = self._handle(response)
+            outcome = await self._handle(response)
             if outcome is not None:
                 return outcome
             await asyncio.sleep(0)  # let background tasks and widgets breathe between turns
@@ -170,9 +174,11 @@ class Loop:
         )
         return response
 
-    def _handle(self, response: ModelResponse) -> LoopOutcome | None:
+    async def _handle(self, response: ModelResponse) -> LoopOutcome | None:
         if not response.content:
-            return self._stop("the model returned an empty response")
+            return self._fail_response("the model returned an empty response")
+        if response.stop_reason == "refusal":
+            return self._fail_response(f"the model refused: {_clip(response.text)}")
         self.context.append(response.message())
         uses = response.tool_uses
         if not uses:
@@ -180,7 +186,7 @@ class Loop:
                 self._inject(["Your reply was cut off at the token limit; continue."])
                 return None
             return self._stop(response.text)
-        results = [self._call_tool(use) for use in uses]
+        results = [await self._call_tool(use) for use in uses]
         self.context.append_user(results)
         if self.phases.job is not None:
             return LoopOutcome("completed", "job_complete was called")
@@ -191,12 +197,12 @@ class Loop:
         self._inject(self.phases.take_prompts())
         return None
 
-    def _call_tool(self, use: ToolUseBlock) -> ToolResultBlock:
+    async def _call_tool(self, use: ToolUseBlock) -> ToolResultBlock:
         started = time.perf_counter()
         if self.phases.job is not None:
             output = ToolOutput("Not run: the job was already completed by job_complete.", True)
         else:
-            output = self._run_tool(use)
+            output = await self._run_tool(use)
         self.emit(
             "tool_call",
             {
@@ -210,13 +216,15 @@ class Loop:
         )
         return ToolResultBlock(use.id, output.content, output.is_error)
 
-    def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
+    async def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
         tool, problem = self.registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
             return problem or ToolOutput("Unknown tool.", True)
         context = ToolContext(self.phases.workspace, self.phases, self.clock, self.turn)
         try:
-            return self.registry.invoke(tool, context, use.input)
+            return await self.registry.invoke(tool, context, use.input)
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:
             self.emit(
                 "error",
@@ -233,11 +241,15 @@ class Loop:
                 True,
             )
 
+    def _fail_response(self, reason: str) -> LoopOutcome:
+        self.emit("error", {"source": "model", "error_type": "BadResponse", "message": reason})
+        return LoopOutcome("failed", reason)
+
     def _stop(self, final_text: str) -> LoopOutcome:
         """The model ended its turn without tool calls: the run is over."""
         if self.phases.job is None:
             plan = self.phases.plan()
-            if plan is not None and plan.is_complete:
+            if plan is not None and plan.is_complete and self.phases.plan_written:
                 self.phases.complete_job(
                     JobResult(
                         summary=final_text.strip() or "All phases of the plan are complete.",
@@ -269,7 +281,7 @@ class Loop:
 
     def _inject(self, texts: list[str]) -> None:
         for text in texts:
-            self.emit("prompt_injected", {"text": _clip(text), "marker": text.split(":", 1)[0]})
+            self.emit("prompt_injected", {"text": _clip(text), "marker": marker_of(text)})
         self.context.append_user([TextBlock(t) for t in texts])
 
     def _apply_requests(self) -> None:
@@ -284,9 +296,22 @@ def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _clip_json(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Tool inputs as stored in events: long strings shortened so events stay small."""
-    return {
-        key: _clip(item) if isinstance(item, str) else json.loads(json.dumps(item, default=str))
-        for key, item in value.items()
-    }
+def _clip_json(value: Any, depth: int = 0) -> Any:
+    """Tool inputs as stored in events: strings, lists and nesting shortened, so an event
+    stays small whatever the model sends."""
+    if isinstance(value, str):
+        return _clip(value)
+    if isinstance(value, Mapping):
+        if depth >= MAX_EVENT_DEPTH:
+            return _clip(json.dumps(value, default=str))
+        return {str(k): _clip_json(v, depth + 1) for k, v in list(value.items())[:MAX_EVENT_ITEMS]}
+    if isinstance(value, (list, tuple)):
+        if depth >= MAX_EVENT_DEPTH:
+            return _clip(json.dumps(value, default=str))
+        items = [_clip_json(v, depth + 1) for v in value[:MAX_EVENT_ITEMS]]
+        if len(value) > MAX_EVENT_ITEMS:
+            items.append(f"… {len(value) - MAX_EVENT_ITEMS} more")
+        return items
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _clip(repr(value))

@@ -8,7 +8,7 @@ compaction is due, so the loop stays the one orchestrator.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gr_notebook import prompts
@@ -69,6 +69,8 @@ class PhaseController:
     _journal: Journal = field(init=False)
     _pending: _Pending | None = field(default=None, init=False)
     _prompts: list[str] = field(default_factory=list, init=False)
+    _plan_cache: tuple[tuple[int, int], Plan] | None = field(default=None, init=False)
+    _plan_written: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._board = TodoBoard(self.workspace)
@@ -89,17 +91,31 @@ class PhaseController:
         return self._journal
 
     @property
+    def plan_written(self) -> bool:
+        """Whether the plan was written during this run (a leftover plan proves nothing)."""
+        return self._plan_written
+
+    @property
     def transition_pending(self) -> bool:
         return self._pending is not None
 
     def plan(self) -> Plan | None:
-        """The plan as it is on disk now; None when missing or unreadable."""
-        if not self.workspace.exists(self.plan_file):
-            return None
+        """The plan as it is on disk now; None when missing or unreadable.
+
+        Parsed again only when the file changes (size or mtime), since people and models
+        edit it between any two calls but most calls see the same file.
+        """
         try:
-            return Plan.parse(self.workspace.read_text(self.plan_file))
-        except WorkspaceError:
+            stat = self.workspace.resolve(self.plan_file).stat()
+        except (OSError, WorkspaceError):
             return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._plan_cache is None or self._plan_cache[0] != key:
+            try:
+                self._plan_cache = (key, Plan.parse(self.workspace.read_text(self.plan_file)))
+            except WorkspaceError:
+                return None
+        return self._plan_cache[1]
 
     def take_prompts(self) -> list[str]:
         queued, self._prompts = self._prompts, []
@@ -141,12 +157,19 @@ class PhaseController:
             kind=kind,
         )
         if self._pending is not None or current.kind == "bootstrap":
+            if self._pending is None and current.items:  # the model skipped the rest
+                self._end_segment("replaced")
             self._pending = None
             self._begin(todos, source=source)
             self.compaction_due = True
         else:
             self._board.set(todos)
             self.emit("todos_written", _todos_data(todos, source))
+        if todos.is_finished:  # every task written as done: the list ends at once
+            notes.append("Every task was written as done, so the list is complete.")
+            self._finish_list()
+            if self._pending is not None:  # compact after the next list exists, not now
+                self.compaction_due = False
         if plan is None:
             notes.append(f"{self.plan_file} does not exist yet; create it with write_file()")
         head = f"Todo list set: {len(items)} tasks for Phase: {todos.phase_label()}."
@@ -157,13 +180,7 @@ class PhaseController:
 
     def add_todo(self, title: str, *, source: str = "person") -> str:
         todos = self.todos
-        updated = TodoList(
-            items=(*todos.items, TodoItem(title)),
-            phase_number=todos.phase_number,
-            phase_total=todos.phase_total,
-            phase_name=todos.phase_name,
-            kind=todos.kind,
-        )
+        updated = replace(todos, items=(*todos.items, TodoItem(title)), instruction=None)
         self._board.set(updated)
         self.emit("todos_written", _todos_data(updated, source))
         return f"Added task {len(updated.items)} '{title}'."
@@ -192,8 +209,8 @@ class PhaseController:
         if not issue:
             raise TodoError("issue is empty; say what is wrong and what could work instead")
         todos = self.todos
-        label = f"Phase {todos.phase_number} '{todos.phase_label()}'"
-        archive = self._end_segment("rewound", issue=issue)
+        label = f"Phase {todos.phase_number} '{todos.phase_name or todos.phase_label()}'"
+        archive = self._end_segment("rewound", issue=issue) if todos.items else None
         self._journal.add_failed_approach(f"{label}: {issue}")
         self.generate_summary(blocking=issue)
         self.emit("rewind", {"issue": issue, "source": source, "archive": archive})
@@ -236,6 +253,9 @@ class PhaseController:
 
     def complete_job(self, result: JobResult) -> None:
         self.job = result
+        current = self.todos.current
+        if current is not None and current.title == prompts.JOB_COMPLETION_TODOS[-1]:
+            self._board.set(self.todos.complete_next()[0])
         self.emit(
             "job_complete",
             {
@@ -249,6 +269,7 @@ class PhaseController:
 
     def on_plan_written(self, plan: Plan, *, source: str = "model") -> list[str]:
         """React to a new plan; returns the warnings the writer should see."""
+        self._plan_written = True
         self.emit(
             "plan_updated",
             {
@@ -280,11 +301,14 @@ class PhaseController:
             else f"Phase {todos.phase_number} '{todos.phase_name}'"
         )
         archive = self._end_segment("complete")
-        self.generate_summary()
         plan = self.plan()
-        if todos.kind == "phase" and plan and _is_last_phase(plan, todos.phase_number):
-            if not plan.is_complete:
-                self._write_plan(plan.with_status(todos.phase_number, "complete"))
+        last = (
+            todos.kind == "phase" and plan is not None and _is_last_phase(plan, todos.phase_number)
+        )
+        if last and plan is not None and not plan.is_complete:
+            self._write_plan(plan.with_status(todos.phase_number, "complete"))
+        self.generate_summary()
+        if last:
             self._begin_job_completion()
             return
         self._await_todos("phase", what="phase transition")
@@ -393,6 +417,10 @@ class PhaseController:
 
 
 def _is_last_phase(plan: Plan, number: int) -> bool:
+    """True when ``number`` is a phase of the plan and every other phase is complete."""
+    numbers = [p.number for p in plan.phases]
+    if number not in numbers:
+        return False
     return all(p.status == "complete" or p.number == number for p in plan.phases)
 
 

@@ -25,6 +25,9 @@ REWIND_MARKER = "REWIND"
 RESET_MARKER = "RESET"
 JOB_COMPLETION_MARKER = "JOB COMPLETION"
 CHECKPOINT_MARKER = "CHECKPOINT"
+MARKERS = frozenset(
+    {TRANSITION_MARKER, REWIND_MARKER, RESET_MARKER, JOB_COMPLETION_MARKER, CHECKPOINT_MARKER}
+)
 
 
 def bootstrap_todos(plan_file: str) -> tuple[str, ...]:
@@ -110,9 +113,13 @@ def rewind_prompt(
     *, issue: str, phase: str, archive: str | None, plan_file: str, by_person: bool
 ) -> str:
     who = "A person pressed the rewind button" if by_person else "You called todo_rewind()"
-    archived = f" was archived to {archive}" if archive else " was archived"
+    what = (
+        f"The todo list of {phase} was archived to {archive}"
+        if archive
+        else f"The todo list of {phase} was already empty"
+    )
     return (
-        f"{REWIND_MARKER}: {who}. The todo list of {phase}{archived} with this failure note:\n"
+        f"{REWIND_MARKER}: {who}. {what}; the failure note is:\n"
         f'  "{issue}"\n'
         "The note is recorded in experiences.md.\n"
         f"1. Read {plan_file}, instructions.md, workspace_summary.md and experiences.md.\n"
@@ -139,10 +146,22 @@ def job_completion_prompt(plan_file: str) -> str:
     )
 
 
-def checkpoint_prompt(turns: int) -> str:
+def checkpoint_prompt(turns: int, *, waiting_for_todos: bool = False) -> str:
+    if waiting_for_todos:
+        return (
+            f"{CHECKPOINT_MARKER}: your todo list has been empty for {turns} turns. Follow the "
+            "latest instructions above: update the plan if they ask for it, then write the "
+            "next tasks with todo_write(todos=[...])."
+        )
     return (
         f"{CHECKPOINT_MARKER}: your todo list has not changed for {turns} turns. Re-read the "
         "current task in your todo list. If it is blocked or your approach is not working, "
         'call todo_rewind(issue="what is wrong and what could work instead"). Otherwise '
         "finish it now and call todo_complete()."
     )
+
+
+def marker_of(text: str) -> str:
+    """Which workflow prompt a text is, or ``"other"``."""
+    head = text.split(":", 1)[0]
+    return head if head in MARKERS else "other"

@@ -88,10 +88,11 @@ class Run:
         """Stop the run; a model request in flight is cancelled too."""
         if self.done:
             return
-        if self._loop is not None:
-            self._loop.request_stop(reason)
-        if self._task is not None and not self._task.done():
-            self._task.cancel(reason)
+        if self._loop is None:
+            return
+        self._loop.request_stop(reason)  # honoured between turns, even before the first
+        if self._loop.started and self._task is not None and not self._task.done():
+            self._task.cancel(reason)  # cuts a model request or tool call in flight
 
     def rewind(self, issue: str) -> None:
         """Run the rewind workflow at the next safe point between turns."""

@@ -121,6 +121,8 @@ def _current_state(
         state.append(f"- No plan yet ({plan_file} does not exist)")
     if todos.items:
         state.append(f"- {todos.done_count} of {len(todos.items)} tasks complete in current phase")
+    elif plan is not None and plan.is_complete:
+        state.append("- Next: verify the deliverables, write the report, call job_complete()")
     else:
         state.append("- Next: update the plan and write the next todo list")
     state.append(f"- Blocking issue: {blocking}" if blocking else "- No blocking issues")

@@ -236,7 +236,7 @@ class TodoBoard:
             name = f"{stem}_{attempt}.json"
         record = todos.to_json() | {"outcome": outcome, "note": note}
         self._workspace.write_text(name, json.dumps(record, indent=2) + "\n")
-        self.set(TodoList(phase_number=todos.phase_number, phase_total=todos.phase_total))
+        self.set(replace(todos, items=(), instruction=None))
         return name
 
     def archived(self) -> Sequence[str]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,62 @@ def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> 
     assert f"<Run {run.run_id} completed:" in repr(run)
     assert "Job Completion" in repr(run)
     assert "ACTIVE TODO LIST" in run._repr_html_()
+
+
+def test_two_live_runs_cannot_share_a_workspace(make_agent: Callable[..., gr.Agent]) -> None:
+    agent = make_agent(gr.SimulatedModel(), max_iterations=400)
+
+    async def main() -> gr.Run:
+        first = agent.start("## One\n- a\n")
+        with pytest.raises(gr.RunError, match="is in use by run"):
+            agent.start("## Two\n- b\n")
+        return await first.wait()
+
+    assert asyncio.run(main()).status == "completed"
+    assert agent.run_sync("## Again\n- c\n").status == "completed"  # free once finished
+
+
+def test_cancel_straight_after_start_finishes_the_run(
+    make_agent: Callable[..., gr.Agent], tmp_path: Path
+) -> None:
+    agent = make_agent(gr.SimulatedModel())
+
+    async def main() -> gr.Run:
+        run = agent.start("job")
+        run.cancel()
+        return await asyncio.wait_for(run.wait(), 5)
+
+    run = asyncio.run(main())
+    assert run.status == "cancelled" and run.events[-1].kind == "run_finished"
+    runs = gr.runs_df(tmp_path / "store.sqlite")
+    assert list(runs["status"]) == ["cancelled"] and list(runs["job_status"]) == ["cancelled"]
+
+
+def test_async_tool_handlers_are_awaited(make_agent: Callable[..., gr.Agent]) -> None:
+    async def fetch(ctx: gr.ToolContext, params: Any) -> str:
+        await asyncio.sleep(0)
+        return f"fetched {params['key']}"
+
+    tool = gr.Tool(
+        "fetch",
+        "Fetch a value.",
+        {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+        fetch,
+    )
+    run = make_agent(
+        gr.ScriptedModel([gr.tool_call("fetch", key="k"), gr.text("ok")]), tools=[tool]
+    ).run_sync("job")
+    [call] = run.tool_calls_df().to_dict("records")
+    assert call["result"] == "fetched k" and not call["is_error"]
+
+
+@pytest.mark.parametrize(
+    "response",
+    [gr.ModelResponse(()), gr.ModelResponse((gr.TextBlock("I can't help with that."),), "refusal")],
+)
+def test_an_empty_or_refused_response_fails_the_run(
+    make_agent: Callable[..., gr.Agent], response: gr.ModelResponse
+) -> None:
+    run = make_agent(gr.ScriptedModel([response])).run_sync("job")
+    assert run.status == "failed"
+    assert run.events.of_kind("error")[-1].data["source"] == "model"

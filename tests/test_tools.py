@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class Env:
         if problem is not None:
             return problem
         assert tool is not None
-        return self.registry.invoke(tool, self.context, params)
+        return asyncio.run(self.registry.invoke(tool, self.context, params))
 
     def ok(self, name: str, **params: Any) -> str:
         out = self.call(name, **params)
@@ -128,13 +129,13 @@ def test_handler_tool_error_becomes_is_error_result(env: Env) -> None:
         raise ToolError("try again with a smaller batch")
 
     tool = Tool("fail", "Fails.", {"type": "object"}, fail)
-    out = ToolRegistry.invoke(tool, env.context, {})
+    out = asyncio.run(ToolRegistry.invoke(tool, env.context, {}))
     assert out == ToolOutput("Error: try again with a smaller batch", True)
 
 
 def test_handler_tool_output_passes_through(env: Env) -> None:
     tool = Tool("raw", "Raw.", {"type": "object"}, lambda ctx, params: ToolOutput("x", True))
-    assert ToolRegistry.invoke(tool, env.context, {}) == ToolOutput("x", True)
+    assert asyncio.run(ToolRegistry.invoke(tool, env.context, {})) == ToolOutput("x", True)
 
 
 # ── todo_write ───────────────────────────────────────────────────────────────

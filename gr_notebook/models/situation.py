@@ -21,13 +21,6 @@ __all__ = ["Call", "Situation", "Task"]
 _ITEM = re.compile(r"^\[([ x])\] (\d+)\. (.*?)(?:\s{6}← CURRENT)?$")
 _PHASE = re.compile(r"^Phase: (.*?)(?: \((\d+) of (\d+)\))?$")
 _PLAN_FILE = re.compile(r"the strategy is in (\S+?)\.?$", re.MULTILINE)
-_MARKERS = (
-    prompts.TRANSITION_MARKER,
-    prompts.REWIND_MARKER,
-    prompts.RESET_MARKER,
-    prompts.JOB_COMPLETION_MARKER,
-    prompts.CHECKPOINT_MARKER,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +96,7 @@ class Situation:
                     calls.append(Call(use.name, use.input, block.content, block.is_error, index))
                 elif isinstance(block, TextBlock) and message.role == "user":
                     head = block.text.split(":", 1)[0]
-                    if head in _MARKERS:
+                    if head in prompts.MARKERS:
                         marker, marker_text, marker_at = head, block.text, assistant_index
         since = tuple(c for c in calls if c.turn_index > marker_at) if marker else ()
         return cls(

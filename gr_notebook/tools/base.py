@@ -7,7 +7,7 @@ gives the model an ``is_error`` result with the message; the loop does the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -40,7 +40,9 @@ class ToolContext:
     source: str = "model"
 
 
-Handler: TypeAlias = Callable[[ToolContext, Mapping[str, Any]], "str | ToolOutput"]
+Handler: TypeAlias = Callable[
+    [ToolContext, Mapping[str, Any]], "str | ToolOutput | Awaitable[str | ToolOutput]"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +55,18 @@ class Tool:
     docs: str = ""
 
     def spec(self) -> ToolSpec:
-        pointer = f" Full docs: {TOOL_DOCS_DIR}/{self.name}.md" if self.docs else ""
-        return ToolSpec(self.name, self.description + pointer, self.input_schema)
+        text = self.description.rstrip()
+        separator = " " if text.endswith((".", "!", "?")) else ". "
+        pointer = f"{separator}Full docs: {TOOL_DOCS_DIR}/{self.name}.md"
+        return ToolSpec(self.name, text + pointer, self.input_schema)
 
     def docs_markdown(self) -> str:
         params = self.input_schema.get("properties", {})
         required = set(self.input_schema.get("required", ()))
-        lines = [f"# {self.name}", "", self.description, "", self.docs.strip(), "", "## Arguments"]
+        lines = [f"# {self.name}", "", self.description, ""]
+        if self.docs.strip():
+            lines += [self.docs.strip(), ""]
+        lines.append("## Arguments")
         for key, sub in params.items():
             need = "required" if key in required else "optional"
             lines.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -50,10 +51,13 @@ class ToolRegistry:
         return tool, None
 
     @staticmethod
-    def invoke(tool: Tool, context: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
-        """Run the handler; a ToolError or a library error becomes an is_error result."""
+    async def invoke(tool: Tool, context: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+        """Run the handler, awaiting it if it is async; a ToolError or any other library
+        error becomes an is_error result the model can act on."""
         try:
             result = tool.handler(context, params)
+            if inspect.isawaitable(result):
+                result = await result
         except GrNotebookError as exc:
             return ToolOutput(f"Error: {exc}", True)
         return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
