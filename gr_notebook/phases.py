@@ -168,7 +168,7 @@ class PhaseController:
         if todos.is_finished:  # every task written as done: the list ends at once
             notes.append("Every task was written as done, so the list is complete.")
             self._finish_list()
-            if self._pending is not None:  # compact after the next list exists, not now
+            if self.transition_pending:  # compact after the next list exists, not now
                 self.compaction_due = False
         if plan is None:
             notes.append(f"{self.plan_file} does not exist yet; create it with write_file()")

@@ -121,7 +121,8 @@ class Plan:
         built = []
         for number, (name, steps) in enumerate(phases, start=1):
             body: list[Step | str] = [Step(s) for s in steps]
-            built.append(Phase(number, name, "current" if number == 1 else "pending", (*body, "")))
+            status: PhaseStatus = "current" if number == 1 else "pending"
+            built.append(Phase(number, clean_name(name), status, (*body, "")))
         return cls(tuple(head), tuple(built))
 
     # -- queries ---------------------------------------------------------------------------
@@ -200,6 +201,16 @@ class Plan:
         active = self.active
         where = f", current: Phase {active.number} '{active.name}'" if active else ""
         return f"<Plan {len(self.phases)} phases, {done} complete{where}>"
+
+
+def clean_name(name: str) -> str:
+    """A phase name without trailing status markers, which would change its status when
+    the plan is parsed again."""
+    while True:
+        marker = _COMPLETE.search(name) or _CURRENT.search(name)
+        if marker is None:
+            return name.strip()
+        name = name[: marker.start()]
 
 
 def _phase_from_heading(number: int, rest: str) -> Phase:

@@ -101,7 +101,11 @@ class Workspace:
         return path
 
     def files(self, rel: str = ".") -> Iterator[Path]:
-        """Every regular file below ``rel``, sorted, skipping dot-directories and temp files."""
+        """Every regular file below ``rel``, sorted, skipping dot-directories and temp files.
+
+        Symlinks are listed only when they resolve to a file inside the workspace, so a
+        listing never reveals, or leads a reader to, anything outside it.
+        """
         top = self.resolve(rel)
         if not top.exists():
             raise WorkspaceError(f"no directory '{rel}' in the workspace; try list_files('.')")
@@ -113,7 +117,14 @@ class Workspace:
             for name in sorted(filenames):
                 if name.startswith(".") and name.endswith(".tmp"):
                     continue
-                yield Path(dirpath, name)
+                path = Path(dirpath, name)
+                if path.is_symlink() and not self._inside(path):
+                    continue
+                yield path
+
+    def _inside(self, path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return real.is_file() and real.is_relative_to(self._root)
 
     def __repr__(self) -> str:
         return f"Workspace('{self._root}')"

@@ -95,7 +95,10 @@ def test_plan_derivation_keeps_every_phase_within_5_to_20_steps() -> None:
     phases = derive_phases(text)
     assert [name for name, _ in phases] == ["Big", "Big (continued)", "Big (continued)", "Small"]
     assert all(5 <= len(steps) <= 20 for _, steps in phases)
-    assert derive_phases("Just do something useful.")[0][0] == "Research"
+    assert [n for n, _ in derive_phases("Just do something useful.")] == [
+        "Research and draft",
+        "Review",
+    ]
 
 
 def test_simulated_runs_are_deterministic(make_agent: Callable[..., gr.Agent], tmp_path) -> None:
@@ -120,6 +123,56 @@ def test_simulated_agent_does_the_whole_job(make_agent: Callable[..., gr.Agent])
     assert list(phases["kind"]) == ["bootstrap", "phase", "phase", "phase", "job_completion"]
     assert (phases["outcome"] == "complete").all()
     assert not run.tool_calls_df()["is_error"].any()
-    assert run.workspace.exists("work/phase_03/d.md")
+    assert run.workspace.exists("work/phase_03/01_d.md")
     assert "Phase 3: Report ✓ COMPLETE" in run.workspace.read_text("main_plan.md")
     assert run.workspace.read_text("report.md").startswith("# Summary report")
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Write an essay on tea.",
+        "- Read chapter3.txt\n- b\n",
+        "- Write the execution plan in notes.md\n- b\n",
+        "## A\n- Call job_complete()\n## B\n- b\n",
+        "## Alpha\n- a\n## Beta ✓ COMPLETE\n- b\n## Gamma (current)\n- c\n",
+        "- intro task\n- second\n## A\n- a\n",
+        "# Guide 🐦\n## Étape un\n- Écrire l'introduction\n- 写介绍\n- 写结论\n",
+        "## Only headings\n## With no bullets\n## At all\n",
+    ],
+)
+def test_the_simulated_agent_finishes_any_instructions_cleanly(instructions: str, tmp_path) -> None:
+    run = gr.Agent(
+        model="simulated", workspace=tmp_path / "ws", store=False, max_iterations=300
+    ).run_sync(instructions)
+    assert run.status == "completed", run.reason
+    assert run.job is not None and run.job.confidence == 0.9
+    assert not run.tool_calls_df()["is_error"].any()
+    assert run.plan is not None and run.plan.is_complete
+    paths = run.tool_calls_df().query("tool == 'write_file'")["input"].map(lambda i: i["path"])
+    work = paths[paths.str.startswith("work/")]
+    assert len(work) >= 5 and work.is_unique  # one file per step, whatever the script
+
+
+def test_a_one_sentence_job_fits_the_default_iteration_cap(tmp_path) -> None:
+    agent = gr.Agent(model="simulated", workspace=tmp_path / "ws", store=False)
+    assert agent.max_iterations == 50
+    run = agent.run_sync("Write an essay on tea.")
+    assert run.status == "completed" and run.job is not None
+
+
+def test_the_simulated_agent_rewinds_past_a_step_that_keeps_failing(tmp_path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "work" / "phase_01").mkdir(parents=True)
+    (ws / "work" / "phase_01" / "03_c.md").symlink_to(tmp_path / "outside.md")
+    run = gr.Agent(model="simulated", workspace=ws, store=False, max_iterations=300).run_sync(
+        "## One\n- a\n- b\n- c\n- d\n- e\n## Two\n- f\n"
+    )
+    assert run.status == "completed" and run.job is not None and run.job.confidence == 0.9
+    [rewind] = run.events.of_kind("rewind")
+    assert "Task 'c' keeps failing" in rewind.data["issue"]
+    plan = run.workspace.read_text("main_plan.md")
+    assert "- [x] Apply the lesson: Task 'c' keeps failing" in plan and "- [ ] c" not in plan
+    completed = [e.data["title"] for e in run.events.of_kind("todo_completed") if e.phase == 1]
+    assert completed.count("a") == 1  # work done before the rewind is not redone
+    assert not (tmp_path / "outside.md").exists()

@@ -290,3 +290,12 @@ def test_current_state_for_bootstrap_and_job_completion(ws: Workspace) -> None:
 def test_building_does_not_write_the_summary_file(ws: Workspace) -> None:
     build(ws)
     assert not ws.exists(SUMMARY_FILE)
+
+
+def test_summary_never_reads_through_a_symlink_to_outside(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("# the launch codes\n")
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "leak.md").symlink_to(secret)
+    text = build_workspace_summary(ws, plan_file="main_plan.md", todos=TodoList(), clock=lambda: 0)
+    assert "launch codes" not in text and "leak.md" not in text

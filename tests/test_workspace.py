@@ -243,3 +243,15 @@ def test_files_of_missing_directory_raises(ws: Workspace) -> None:
 def test_files_of_a_single_file_yields_it(ws: Workspace) -> None:
     ws.write_text("one.txt", "1")
     assert [ws.relative(p) for p in ws.files("one.txt")] == ["one.txt"]
+
+
+def test_listing_skips_symlinks_that_leave_the_workspace_or_dangle(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret\n")
+    ws = Workspace(tmp_path / "ws")
+    ws.write_text("inside.md", "# Inside\n")
+    (ws.root / "leak.md").symlink_to(secret)
+    (ws.root / "dangling.md").symlink_to(tmp_path / "missing.md")
+    (ws.root / "alias.md").symlink_to(ws.root / "inside.md")
+    names = [ws.relative(p) for p in ws.files()]
+    assert names == ["alias.md", "inside.md"]

@@ -24,33 +24,23 @@ _PAD = (
 )
 _GENERIC = (
     (
-        "Research",
+        "Research and draft",
         (
             "Collect background on {topic}",
-            "List key questions about {topic}",
-            "Gather examples of {topic}",
-            "Note constraints of {topic}",
-            "Summarise research on {topic}",
-        ),
-    ),
-    (
-        "Draft",
-        (
-            "Outline the deliverable on {topic}",
-            "Draft the introduction to {topic}",
-            "Draft the main body on {topic}",
-            "Draft the conclusion on {topic}",
-            "Assemble the draft on {topic}",
+            "Outline the deliverable",
+            "Draft the main body",
+            "Draft the introduction and conclusion",
+            "Assemble the draft",
         ),
     ),
     (
         "Review",
         (
-            "Check facts about {topic}",
-            "Check structure of the {topic} draft",
-            "Polish wording on {topic}",
-            "Verify completeness against instructions",
-            "Finalise the {topic} deliverable",
+            "Check the facts",
+            "Check the structure",
+            "Polish the wording",
+            "Verify completeness against instructions.md",
+            "Finalise the deliverable",
         ),
     ),
 )
@@ -94,7 +84,9 @@ def derive_phases(instructions: str) -> list[tuple[str, list[str]]]:
         bullet = _BULLET.match(line)
         if bullet:
             (sections[-1][1] if sections else loose).append(bullet.group(1))
-    if not sections and loose:
+    if sections and loose:  # bullets before the first heading are work too
+        sections.insert(0, ("Preliminaries", loose))
+    elif loose:
         sections = [(f"Part {i // 6 + 1}", loose[i : i + 6]) for i in range(0, len(loose), 6)]
     if not sections:
         topic = _topic(instructions)
@@ -130,7 +122,7 @@ def work_text(step: str, *, phase: int, seed: int, words: tuple[int, int] = (70,
 
 
 def slug(text: str, limit: int = 40) -> str:
-    cleaned = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    cleaned = re.sub(r"\W+", "_", text.lower()).strip("_")
     return cleaned[:limit].rstrip("_") or "step"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from gr_notebook import prompts
@@ -19,15 +20,17 @@ from gr_notebook.messages import TextBlock, ToolUseBlock, Usage, block_tokens
 from gr_notebook.models.base import ModelRequest, ModelResponse
 from gr_notebook.models.planner import plan_from_instructions, slug, work_text
 from gr_notebook.models.situation import Situation, Task
-from gr_notebook.plan import Plan, Step
+from gr_notebook.plan import Phase, Plan, Step
 
 __all__ = ["PROFILES", "Profile", "SimulatedModel", "register_profile"]
 
 ToolCalls = Sequence[tuple[str, Mapping[str, Any]]]
 _FINISHED = re.compile(r"Phase (\d+) '")
-_PLAN_TASK = re.compile(r"execution plan in (\S+)")
-_READ_TASK = re.compile(r"^Read (\S+)$")
+_FAILING = re.compile(r"Task '(.+?)' keeps failing")
+_ISSUE = re.compile(r'\n  "(.*)"\n')
+_COMPLETED = re.compile(r"^Task \d+ '(.*)' marked complete\.")
 MAX_ERROR_TURNS = 3
+MAX_REWINDS_PER_PHASE = 3
 
 
 class Profile:
@@ -81,6 +84,8 @@ class Profile:
                 "Re-reading the plan, the instructions and the workspace summary.",
                 [("read_file", {"path": p}) for p in paths],
             )
+        if s.marker == prompts.REWIND_MARKER and _rewinds_of_phase(s) >= MAX_REWINDS_PER_PHASE:
+            return self.give_up(s)
         written = _written_plan(since, plan_file)
         if written is None:
             current = s.latest_read(plan_file)
@@ -104,60 +109,38 @@ class Profile:
         )
 
     def revise_plan(self, plan: Plan, s: Situation) -> Plan:
-        if s.marker == prompts.REWIND_MARKER and plan.active:
-            issue = s.marker_text.split('"')[1] if '"' in s.marker_text else "the rewind"
-            active = plan.active
-            lesson = Step(f"Apply the lesson: {issue[:70]}")
-            lines = (
-                lesson,
-                *(line for line in active.lines if not isinstance(line, Step) or not line.done),
-            )
-            phases = tuple(
-                p if p.number != active.number else _with_lines(p, lines) for p in plan.phases
-            )
-            return Plan(plan.head, phases, trailing_newline=plan.trailing_newline)
+        active = plan.active
+        if s.marker == prompts.REWIND_MARKER and active is not None:
+            return _revised_after_rewind(plan, active, s)
         finished = _FINISHED.search(s.marker_text)
         if s.marker == prompts.TRANSITION_MARKER and finished:
             number = int(finished.group(1))
             try:
                 if plan.phase(number).status != "complete":
-                    return (
-                        plan.advance()
-                        if plan.active and plan.active.number == number
-                        else (plan.with_status(number, "complete"))
-                    )
+                    if active is not None and active.number == number:
+                        return plan.advance()
+                    return plan.with_status(number, "complete")
             except KeyError:
                 return plan
         return plan
 
     def work_for(self, s: Situation, task: Task) -> tuple[ToolCalls, tuple[str, str | None] | None]:
-        """The tool calls that do ``task``, and the call that shows it is done."""
+        """The tool calls that do ``task``, and the call that shows it is done.
+
+        Workflow tasks are recognised by their exact titles, and only in their own list, so
+        a plan step that merely mentions a file or a tool is ordinary work.
+        """
         title = task.title
-        if "generate_workspace_summary" in title:
-            return [("generate_workspace_summary", {})], ("generate_workspace_summary", None)
-        read = _READ_TASK.match(title)
-        if read:
-            return [("read_file", {"path": read.group(1)})], ("read_file", read.group(1))
-        plan_task = _PLAN_TASK.search(title)
-        if plan_task:
-            path = plan_task.group(1)
-            instructions = s.latest_read("instructions.md")
-            if instructions is None:
-                return [("read_file", {"path": "instructions.md"})], ("write_file", path)
-            content = plan_from_instructions(instructions).render()
-            return [("write_file", {"path": path, "content": content})], ("write_file", path)
-        if title.startswith("Divide plan"):
-            return [("read_file", {"path": s.plan_file})], ("read_file", s.plan_file)
-        if title == "Verify all deliverables":
-            return [("list_files", {})], ("list_files", None)
-        if title == "Generate summary report":
-            return [("write_file", {"path": "report.md", "content": self.report(s)})], (
-                "write_file",
-                "report.md",
-            )
-        if title == "Call job_complete()":
+        if s.phase_name == "Bootstrap" and title in prompts.bootstrap_todos(s.plan_file):
+            return self._bootstrap_work(s, prompts.bootstrap_todos(s.plan_file).index(title))
+        if s.phase_name == "Job Completion" and title in prompts.JOB_COMPLETION_TODOS:
+            if title == "Verify all deliverables":
+                return [("list_files", {})], ("list_files", None)
+            if title == "Generate summary report":
+                report = ("write_file", {"path": "report.md", "content": self.report(s)})
+                return [report], ("write_file", "report.md")
             return self.finish_calls(s), None
-        path = f"work/phase_{s.phase_number:02d}/{slug(title)}.md"
+        path = f"work/phase_{s.phase_number:02d}/{task.number:02d}_{slug(title)}.md"
         calls: list[tuple[str, Mapping[str, Any]]] = [
             (
                 "write_file",
@@ -168,6 +151,26 @@ class Profile:
             done = f"Finished phase {s.phase_number} '{s.phase_name}' ({len(s.tasks)} steps)"
             calls.append(("add_accomplishment", {"text": done}))
         return calls, ("write_file", path)
+
+    def _bootstrap_work(
+        self, s: Situation, index: int
+    ) -> tuple[ToolCalls, tuple[str, str | None] | None]:
+        plan_file = s.plan_file
+        if index == 0:
+            return [("generate_workspace_summary", {})], ("generate_workspace_summary", None)
+        if index in (1, 2):
+            path = ("workspace_summary.md", "instructions.md")[index - 1]
+            return [("read_file", {"path": path})], ("read_file", path)
+        if index == 3:
+            instructions = s.latest_read("instructions.md")
+            if instructions is None:
+                return [("read_file", {"path": "instructions.md"})], ("write_file", plan_file)
+            content = plan_from_instructions(instructions).render()
+            return [("write_file", {"path": plan_file, "content": content})], (
+                "write_file",
+                plan_file,
+            )
+        return [("read_file", {"path": plan_file})], ("read_file", plan_file)
 
     def work_done(self, s: Situation, final: tuple[str, str | None]) -> bool:
         name, path = final
@@ -195,6 +198,26 @@ class Profile:
                 },
             )
         ]
+
+    def give_up(self, s: Situation) -> ModelResponse:
+        """The seed's last resort: job_complete with low confidence and detailed notes."""
+        failures = s.latest_read("experiences.md") or ""
+        notes = "Stopped after repeated rewinds. " + " ".join(
+            line[2:] for line in failures.splitlines() if line.startswith("- Phase")
+        )
+        return respond(
+            "This phase cannot be done; finishing with low confidence.",
+            [
+                (
+                    "job_complete",
+                    {
+                        "summary": "Unfinished: a phase failed repeatedly.",
+                        "confidence": 0.2,
+                        "notes": notes[:1000],
+                    },
+                )
+            ],
+        )
 
     def finish(self, s: Situation) -> ModelResponse:
         return respond("All done.", self.finish_calls(s))
@@ -254,10 +277,35 @@ def _written_plan(calls: Sequence[Any], plan_file: str) -> Plan | None:
     return None
 
 
-def _with_lines(phase: Any, lines: tuple[Any, ...]) -> Any:
-    from dataclasses import replace
+def _revised_after_rewind(plan: Plan, active: Phase, s: Situation) -> Plan:
+    """Keep the steps already done, drop the one that kept failing, and put the lesson
+    first, so a rewind always moves the phase forward."""
+    issue_match = _ISSUE.search(s.marker_text)
+    issue = issue_match.group(1) if issue_match else "see experiences.md"
+    failing = _FAILING.search(issue)
+    done = {
+        m.group(1)
+        for c in s.calls
+        if c.name == "todo_complete" and not c.is_error and (m := _COMPLETED.match(c.result or ""))
+    }
+    lines: list[Step | str] = [Step(f"Apply the lesson: {issue[:70]}")]
+    for line in active.lines:
+        if isinstance(line, Step):
+            if line.text.startswith("Apply the lesson:") or (failing and line.text == failing[1]):
+                continue
+            line = replace(line, done=line.done or line.text in done)
+        lines.append(line)
+    phases = tuple(p if p is not active else replace(p, lines=tuple(lines)) for p in plan.phases)
+    return replace(plan, phases=phases)
 
-    return replace(phase, lines=lines)
+
+def _rewinds_of_phase(s: Situation) -> int:
+    """How many failed approaches experiences.md records for the phase being rewound."""
+    experiences = s.latest_read("experiences.md") or ""
+    phase = re.search(r"The todo list of (Phase \d+) ", s.marker_text)
+    if phase is None:
+        return 0
+    return sum(line.startswith(f"- {phase.group(1)} ") for line in experiences.splitlines())
 
 
 def _error_streak(s: Situation) -> int:
