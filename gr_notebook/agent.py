@@ -24,8 +24,7 @@ from gr_notebook.prompts import kickoff_prompt, system_prompt
 from gr_notebook.run import Run
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
-from gr_notebook.tools.base import TOOL_DOCS_DIR
-from gr_notebook.workspace import Workspace
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gr_notebook.journal import Journal
-from gr_notebook.messages import ContentBlock, Message, approx_tokens, message_tokens
+from gr_notebook.messages import (
+    MESSAGE_OVERHEAD,
+    ContentBlock,
+    Message,
+    approx_tokens,
+    message_tokens,
+)
 from gr_notebook.models.base import ModelRequest, SystemBlock, ToolSpec
 from gr_notebook.phases import Segment
 from gr_notebook.todos import TodoList
@@ -55,15 +61,16 @@ class ContextManager:
 
     def append(self, message: Message) -> None:
         """Add to layer 5, merging into the previous message when the role repeats."""
+        tokens = message_tokens(message)
         if self._messages and self._messages[-1].role == message.role:
-            merged = Message(message.role, self._messages[-1].content + message.content)
-            self._conversation_tokens -= self._message_tokens[-1]
-            self._messages[-1] = merged
-            self._message_tokens[-1] = message_tokens(merged)
+            previous = self._messages[-1]
+            self._messages[-1] = Message(message.role, previous.content + message.content)
+            tokens -= MESSAGE_OVERHEAD  # one message now, not two
+            self._message_tokens[-1] += tokens
         else:
             self._messages.append(message)
-            self._message_tokens.append(message_tokens(message))
-        self._conversation_tokens += self._message_tokens[-1]
+            self._message_tokens.append(tokens)
+        self._conversation_tokens += tokens
 
     def append_user(self, blocks: Sequence[ContentBlock]) -> None:
         if blocks:

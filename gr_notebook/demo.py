@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 
@@ -68,8 +69,6 @@ def run_demo(
                 out(f"\nTurn {event.turn}: rewind: {event.data.get('issue')}")
 
         return on_event
-
-    import asyncio
 
     async def main() -> Run:
         run = agent.start(DEMO_INSTRUCTIONS)

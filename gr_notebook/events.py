@@ -56,6 +56,10 @@ class Event:
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
 
+    def __repr__(self) -> str:
+        keys = ", ".join(list(self.data)[:4]) + (", …" if len(self.data) > 4 else "")
+        return f"<Event #{self.seq} {self.kind} turn={self.turn} phase={self.phase} {{{keys}}}>"
+
 
 Subscriber = Callable[[Event], object]
 

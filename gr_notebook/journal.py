@@ -34,6 +34,7 @@ class Journal:
 
     def __init__(self, workspace: Workspace) -> None:
         self._workspace = workspace
+        self._parsed: dict[str, tuple[tuple[int, int, int], dict[str, list[str]]]] = {}
 
     def add_accomplishment(self, text: str) -> None:
         self._add(NOTES_FILE, ACCOMPLISHMENTS, text)
@@ -57,13 +58,27 @@ class Journal:
         return self.bullets(EXPERIENCES_FILE, FAILED)
 
     def bullets(self, filename: str, section: str) -> list[str]:
-        if not self._workspace.exists(filename):
-            return []
-        lines = self._workspace.read_text(filename).splitlines()
-        start, end = _section_bounds(lines, section)
-        if start is None:
-            return []
-        return [line[2:].strip() for line in lines[start:end] if line.startswith("- ")]
+        return list(self._sections(filename).get(section.lower(), ()))
+
+    def _sections(self, filename: str) -> dict[str, list[str]]:
+        """Every section's bullets, parsed again only when the file changes."""
+        try:
+            stat = self._workspace.resolve(filename).stat()
+        except OSError:
+            return {}
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # atomic writes change the inode
+        cached = self._parsed.get(filename)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        sections: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in self._workspace.read_text(filename).splitlines():
+            if line.startswith("## "):
+                current = sections.setdefault(line[3:].strip().lower(), [])
+            elif current is not None and line.startswith("- "):
+                current.append(line[2:].strip())
+        self._parsed[filename] = (key, sections)
+        return sections
 
     def _add(self, filename: str, section: str, text: str) -> None:
         bullet = "- " + " ".join(text.split())

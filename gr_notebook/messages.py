@@ -110,6 +110,10 @@ def block_tokens(block: ContentBlock) -> int:
     return approx_tokens(block.content) + 2
 
 
+MESSAGE_OVERHEAD = 4
+"""Tokens a message costs beyond its blocks (role and framing), in the offline estimate."""
+
+
 def message_tokens(message: Message | Sequence[ContentBlock]) -> int:
     blocks = message.content if isinstance(message, Message) else message
-    return 4 + sum(block_tokens(b) for b in blocks)
+    return MESSAGE_OVERHEAD + sum(block_tokens(b) for b in blocks)

@@ -69,7 +69,7 @@ class PhaseController:
     _journal: Journal = field(init=False)
     _pending: _Pending | None = field(default=None, init=False)
     _prompts: list[str] = field(default_factory=list, init=False)
-    _plan_cache: tuple[tuple[int, int], Plan] | None = field(default=None, init=False)
+    _plan_cache: tuple[tuple[int, int, int], Plan] | None = field(default=None, init=False)
     _plan_written: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -102,14 +102,14 @@ class PhaseController:
     def plan(self) -> Plan | None:
         """The plan as it is on disk now; None when missing or unreadable.
 
-        Parsed again only when the file changes (size or mtime), since people and models
+        Parsed again only when the file changes (inode, mtime or size), since people and models
         edit it between any two calls but most calls see the same file.
         """
         try:
             stat = self.workspace.resolve(self.plan_file).stat()
         except (OSError, WorkspaceError):
             return None
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # atomic writes change the inode
         if self._plan_cache is None or self._plan_cache[0] != key:
             try:
                 self._plan_cache = (key, Plan.parse(self.workspace.read_text(self.plan_file)))
@@ -241,6 +241,7 @@ class PhaseController:
             todos=self.todos,
             clock=self.clock,
             blocking=blocking,
+            journal=self._journal,
             just_finished=(
                 f"{finished.name or 'Bootstrap'}: {finished.outcome}, {finished.done} tasks done"
                 if finished

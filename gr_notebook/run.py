@@ -147,12 +147,18 @@ class Run:
 
     def __repr__(self) -> str:
         s = self.summary()
-        reason = f" ({self.reason})" if self.reason and self.status != "completed" else ""
-        return (
-            f"<Run {self.run_id} {self.status}{reason}: {s['turns']} turns, "
-            f"{s['phases_completed']} phases complete, {self.todos.phase_label()!r} "
-            f"{self.todos.done_count}/{len(self.todos.items)} tasks>"
-        )
+        head = f"<Run {self.run_id} {self.status}"
+        if self.status != "completed" and self.reason:
+            head += f" ({self.reason})"
+        job = self.job
+        if job is not None:
+            where = "job complete" + (
+                f", confidence {job.confidence:.2f}" if job.confidence is not None else ""
+            )
+        else:
+            todos = self.todos
+            where = f"{todos.phase_label()!r} {todos.done_count}/{len(todos.items)} tasks"
+        return f"{head}: {s['turns']} turns, {s['phases_completed']} phases complete, {where}>"
 
     def _repr_html_(self) -> str:
         return (

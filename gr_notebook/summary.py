@@ -13,12 +13,11 @@ from pathlib import Path
 from gr_notebook.journal import EXPERIENCES_FILE, NOTES_FILE, Journal
 from gr_notebook.plan import Plan
 from gr_notebook.todos import ARCHIVE_DIR, TODOS_FILE, TodoList
-from gr_notebook.workspace import Workspace
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = ["SUMMARY_FILE", "build_workspace_summary", "workspace_state"]
 
 SUMMARY_FILE = "workspace_summary.md"
-TOOL_DOCS_DIR = "tools"
 MAX_FILE_ROWS = 30
 MAX_ACCOMPLISHMENTS = 12
 MAX_NOTES = 8
@@ -40,9 +39,10 @@ def build_workspace_summary(
     clock: Callable[[], float],
     blocking: str | None = None,
     just_finished: str | None = None,
+    journal: Journal | None = None,
 ) -> str:
     """Render the summary text (the caller writes it, so the write is one recorded step)."""
-    journal = Journal(workspace)
+    journal = journal or Journal(workspace)
     generated = dt.datetime.fromtimestamp(clock()).strftime("%Y-%m-%d %H:%M:%S")
     lines = ["# Workspace Summary", "", f"Generated: {generated}", "", "## Files", ""]
     lines += ["| File | Purpose | Last Modified |", "|------|---------|---------------|"]
@@ -140,6 +140,5 @@ def _capped(items: list[str], limit: int, where: str) -> list[str]:
 
 def workspace_state(workspace: Workspace, *, plan_file: str, todos: TodoList) -> list[str]:
     """The summary's Current State, computed now, for the recap after compaction."""
-    files = sum(1 for _ in workspace.files())
     state = _current_state(workspace, plan_file, todos, None, None)
-    return [f"{files} files in the workspace", *(line.removeprefix("- ") for line in state)]
+    return [line.removeprefix("- ") for line in state]

@@ -14,7 +14,10 @@ from pathlib import Path, PurePosixPath
 
 from gr_notebook.errors import WorkspaceError
 
-__all__ = ["Workspace"]
+__all__ = ["TOOL_DOCS_DIR", "Workspace"]
+
+TOOL_DOCS_DIR = "tools"
+"""Where each tool's full documentation is written, for the pointers in Layer 3."""
 
 
 class Workspace:

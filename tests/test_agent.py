@@ -170,8 +170,10 @@ def test_event_kinds_cover_the_contract(make_agent: Callable[..., gr.Agent]) -> 
 
 def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> None:
     run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n")
-    assert f"<Run {run.run_id} completed:" in repr(run)
-    assert "Job Completion" in repr(run)
+    assert repr(run).startswith(f"<Run {run.run_id} completed: ")
+    assert repr(run).endswith("1 phases complete, job complete, confidence 0.90>")
+    stopped = make_agent(gr.ScriptedModel([gr.text("bye")]), workspace=None).run_sync("job")
+    assert repr(stopped).endswith("'Bootstrap' 0/5 tasks>")
     assert "ACTIVE TODO LIST" in run._repr_html_()
 
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from gr_notebook.messages import ContentBlock, Message, TextBlock, ToolUseBlock, Usage
+from gr_notebook.messages import ContentBlock, Message, ToolUseBlock, Usage, block_tokens
 
 __all__ = [
     "Model",
@@ -21,6 +21,7 @@ __all__ = [
     "StopReason",
     "SystemBlock",
     "ToolSpec",
+    "finish_response",
 ]
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
@@ -66,11 +67,11 @@ class ModelResponse:
 
     @property
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+        return self.message().tool_uses
 
     @property
     def text(self) -> str:
-        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+        return self.message().text
 
     def message(self) -> Message:
         return Message("assistant", self.content)
@@ -87,3 +88,24 @@ class Model(Protocol):
 
 
 ModelFunction: TypeAlias = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+def finish_response(
+    response: ModelResponse, request: ModelRequest, *, id_stem: str, model: str
+) -> ModelResponse:
+    """Fill what an offline model leaves out: tool-use ids, usage and the model name.
+
+    Ids are deterministic (``toolu_<stem>_<i>``) so transcripts and notebook outputs are
+    stable; usage is the request's token estimate plus the reply's.
+    """
+    content = tuple(
+        ToolUseBlock(f"toolu_{id_stem}_{i}", b.name, b.input)
+        if isinstance(b, ToolUseBlock) and not b.id
+        else b
+        for i, b in enumerate(response.content)
+    )
+    usage = response.usage or Usage(
+        input_tokens=request.estimated_tokens,
+        output_tokens=sum(block_tokens(b) for b in content),
+    )
+    return ModelResponse(content, response.stop_reason, usage, response.model or model)

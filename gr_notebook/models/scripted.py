@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from gr_notebook.errors import ModelError, ScriptExhausted
-from gr_notebook.messages import TextBlock, ToolUseBlock, Usage, block_tokens
-from gr_notebook.models.base import ModelRequest, ModelResponse
+from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 
 __all__ = ["ScriptEntry", "ScriptedModel", "text", "tool_call", "tool_calls"]
 
@@ -53,6 +53,9 @@ class ScriptedModel:
     def name(self) -> str:
         return self._name
 
+    def __repr__(self) -> str:
+        return f"ScriptedModel({len(self._responses)} responses, {self.remaining} left)"
+
     @property
     def remaining(self) -> int:
         return len(self._responses) - len(self.requests)
@@ -72,18 +75,4 @@ class ScriptedModel:
                 f"script entry {index} returned {type(response).__name__}; return a "
                 "ModelResponse (use gr.tool_call, gr.tool_calls or gr.text)"
             )
-        return _complete(response, index, request)
-
-
-def _complete(response: ModelResponse, index: int, request: ModelRequest) -> ModelResponse:
-    content = tuple(
-        ToolUseBlock(f"toolu_s{index:04d}_{i}", b.name, b.input)
-        if isinstance(b, ToolUseBlock) and not b.id
-        else b
-        for i, b in enumerate(response.content)
-    )
-    usage = response.usage or Usage(
-        input_tokens=request.estimated_tokens,
-        output_tokens=sum(block_tokens(b) for b in content),
-    )
-    return ModelResponse(content, response.stop_reason, usage, response.model or "scripted")
+        return finish_response(response, request, id_stem=f"s{index:04d}", model=self._name)

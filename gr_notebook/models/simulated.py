@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 from gr_notebook import prompts
 from gr_notebook.errors import ModelSpecError
-from gr_notebook.messages import TextBlock, ToolUseBlock, Usage, block_tokens
-from gr_notebook.models.base import ModelRequest, ModelResponse
+from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 from gr_notebook.models.planner import plan_from_instructions, slug, work_text
 from gr_notebook.models.situation import Situation, Task
 from gr_notebook.plan import Phase, Plan, Step
@@ -251,14 +251,9 @@ class SimulatedModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         response = self.profile.act(Situation.read(request))
-        content = tuple(
-            ToolUseBlock(f"toolu_sim_{request.turn:05d}_{i}", b.name, b.input)
-            if isinstance(b, ToolUseBlock)
-            else b
-            for i, b in enumerate(response.content)
+        return finish_response(
+            response, request, id_stem=f"sim_{request.turn:05d}", model=self.name
         )
-        usage = Usage(request.estimated_tokens, sum(block_tokens(b) for b in content) + 12)
-        return ModelResponse(content, response.stop_reason, usage, self.name)
 
     def __repr__(self) -> str:
         return f"SimulatedModel(profile={self.profile.name!r}, seed={self.seed})"

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.models.base import ToolSpec
+from gr_notebook.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
     from gr_notebook.phases import PhaseController
     from gr_notebook.workspace import Workspace
 
 __all__ = ["Handler", "Tool", "ToolContext", "ToolOutput", "Toolset", "flatten_tools"]
-
-TOOL_DOCS_DIR = "tools"
 
 
 @dataclass(frozen=True, slots=True)
