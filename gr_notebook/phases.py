@@ -256,7 +256,7 @@ class PhaseController:
         self.job = result
         current = self.todos.current
         if current is not None and current.title == prompts.JOB_COMPLETION_TODOS[-1]:
-            self._board.set(self.todos.complete_next()[0])
+            self.complete_todo(source="job_complete")
         self.emit(
             "job_complete",
             {

@@ -105,3 +105,5 @@ def test_the_final_summary_and_todo_list_show_the_finished_job(
     assert "- Next: verify the deliverables, write the report, call job_complete()" in summary
     assert run.todos.kind == "job_completion"
     assert run.todos.items[-1] == gr.TodoItem("Call job_complete()", True)
+    assert list(run.phases_df()["done"])[-1] == 3
+    assert run.events.of_kind("todo_completed")[-1].data["source"] == "job_complete"
