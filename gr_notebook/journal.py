@@ -62,11 +62,9 @@ class Journal:
 
     def _sections(self, filename: str) -> dict[str, list[str]]:
         """Every section's bullets, parsed again only when the file changes."""
-        try:
-            stat = self._workspace.resolve(filename).stat()
-        except OSError:
+        key = self._workspace.version(filename)
+        if key is None:
             return {}
-        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # atomic writes change the inode
         cached = self._parsed.get(filename)
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -92,14 +92,14 @@ class Loop:
         self.stuck_detector = stuck_detector
         self.clock = clock
         self.turn = 0
-        self._requests: list[tuple[str, str]] = []
+        self._rewinds: list[str] = []
         self._stop_requested: str | None = None
         self.started = False
 
     # -- requests from outside, applied at the next safe point -------------------------------
 
     def request_rewind(self, issue: str) -> None:
-        self._requests.append(("rewind", issue))
+        self._rewinds.append(issue)
 
     def request_stop(self, reason: str = "stopped by request") -> None:
         self._stop_requested = reason
@@ -123,7 +123,7 @@ class Loop:
                 return LoopOutcome(
                     "budget_exhausted", f"the iteration cap of {self.max_iterations} was reached"
                 )
-            self._apply_requests()
+            self._apply_rewinds()
             if self.stuck_detector is not None:
                 prompt = self.stuck_detector(self.turn, self.phases.todos)
                 if prompt:
@@ -148,11 +148,7 @@ class Loop:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.emit(
-                "error",
-                {"source": "model", "error_type": type(exc).__name__, "message": str(exc)},
-            )
-            return LoopOutcome("failed", f"the model failed: {type(exc).__name__}: {exc}", exc)
+            return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
         usage = response.usage
         layers = request.layer_tokens
         self.emit(
@@ -241,9 +237,16 @@ class Loop:
                 True,
             )
 
-    def _fail_response(self, reason: str) -> LoopOutcome:
-        self.emit("error", {"source": "model", "error_type": "BadResponse", "message": reason})
-        return LoopOutcome("failed", reason)
+    def _fail_response(self, reason: str, *, error: Exception | None = None) -> LoopOutcome:
+        self.emit(
+            "error",
+            {
+                "source": "model",
+                "error_type": type(error).__name__ if error else "BadResponse",
+                "message": str(error) if error else reason,
+            },
+        )
+        return LoopOutcome("failed", reason, error)
 
     def _stop(self, final_text: str) -> LoopOutcome:
         """The model ended its turn without tool calls: the run is over."""
@@ -284,12 +287,11 @@ class Loop:
             self.emit("prompt_injected", {"text": _clip(text), "marker": marker_of(text)})
         self.context.append_user([TextBlock(t) for t in texts])
 
-    def _apply_requests(self) -> None:
-        requests, self._requests = self._requests, []
-        for kind, issue in requests:
-            if kind == "rewind":
-                self.phases.rewind(issue, source="person")
-                self._inject(self.phases.take_prompts())
+    def _apply_rewinds(self) -> None:
+        issues, self._rewinds = self._rewinds, []
+        for issue in issues:
+            self.phases.rewind(issue, source="person")
+            self._inject(self.phases.take_prompts())
 
 
 def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
@@ -301,13 +303,11 @@ def _clip_json(value: Any, depth: int = 0) -> Any:
     stays small whatever the model sends."""
     if isinstance(value, str):
         return _clip(value)
+    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_EVENT_DEPTH:
+        return _clip(json.dumps(value, default=str))
     if isinstance(value, Mapping):
-        if depth >= MAX_EVENT_DEPTH:
-            return _clip(json.dumps(value, default=str))
         return {str(k): _clip_json(v, depth + 1) for k, v in list(value.items())[:MAX_EVENT_ITEMS]}
     if isinstance(value, (list, tuple)):
-        if depth >= MAX_EVENT_DEPTH:
-            return _clip(json.dumps(value, default=str))
         items = [_clip_json(v, depth + 1) for v in value[:MAX_EVENT_ITEMS]]
         if len(value) > MAX_EVENT_ITEMS:
             items.append(f"… {len(value) - MAX_EVENT_ITEMS} more")

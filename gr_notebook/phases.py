@@ -50,12 +50,6 @@ class JobResult:
     source: str = "model"
 
 
-@dataclass(slots=True)
-class _Pending:
-    kind: TransitionKind
-    issue: str | None = None
-
-
 @dataclass
 class PhaseController:
     workspace: Workspace
@@ -67,7 +61,7 @@ class PhaseController:
     compaction_due: bool = False
     _board: TodoBoard = field(init=False)
     _journal: Journal = field(init=False)
-    _pending: _Pending | None = field(default=None, init=False)
+    _pending: TransitionKind | None = field(default=None, init=False)
     _prompts: list[str] = field(default_factory=list, init=False)
     _plan_cache: tuple[tuple[int, int, int], Plan] | None = field(default=None, init=False)
     _plan_written: bool = field(default=False, init=False)
@@ -81,10 +75,6 @@ class PhaseController:
     @property
     def todos(self) -> TodoList:
         return self._board.list
-
-    @property
-    def board(self) -> TodoBoard:
-        return self._board
 
     @property
     def journal(self) -> Journal:
@@ -105,11 +95,9 @@ class PhaseController:
         Parsed again only when the file changes (inode, mtime or size), since people and models
         edit it between any two calls but most calls see the same file.
         """
-        try:
-            stat = self.workspace.resolve(self.plan_file).stat()
-        except (OSError, WorkspaceError):
+        key = self.workspace.version(self.plan_file)
+        if key is None:
             return None
-        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # atomic writes change the inode
         if self._plan_cache is None or self._plan_cache[0] != key:
             try:
                 self._plan_cache = (key, Plan.parse(self.workspace.read_text(self.plan_file)))
@@ -146,7 +134,7 @@ class PhaseController:
         current = self.todos
         kind: TodoKind = "job_completion" if current.kind == "job_completion" else "phase"
         plan = self.plan()
-        if self._pending and self._pending.kind == "phase" and plan:
+        if self._pending == "phase" and plan:
             plan = self._ensure_advanced(plan, notes)
         active = plan.active if plan else None
         todos = TodoList(
@@ -173,9 +161,9 @@ class PhaseController:
         if plan is None:
             notes.append(f"{self.plan_file} does not exist yet; create it with write_file()")
         head = f"Todo list set: {len(items)} tasks for Phase: {todos.phase_label()}."
-        current_item = todos.current
-        if current_item is not None:
-            head += f" Current task: {todos.current_index + 1}. {current_item.title}"  # type: ignore[operator]
+        index = todos.current_index
+        if index is not None:
+            head += f" Current task: {index + 1}. {todos.items[index].title}"
         return "\n".join([head, *notes])
 
     def add_todo(self, title: str, *, source: str = "person") -> str:
@@ -214,7 +202,7 @@ class PhaseController:
         self._journal.add_failed_approach(f"{label}: {issue}")
         self.generate_summary(blocking=issue)
         self.emit("rewind", {"issue": issue, "source": source, "archive": archive})
-        self._await_todos("rewind", issue=issue, what="rewind")
+        self._await_todos("rewind", what="rewind")
         self.queue_prompt(
             prompts.rewind_prompt(
                 issue=issue,
@@ -280,7 +268,7 @@ class PhaseController:
                 "source": source,
             },
         )
-        if self._pending and self._pending.kind == "phase" and plan.is_complete:
+        if self._pending == "phase" and plan.is_complete:
             self._pending = None
             self._begin_job_completion()
         return list(plan.warnings)
@@ -375,8 +363,8 @@ class PhaseController:
             },
         )
 
-    def _await_todos(self, kind: TransitionKind, *, issue: str | None = None, what: str) -> None:
-        self._pending = _Pending(kind, issue)
+    def _await_todos(self, kind: TransitionKind, *, what: str) -> None:
+        self._pending = kind
         todos = self.todos
         self._board.set(
             TodoList(

@@ -72,6 +72,17 @@ class Workspace:
         except WorkspaceError:
             return False
 
+    def version(self, rel: str) -> tuple[int, int, int] | None:
+        """What changes whenever the file is rewritten (inode, mtime, size); None if absent.
+
+        Writes are atomic renames, so every write gets a new inode even within one mtime tick.
+        """
+        try:
+            stat = self.resolve(rel).stat()
+        except (OSError, WorkspaceError):
+            return None
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
     def read_text(self, rel: str) -> str:
         path = self.resolve(rel)
         if path.is_dir():

@@ -34,7 +34,7 @@ def _write_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     existed = ctx.workspace.exists(path)
     ctx.workspace.write_text(path, content)
     verb = "Overwrote" if existed else "Created"
-    return _after_write(ctx, path, f"{verb} {path} ({len(content)} characters).")
+    return _after_write(ctx, path, content, f"{verb} {path} ({len(content)} characters).")
 
 
 def _edit_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
@@ -50,15 +50,16 @@ def _edit_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
             f"old_text occurs {count} times in {path}; include more surrounding text so it "
             "is unique"
         )
-    ctx.workspace.write_text(path, text.replace(old, new, 1))
-    return _after_write(ctx, path, f"Edited {path}: replaced 1 occurrence.")
+    edited = text.replace(old, new, 1)
+    ctx.workspace.write_text(path, edited)
+    return _after_write(ctx, path, edited, f"Edited {path}: replaced 1 occurrence.")
 
 
-def _after_write(ctx: ToolContext, path: str, message: str) -> str:
+def _after_write(ctx: ToolContext, path: str, text: str, message: str) -> str:
     """A write to the plan file is parsed at once, so the model sees plan warnings."""
     if ctx.workspace.resolve(path) != ctx.workspace.resolve(ctx.phases.plan_file):
         return message
-    plan = Plan.parse(ctx.workspace.read_text(path))
+    plan = Plan.parse(text)
     warnings = ctx.phases.on_plan_written(plan, source=ctx.source)
     if not warnings:
         return f"{message} The plan has {len(plan.phases)} phases."
