@@ -6,6 +6,8 @@ pandas nor anthropic. The notebook face loads with ``%load_ext gr_notebook``.
 
 from __future__ import annotations
 
+import typing
+
 from gr_notebook.agent import Agent
 from gr_notebook.analysis import runs_df
 from gr_notebook.errors import (
@@ -36,21 +38,42 @@ from gr_notebook.models import (
 from gr_notebook.models.simulated import SimulatedModel
 from gr_notebook.phases import JobResult
 from gr_notebook.plan import Phase, Plan, Step
-from gr_notebook.run import Run
+from gr_notebook.run import Limits, Run, current_run
 from gr_notebook.store import Store
 from gr_notebook.todos import TodoItem, TodoList
 from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
 from gr_notebook.workspace import Workspace
 
+if typing.TYPE_CHECKING:
+    from gr_notebook.jupyter.widgets import Dashboard
+
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: typing.Any) -> None:
+    """``%load_ext gr_notebook``: the magics module is imported only now."""
+    from gr_notebook.jupyter.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name == "Dashboard":  # ipywidgets loads on first use, never on import gr_notebook
+        from gr_notebook.jupyter.widgets import Dashboard
+
+        return Dashboard
+    raise AttributeError(f"module 'gr_notebook' has no attribute {name!r}")
+
 
 __all__ = [
     "Agent",
+    "Dashboard",
     "Event",
     "EventLog",
     "FunctionModel",
     "GrNotebookError",
     "JobResult",
+    "Limits",
     "Message",
     "Model",
     "ModelError",
@@ -84,6 +107,7 @@ __all__ = [
     "Usage",
     "Workspace",
     "WorkspaceError",
+    "current_run",
     "runs_df",
     "text",
     "tool_call",

@@ -8,6 +8,7 @@ a service or a notebook, and behave the same in each.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import secrets
 import time
@@ -15,13 +16,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import EventLog
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.models import resolve_model
-from gr_notebook.models.base import Model
+from gr_notebook.models.base import Model, context_window_of
 from gr_notebook.prompts import kickoff_prompt, system_prompt
-from gr_notebook.run import Run
+from gr_notebook.run import Limits, Run
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
@@ -84,17 +86,15 @@ class Agent:
 
     def run_sync(self, instructions: str) -> Run:
         """Like :meth:`run`, without ``await``; also inside a running loop (a Jupyter cell)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(instructions))
-        import nest_asyncio  # only now: the patch is global and permanent
+        return run_blocking(self.run(instructions))
 
-        nest_asyncio.apply(loop)
-        return loop.run_until_complete(self.run(instructions))
+    def start(self, instructions: str, *, context: contextvars.Context | None = None) -> Run:
+        """Start a job as a task on the running event loop and return its live handle.
 
-    def start(self, instructions: str) -> Run:
-        """Start a job as a task on the running event loop and return its live handle."""
+        ``context`` is the :mod:`contextvars` context the run's task runs in; the default is
+        a copy of the caller's. A notebook passes a fresh one so that output from the task
+        is not attributed to the cell that launched it.
+        """
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
         try:
@@ -130,6 +130,10 @@ class Agent:
             events=events,
             phases=engine.phases,
             instructions=instructions,
+            limits=Limits(
+                max_iterations=self.max_iterations,
+                context_window=context_window_of(self.model),
+            ),
         )
         store = self._open_store()
         if store is not None:
@@ -143,7 +147,9 @@ class Agent:
             )
             events.subscribe(lambda event: store.record_event(run_id, event))
         _IN_USE[workspace.root] = run_id
-        task = loop.create_task(self._execute(run, engine, store), name=f"gr-run-{run_id}")
+        task = loop.create_task(
+            self._execute(run, engine, store), name=f"gr-run-{run_id}", context=context
+        )
         run._attach(engine, task)
         return run
 

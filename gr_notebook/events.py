@@ -34,6 +34,8 @@ EVENT_KINDS: Final = frozenset(
         "plan_updated",
         "stuck_checkpoint",
         "job_complete",
+        "run_paused",
+        "run_resumed",
         "run_finished",
         "error",
     }

@@ -94,6 +94,9 @@ class Loop:
         self.turn = 0
         self._rewinds: list[str] = []
         self._stop_requested: str | None = None
+        self._resume = asyncio.Event()
+        self._resume.set()
+        self.paused = False
         self.started = False
 
     # -- requests from outside, applied at the next safe point -------------------------------
@@ -103,6 +106,17 @@ class Loop:
 
     def request_stop(self, reason: str = "stopped by request") -> None:
         self._stop_requested = reason
+        self._resume.set()  # a paused run wakes up to stop
+
+    def request_pause(self) -> None:
+        self._resume.clear()
+
+    def request_resume(self) -> None:
+        self._resume.set()
+
+    @property
+    def pause_requested(self) -> bool:
+        return not self._resume.is_set()
 
     @property
     def stop_reason(self) -> str | None:
@@ -117,6 +131,8 @@ class Loop:
         self.started = True
         self.context.append_user([TextBlock(kickoff)])
         while True:
+            if not self._resume.is_set():
+                await self._pause()
             if self._stop_requested:
                 return LoopOutcome("cancelled", self._stop_requested)
             if self.turn >= self.max_iterations:
@@ -137,6 +153,17 @@ class Loop:
             if outcome is not None:
                 return outcome
             await asyncio.sleep(0)  # let background tasks and widgets breathe between turns
+
+    async def _pause(self) -> None:
+        """Wait at a safe point between turns until resumed (or stopped)."""
+        self.paused = True
+        self.emit("run_paused")
+        try:
+            await self._resume.wait()
+        finally:
+            self.paused = False
+        if not self._stop_requested:
+            self.emit("run_resumed")
 
     async def _call_model(self) -> ModelResponse | LoopOutcome:
         request = self.context.assemble(

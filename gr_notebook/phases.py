@@ -167,6 +167,11 @@ class PhaseController:
         return "\n".join([head, *notes])
 
     def add_todo(self, title: str, *, source: str = "person") -> str:
+        if self._pending is not None:
+            raise TodoError(
+                "the phase transition is under way and the next todo list is not written yet; "
+                "add the task once it is"
+            )
         todos = self.todos
         updated = replace(todos, items=(*todos.items, TodoItem(title)), instruction=None)
         self._board.set(updated)

@@ -128,6 +128,10 @@ class Plan:
     # -- queries ---------------------------------------------------------------------------
 
     @property
+    def title(self) -> str:
+        return next((line[2:].strip() for line in self.head if line.startswith("# ")), "")
+
+    @property
     def current(self) -> Phase | None:
         return next((p for p in self.phases if p.status == "current"), None)
 
@@ -195,6 +199,11 @@ class Plan:
 
     def __str__(self) -> str:
         return self.render()
+
+    def _repr_html_(self) -> str:
+        from gr_notebook.jupyter.render import render_plan
+
+        return render_plan(self)
 
     def __repr__(self) -> str:
         done = sum(p.status == "complete" for p in self.phases)

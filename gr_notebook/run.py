@@ -7,8 +7,8 @@ controls (wait, cancel, rewind) to steer it, and DataFrames to analyse it afterw
 from __future__ import annotations
 
 import asyncio
-import html
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import RunError
@@ -24,7 +24,23 @@ if TYPE_CHECKING:
 
     from gr_notebook.loop import Loop
 
-__all__ = ["Run", "RunStatus"]
+__all__ = ["Limits", "Run", "RunStatus", "current_run"]
+
+_latest: Run | None = None
+
+
+def current_run() -> Run | None:
+    """The most recently started run in this process, or ``None`` before the first."""
+    return _latest
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a run's resource meters measure against."""
+
+    max_iterations: int
+    context_window: int
+    token_budget: int | None = None
 
 
 class Run:
@@ -36,8 +52,10 @@ class Run:
         events: EventLog,
         phases: PhaseController,
         instructions: str,
+        limits: Limits,
     ) -> None:
         self.run_id = run_id
+        self.limits = limits
         self.workspace = workspace
         self.instructions = instructions
         self.status: RunStatus = "running"
@@ -76,6 +94,21 @@ class Run:
     def turns(self) -> int:
         return self._loop.turn if self._loop else 0
 
+    @property
+    def paused(self) -> bool:
+        """True while the loop is actually waiting at a safe point, not merely asked to."""
+        loop = self._loop
+        return loop is not None and loop.paused and loop.pause_requested
+
+    @property
+    def state(self) -> str:
+        """The status, with ``paused`` and ``pausing`` told apart from plain running."""
+        if self.done or self._loop is None:
+            return self.status
+        if self._loop.pause_requested:
+            return "paused" if self._loop.paused else "pausing"
+        return self.status
+
     # -- control --------------------------------------------------------------------------------
 
     async def wait(self) -> Run:
@@ -94,15 +127,40 @@ class Run:
         if self._loop.started and self._task is not None and not self._task.done():
             self._task.cancel(reason)  # cuts a model request or tool call in flight
 
+    def add_todo(self, title: str) -> str:
+        """Append a task to the active list, as a person; the model sees it next turn."""
+        title = " ".join(title.split())
+        if not title:
+            raise RunError("say what the task is: run.add_todo('Check the glossary')")
+        self._live_loop("add a todo")
+        return self._phases.add_todo(title, source="person")
+
+    def complete_todo(self) -> str:
+        """Tick the current task, as a person; finishing the list starts the transition."""
+        self._live_loop("complete a todo")
+        return self._phases.complete_todo(source="person")
+
+    def pause(self) -> None:
+        """Hold the run at the next safe point between turns, until :meth:`resume`."""
+        self._live_loop("pause").request_pause()
+
+    def resume(self) -> None:
+        self._live_loop("resume").request_resume()
+
     def rewind(self, issue: str) -> None:
         """Run the rewind workflow at the next safe point between turns."""
-        if self.done:
-            raise RunError(f"run {self.run_id} has finished ({self.status}); start a new run")
         if not issue.strip():
             raise RunError("say what is wrong: run.rewind('the approach fails because …')")
+        self._live_loop("rewind").request_rewind(issue)
+
+    def _live_loop(self, action: str) -> Loop:
+        if self.done:
+            raise RunError(
+                f"cannot {action}: run {self.run_id} has finished ({self.status}); start a new run"
+            )
         if self._loop is None:
-            raise RunError("this run was never started; use agent.start(...) first")
-        self._loop.request_rewind(issue)
+            raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
+        return self._loop
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Deliver every new event to ``callback``; returns a function that unsubscribes."""
@@ -140,6 +198,7 @@ class Run:
             "phases_completed": totals.phases_completed,
             "input_tokens": totals.input_tokens,
             "output_tokens": totals.output_tokens,
+            "context_tokens": totals.context_tokens,
             "workspace": str(self.workspace.root),
         }
 
@@ -147,7 +206,7 @@ class Run:
 
     def __repr__(self) -> str:
         s = self.summary()
-        head = f"<Run {self.run_id} {self.status}"
+        head = f"<Run {self.run_id} {self.state}"
         if self.status != "completed" and self.reason:
             head += f" ({self.reason})"
         job = self.job
@@ -161,28 +220,33 @@ class Run:
         return f"{head}: {s['turns']} turns, {s['phases_completed']} phases complete, {where}>"
 
     def _repr_html_(self) -> str:
-        return (
-            f"<div class='gr-run'><b>Run {html.escape(self.run_id)}</b>: "
-            f"{html.escape(self.status)}<pre>{html.escape(self.todos.render())}</pre></div>"
-        )
+        from gr_notebook.jupyter.render import render_run_card
+        from gr_notebook.jupyter.state import RunTracker
+
+        state, totals = RunTracker().snapshot(self), self._totals
+        return render_run_card(state, turns=totals.turns, phases_completed=totals.phases_completed)
 
     # -- wiring (used by Agent) -----------------------------------------------------------------
 
     def _attach(self, loop: Loop, task: asyncio.Task[Run]) -> None:
+        global _latest
         self._loop, self._task = loop, task
+        _latest = self
 
 
 class _Totals:
-    __slots__ = ("input_tokens", "output_tokens", "phases_completed", "turns")
+    __slots__ = ("context_tokens", "input_tokens", "output_tokens", "phases_completed", "turns")
 
     def __init__(self) -> None:
         self.turns = self.input_tokens = self.output_tokens = self.phases_completed = 0
+        self.context_tokens = 0
 
     def add(self, event: Event) -> None:
         if event.kind == "model_call":
             self.turns += 1
             self.input_tokens += event.data.get("input_tokens", 0)
             self.output_tokens += event.data.get("output_tokens", 0)
+            self.context_tokens = event.data.get("context_tokens", 0)
         elif event.kind == "phase_transition":
             data = event.data
             self.phases_completed += (

@@ -112,14 +112,16 @@ class TodoList:
         if not self.items:
             lines.append("(no tasks)")
         lines += ["", f"Progress: {self.done_count}/{len(self.items)} tasks complete", ""]
-        lines += [thin, f"INSTRUCTION: {self._instruction(current)}", rule]
+        lines += [thin, f"INSTRUCTION: {self.next_instruction()}", rule]
         return "\n".join(lines)
 
-    def _instruction(self, current: int | None) -> str:
+    def next_instruction(self) -> str:
+        """What the display tells the model to do next."""
         if self.instruction:
             return self.instruction
         if not self.items:
             return "Write the todo list with todo_write(todos=[...])"
+        current = self.current_index
         if current is None:
             return "All tasks complete."
         return f"Complete task {current + 1}, then call todo_complete()"
@@ -186,9 +188,9 @@ class TodoList:
         return f"<TodoList {self.phase_label()!r}: {self.done_count}/{len(self.items)} done>"
 
     def _repr_html_(self) -> str:
-        from html import escape
+        from gr_notebook.jupyter.render import render_todos
 
-        return f"<pre class='gr-todos'>{escape(self.render())}</pre>"
+        return render_todos(self)
 
 
 class TodoBoard:

@@ -174,7 +174,8 @@ def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> 
     assert repr(run).endswith("1 phases complete, job complete, confidence 0.90>")
     stopped = make_agent(gr.ScriptedModel([gr.text("bye")]), workspace=None).run_sync("job")
     assert repr(stopped).endswith("'Bootstrap' 0/5 tasks>")
-    assert "ACTIVE TODO LIST" in run._repr_html_()
+    card = run._repr_html_()
+    assert ">completed</span>" in card and f"{run.turns} turns" in card and "job complete" in card
 
 
 def test_two_live_runs_cannot_share_a_workspace(make_agent: Callable[..., gr.Agent]) -> None:

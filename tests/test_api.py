@@ -21,9 +21,9 @@ def test_all_lists_every_public_name() -> None:
         for name, value in vars(gr).items()
         if not name.startswith("_")
         and not isinstance(value, types.ModuleType)
-        and name != "annotations"
+        and name not in ("annotations", "load_ipython_extension")  # an IPython hook
     }
-    assert public == set(gr.__all__)
+    assert public | {"Dashboard"} == set(gr.__all__)  # Dashboard loads ipywidgets on use
 
 
 def test_contract_names_from_the_issue_are_public() -> None:

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 from gr_notebook.messages import ContentBlock, Message, ToolUseBlock, Usage, block_tokens
 
 __all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
     "Model",
     "ModelFunction",
     "ModelRequest",
@@ -21,8 +22,12 @@ __all__ = [
     "StopReason",
     "SystemBlock",
     "ToolSpec",
+    "context_window_of",
     "finish_response",
 ]
+
+#: Tokens a model can take in one request, when the model does not say (Claude's window).
+DEFAULT_CONTEXT_WINDOW = 200_000
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
 
@@ -88,6 +93,12 @@ class Model(Protocol):
 
 
 ModelFunction: TypeAlias = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+def context_window_of(model: Model) -> int:
+    """A model may declare ``context_window``; the protocol does not require it."""
+    window = getattr(model, "context_window", None)
+    return window if isinstance(window, int) and window > 0 else DEFAULT_CONTEXT_WINDOW
 
 
 def finish_response(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from gr_notebook.errors import ModelError, ScriptExhausted
@@ -11,7 +12,9 @@ from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 
 __all__ = ["ScriptEntry", "ScriptedModel", "text", "tool_call", "tool_calls"]
 
-ScriptEntry: TypeAlias = ModelResponse | Callable[[ModelRequest], ModelResponse]
+ScriptEntry: TypeAlias = (
+    ModelResponse | Callable[[ModelRequest], ModelResponse | Awaitable[ModelResponse]]
+)
 
 
 def tool_call(name: str, /, **input: Any) -> ModelResponse:
@@ -37,7 +40,8 @@ def text(message: str) -> ModelResponse:
 
 
 class ScriptedModel:
-    """Replays responses in order; a callable entry is called with the request.
+    """Replays responses in order; a callable entry is called with the request (and
+    awaited if it is async, which lets a script take time the way a real model does).
 
     Tool-use ids left empty by the builders are filled in deterministically, and usage is
     estimated from the request when the entry gives none, so scripted runs have realistic
@@ -70,6 +74,8 @@ class ScriptedModel:
             )
         entry = self._responses[index]
         response = entry(request) if callable(entry) else entry
+        if inspect.isawaitable(response):
+            response = await response
         if not isinstance(response, ModelResponse):
             raise ModelError(
                 f"script entry {index} returned {type(response).__name__}; return a "

@@ -9,6 +9,7 @@ each, to reproduce the failure modes the guardrails exist for.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -238,25 +239,33 @@ register_profile(Profile)
 class SimulatedModel:
     """A deterministic, rule-based agent; the embedded default model."""
 
-    def __init__(self, profile: str = "diligent", seed: int = 0) -> None:
+    def __init__(self, profile: str = "diligent", seed: int = 0, *, latency: float = 0.0) -> None:
+        """``latency`` seconds of pretend thinking per call let a notebook watch a run unfold
+        and steer it, as it would a real model's."""
         if profile not in PROFILES:
             known = ", ".join(sorted(PROFILES))
             raise ModelSpecError(f"unknown simulated profile {profile!r}; choose one of: {known}")
+        if latency < 0:
+            raise ModelSpecError(f"latency must be >= 0 seconds, got {latency}")
         self.profile = PROFILES[profile](seed)
         self.seed = seed
+        self.latency = latency
 
     @property
     def name(self) -> str:
         return f"simulated:{self.profile.name}"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.latency:
+            await asyncio.sleep(self.latency)
         response = self.profile.act(Situation.read(request))
         return finish_response(
             response, request, id_stem=f"sim_{request.turn:05d}", model=self.name
         )
 
     def __repr__(self) -> str:
-        return f"SimulatedModel(profile={self.profile.name!r}, seed={self.seed})"
+        latency = f", latency={self.latency}" if self.latency else ""
+        return f"SimulatedModel(profile={self.profile.name!r}, seed={self.seed}{latency})"
 
 
 def respond(text: str, calls: ToolCalls) -> ModelResponse:

@@ -1,0 +1,301 @@
+"""``%%agent``, ``%agent``, ``%todo`` and ``%rewind``: thin bodies over :class:`Agent` and
+:class:`Run`.
+
+Misuse raises :class:`~IPython.core.error.UsageError` with one line saying what to type
+instead; IPython shows it without a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import keyword
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from IPython import display as ipython_display
+from IPython import get_ipython
+from IPython.core import magic_arguments as ma
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+
+from gr_notebook.agent import Agent
+from gr_notebook.blocking import run_blocking
+from gr_notebook.errors import GrNotebookError
+from gr_notebook.run import Run, current_run
+
+__all__ = ["AgentMagics", "load_ipython_extension"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+# IPython ships these untyped; give them the types they have.
+display = cast(Callable[..., None], ipython_display.display)
+magic_arguments = cast(Callable[[], Callable[[F], F]], ma.magic_arguments)
+argument = cast(Callable[..., Callable[[F], F]], ma.argument)
+parse_argstring = cast(Callable[[Callable[..., Any], str], Any], ma.parse_argstring)
+
+AGENT_ACTIONS = ("status", "stop", "pause", "resume")
+_RUN_OPTION = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)")
+
+
+@magic_arguments()
+@argument("--model", help="model spec: 'simulated', 'simulated:<profile>' (default: simulated)")
+@argument("--workspace", help="directory the agent works in (default: gr_runs/<run id>)")
+@argument("--name", help="a name for the agent, kept with the run")
+@argument("--max-iterations", type=int, help="hard cap on model turns (default: 50)")
+@argument("--background", action="store_true", help="return at once; the run goes on")
+@argument("--agent", dest="agent_var", help="use the gr.Agent in this variable")
+@argument("--out", default="run", help="variable the run is bound to (default: run)")
+def _agent_cell_args(line: str, cell: str) -> None:
+    """%%agent [options]: the cell body is the job's instructions."""
+
+
+@magics_class
+class AgentMagics(Magics):
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """%%agent [--model SPEC] [--background] …: run a job; %agent status|stop|pause|resume."""
+        if cell is None:
+            self._control(line)
+        else:
+            self._start(line, cell)
+
+    @line_magic
+    def todo(self, line: str) -> None:
+        """%todo [add TEXT | complete] [--run VAR]: show or edit the current run's todo list."""
+        rest, run = self._resolve_run(line, "%todo")
+        action, _, text = rest.partition(" ")
+        if not action:
+            from gr_notebook.jupyter.widgets import TodoPanel
+
+            display(TodoPanel.for_run(run))
+        elif action == "add":
+            if not text.strip():
+                raise UsageError("say what the task is: %todo add Check the glossary")
+            print(_person(lambda: run.add_todo(text)))
+        elif action == "complete" and not text.strip():
+            print(_person(run.complete_todo))
+        else:
+            raise UsageError(
+                f"unknown %todo action {rest!r}; type %todo, %todo add TEXT or %todo complete"
+            )
+
+    @line_magic
+    def rewind(self, line: str) -> None:
+        """%rewind ISSUE TEXT [--run VAR]: the panic button, pressed by a person."""
+        issue, run = self._resolve_run(line, "%rewind")
+        if not issue:
+            raise UsageError("say what is wrong: %rewind The approach fails because …")
+        _person(lambda: run.rewind(issue))
+        print(
+            f"Rewind requested for run {run.run_id}: it happens at the next safe point "
+            "between turns."
+        )
+
+    # -- %%agent ------------------------------------------------------------------------------
+
+    def _start(self, line: str, cell: str) -> None:
+        args = self._parse(line, cell)
+        agent = self._agent_for(args)
+        if args.background:
+            self._start_background(agent, cell.strip(), args.out)
+        else:
+            self._run_blocking(agent, cell.strip(), args.out)
+
+    def _parse(self, line: str, cell: str) -> Any:
+        args = parse_argstring(_agent_cell_args, line)
+        if not cell.strip():
+            raise UsageError(
+                "the cell body is empty; write the job's instructions below the %%agent line"
+            )
+        if not args.out.isidentifier() or keyword.iskeyword(args.out):
+            raise UsageError(f"--out {args.out!r} is not a variable name; try --out run2")
+        return args
+
+    def _agent_for(self, args: Any) -> Agent:
+        if args.agent_var is not None:
+            given = [
+                f"--{name.replace('_', '-')}"
+                for name in ("model", "workspace", "name", "max_iterations")
+                if getattr(args, name) is not None
+            ]
+            if given:
+                raise UsageError(
+                    f"--agent {args.agent_var} brings its own settings; drop {' '.join(given)} "
+                    f"or set them on the agent"
+                )
+            agent = self._lookup(args.agent_var, "--agent")
+            if not isinstance(agent, Agent):
+                raise UsageError(
+                    f"{args.agent_var} is a {type(agent).__name__}, not a gr.Agent; build one "
+                    f"with {args.agent_var} = gr.Agent(...)"
+                )
+            return agent
+        options: dict[str, Any] = {"model": args.model, "workspace": args.workspace}
+        if args.name is not None:
+            options["name"] = args.name
+        if args.max_iterations is not None:
+            options["max_iterations"] = args.max_iterations
+        try:
+            return Agent(**options)
+        except (GrNotebookError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+
+    def _start_background(self, agent: Agent, instructions: str, out: str) -> None:
+        from gr_notebook.jupyter.widgets import Dashboard
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise UsageError(
+                "--background needs the kernel's running event loop (run it in Jupyter), "
+                "or drop --background to run the job in this cell"
+            ) from None
+        # A fresh context: the task's output is attributed to the cell running when it
+        # happens, not to this one, which will have finished (ipykernel 7).
+        run = _person(lambda: agent.start(instructions, context=contextvars.Context()))
+        self._namespace[out] = run
+        display(Dashboard.for_run(run))
+        print(
+            f"Run {run.run_id} goes on in the background as `{out}`. Steer it with %todo, "
+            f"%rewind ISSUE, %agent status|pause|resume|stop; `await {out}.wait()` waits."
+        )
+
+    def _run_blocking(self, agent: Agent, instructions: str, out: str) -> None:
+        """The fallback for shells without top-level await: block the loop with nest-asyncio.
+
+        The kernel cannot serve widget clicks meanwhile; :func:`await_agent_cells` routes
+        cells through :meth:`run_async` instead wherever it can.
+        """
+        run_blocking(self._run_async(agent, instructions, out))
+
+    async def run_async(self, line: str, cell: str) -> None:
+        """``%%agent`` as top-level ``await``: the kernel keeps serving the dashboard's
+        controls while the job runs in this cell."""
+        args = self._parse(line, cell)
+        agent = self._agent_for(args)
+        if not args.background:
+            await self._run_async(agent, cell.strip(), args.out)
+        elif getattr(self.shell, "kernel", None) is None:
+            # A terminal runs each cell's loop only while the cell runs: the task would freeze.
+            raise UsageError(
+                "--background needs a Jupyter kernel, whose event loop runs between cells; "
+                "drop --background to run the job in this cell"
+            )
+        else:
+            self._start_background(agent, cell.strip(), args.out)
+
+    async def _run_async(self, agent: Agent, instructions: str, out: str) -> None:
+        from gr_notebook.jupyter.widgets import Dashboard
+
+        run = _person(lambda: agent.start(instructions))
+        self._namespace[out] = run
+        display(Dashboard.for_run(run))
+        try:
+            await run.wait()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            run.cancel("interrupted by the person")
+            raise
+        display(run)
+
+    # -- %agent status|stop|pause|resume -------------------------------------------------------
+
+    def _control(self, line: str) -> None:
+        action, run = self._resolve_run(line, "%agent")
+        if action not in AGENT_ACTIONS:
+            raise UsageError(
+                f"unknown %agent action {action!r}; type %agent status, %agent stop, "
+                "%agent pause or %agent resume (or %%agent as a cell magic to start a run)"
+            )
+        if action == "status":
+            print(status_line(run))
+        elif action == "stop":
+            if run.done:
+                print(f"Run {run.run_id} has already finished ({run.status}).")
+            else:
+                run.cancel("stopped by the person")
+                print(f"Stop requested for run {run.run_id}.")
+        elif action == "pause":
+            _person(run.pause)
+            print(f"Run {run.run_id} pauses at the next safe point; %agent resume goes on.")
+        else:
+            _person(run.resume)
+            print(f"Run {run.run_id} resumed.")
+
+    # -- shared ---------------------------------------------------------------------------------
+
+    @property
+    def _namespace(self) -> dict[str, Any]:
+        assert self.shell is not None, "magics are registered on a shell"
+        return cast(dict[str, Any], self.shell.user_ns)
+
+    def _lookup(self, name: str, option: str) -> Any:
+        try:
+            return self._namespace[name]
+        except KeyError:
+            raise UsageError(f"{option} {name}: no variable named {name!r} here") from None
+
+    def _resolve_run(self, line: str, magic: str) -> tuple[str, Run]:
+        match = _RUN_OPTION.search(line)
+        rest = (line[: match.start()] + line[match.end() :] if match else line).strip()
+        if match:
+            run = self._lookup(match.group(1), "--run")
+            if not isinstance(run, Run):
+                raise UsageError(
+                    f"--run {match.group(1)}: that is a {type(run).__name__}, not a gr.Run"
+                )
+            return rest, run
+        latest = current_run()
+        if latest is None:
+            raise UsageError(f"{magic}: no run yet; start one with %%agent, or pass --run VAR")
+        return rest, latest
+
+
+def status_line(run: Run) -> str:
+    summary = run.summary()
+    limits = run.limits
+    todos = run.todos
+    where = (
+        f"job complete: {run.job.summary}"
+        if run.job
+        else f"{todos.phase_label()}, {todos.done_count}/{len(todos.items)} tasks"
+    )
+    reason = f" ({run.reason})" if run.reason and run.status != "completed" else ""
+    return (
+        f"Run {run.run_id}: {run.state}{reason}; turn {summary['turns']}/{limits.max_iterations}; "
+        f"{where}; {summary['input_tokens'] + summary['output_tokens']:,} tokens; context "
+        f"{summary['context_tokens']:,}/{limits.context_window:,}"
+    )
+
+
+def _person(action: Callable[[], T]) -> T:
+    """Run a person's request; a refused one becomes a one-line usage error."""
+    try:
+        return action()
+    except GrNotebookError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def await_agent_cells(lines: list[str]) -> list[str]:
+    """An input transformer: a ``%%agent`` cell becomes ``await <magics>.run_async(...)``.
+
+    With top-level await the kernel serves comm messages while the cell runs, so Stop,
+    Pause and Rewind work during a blocking run; under nest-asyncio they would wait until
+    the cell ends. Shells without autoawait keep the plain (blocking) cell magic.
+    """
+    if not lines or not re.match(r"%%agent(\s|$)", lines[0]):
+        return lines
+    shell = get_ipython()
+    if shell is None or not getattr(shell, "autoawait", False):
+        return lines
+    line = lines[0][len("%%agent") :].strip()
+    cell = "".join(lines[1:])
+    call = "get_ipython().find_cell_magic('agent').__self__.run_async"
+    return [f"await {call}({line!r}, {cell!r})\n"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(AgentMagics)
+    if await_agent_cells not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(await_agent_cells)

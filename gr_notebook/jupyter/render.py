@@ -1,0 +1,241 @@
+"""State to HTML (and to text): pure functions, testable without a kernel or a browser.
+
+Styles are inline so the output looks the same in JupyterLab, in an exported HTML file and
+in a saved notebook. Class names (``gr-todos``, ``gr-meter`` …) are stable hooks for tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from gr_notebook.jupyter.state import DashboardState, FeedbackEntry, Level, Meter, TimelineEntry
+from gr_notebook.plan import Plan
+from gr_notebook.todos import TITLE, WIDTH, TodoList
+
+__all__ = [
+    "LEVEL_COLOURS",
+    "render_dashboard",
+    "render_feedback",
+    "render_header",
+    "render_meters",
+    "render_plan",
+    "render_run_card",
+    "render_timeline",
+    "render_todos",
+    "text_dashboard",
+]
+
+LEVEL_COLOURS: dict[Level, str] = {
+    "none": "#9e9e9e",
+    "ok": "#2e7d32",
+    "warn": "#f9a825",
+    "high": "#c62828",
+}
+STATE_COLOURS = {
+    "running": "#1565c0",
+    "pausing": "#6a1b9a",
+    "paused": "#6a1b9a",
+    "completed": "#2e7d32",
+    "failed": "#c62828",
+    "cancelled": "#616161",
+    "budget_exhausted": "#ef6c00",
+}
+SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
+TIMELINE_ICONS = {
+    "run_started": "▶",
+    "phase_started": "◆",
+    "phase_transition": "⇢",
+    "compaction": "⇊",
+    "rewind": "↺",
+    "stuck_checkpoint": "⚠",
+    "run_paused": "❚❚",
+    "run_resumed": "▶",
+    "job_complete": "✔",
+    "error": "✖",
+    "run_finished": "■",
+}
+MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.35"
+PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
+TITLE_STYLE = "font-weight:600;margin-bottom:4px"
+
+
+def _panel(cls: str, title: str, body: str) -> str:
+    return (
+        f"<div class='{cls}' style='{PANEL}'><div style='{TITLE_STYLE}'>{escape(title)}</div>"
+        f"{body}</div>"
+    )
+
+
+def render_todos(todos: TodoList) -> str:
+    """Layer 2 as the seed draws it, with the current task highlighted."""
+    rule, thin = "═" * WIDTH, "─" * WIDTH
+    current = todos.current_index
+    lines = [rule, escape(" " * ((WIDTH - len(TITLE)) // 2) + TITLE), rule, ""]
+    lines += [f"Phase: <b>{escape(todos.phase_label())}</b>", ""]
+    for i, item in enumerate(todos.items):
+        text = escape(f"[{'x' if item.done else ' '}] {i + 1}. {item.title}")
+        if i == current:
+            lines.append(
+                "<span class='gr-current' style='background:#fff3c4;font-weight:700'>"
+                f"{text}      ← CURRENT</span>"
+            )
+        elif item.done:
+            lines.append(f"<span style='color:#2e7d32'>{text}</span>")
+        else:
+            lines.append(text)
+    if not todos.items:
+        lines.append("<i>(no tasks)</i>")
+    lines += ["", f"Progress: {todos.done_count}/{len(todos.items)} tasks complete", ""]
+    lines += [thin, escape(f"INSTRUCTION: {todos.next_instruction()}"), rule]
+    body = "\n".join(lines)
+    return f"<pre class='gr-todos' style='{MONO};margin:0;white-space:pre-wrap'>{body}</pre>"
+
+
+def render_plan(plan: Plan | None) -> str:
+    if plan is None:
+        body = "<i style='color:#757575'>No plan yet: the model writes it during bootstrap.</i>"
+        return _panel("gr-plan", "Plan", body)
+    rows = []
+    for phase in plan.phases:
+        if phase.status == "complete":
+            icon, style = "✔", "color:#2e7d32"
+        elif phase.status == "current":
+            icon, style = "▶", "color:#1565c0;font-weight:700"
+        else:
+            icon, style = "○", "color:#757575"
+        steps = f" <span style='color:#9e9e9e'>({len(phase.steps)} steps)</span>"
+        rows.append(
+            f"<li class='gr-phase gr-phase-{phase.status}' style='{style};list-style:none'>"
+            f"{icon} Phase {phase.number}: {escape(phase.name)}{steps}</li>"
+        )
+    body = f"<ul style='margin:0;padding-left:4px'>{''.join(rows)}</ul>"
+    return _panel("gr-plan", f"Plan: {plan.title}" if plan.title else "Plan", body)
+
+
+def render_meter(meter: Meter) -> str:
+    colour = LEVEL_COLOURS[meter.level]
+    fraction = meter.fraction
+    width = 0.0 if fraction is None else min(fraction, 1.0) * 100
+    return (
+        f"<div class='gr-meter gr-level-{meter.level}' style='margin:3px 0' "
+        f"title='{escape(meter.describe())}'>"
+        f"<div style='font-size:12px'>{escape(meter.describe())}</div>"
+        "<div style='background:#eee;height:8px;border-radius:4px;overflow:hidden'>"
+        f"<div style='width:{width:.1f}%;height:8px;background:{colour}'></div></div></div>"
+    )
+
+
+def render_meters(meters: Sequence[Meter]) -> str:
+    return _panel("gr-meters", "Resources", "".join(render_meter(m) for m in meters))
+
+
+def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) -> str:
+    if not entries:
+        body = "<i style='color:#757575'>No feedback yet.</i>"
+    else:
+        blocks = []
+        for entry in entries:
+            colour = SEVERITY_COLOURS.get(entry.severity, "#616161")
+            items = "".join(f"<li>{escape(o)}</li>" for o in entry.observations)
+            items += "".join(f"<li>→ {escape(s)}</li>" for s in entry.suggestions)
+            listing = f"<ul style='margin:2px 0 0 0'>{items}</ul>" if items else ""
+            blocks.append(
+                f"<div class='gr-feedback-block' style='border-left:3px solid {colour};"
+                f"padding-left:6px;margin:4px 0'>"
+                f"<span style='color:{colour};font-weight:600'>{escape(entry.severity)}</span> "
+                f"<code>&lt;feedback provider='{escape(entry.provider)}'&gt;</code> "
+                f"<span style='color:#9e9e9e'>turn {entry.turn}</span>"
+                f"<div>{escape(entry.summary)}</div>{listing}</div>"
+            )
+        body = "".join(blocks)
+    title = "Feedback" + (f" ({total})" if total else "")
+    return _panel("gr-feedback", title, body)
+
+
+def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) -> str:
+    if not entries:
+        body = "<i style='color:#757575'>Nothing yet.</i>"
+    else:
+        rows = "".join(
+            f"<li class='gr-event gr-event-{escape(e.kind)}' style='list-style:none'>"
+            f"<span style='color:#9e9e9e;display:inline-block;min-width:5.5em'>turn {e.turn}</span>"
+            f"{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
+            for e in entries
+        )
+        body = f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"
+        if total is not None and total > len(entries):
+            earlier = total - len(entries)
+            body += f"<div style='color:#9e9e9e;font-size:11px'>… {earlier} earlier</div>"
+    return _panel("gr-timeline", "Timeline (newest first)", body)
+
+
+def render_header(state: DashboardState) -> str:
+    colour = STATE_COLOURS.get(state.state, "#616161")
+    reason = (
+        f" <span style='color:#757575'>({escape(state.reason)})</span>"
+        if state.reason and state.state != "completed"
+        else ""
+    )
+    job = (
+        f"<div style='color:#2e7d32'>✔ {escape(state.job_summary)}</div>"
+        if state.job_summary
+        else ""
+    )
+    return (
+        f"<div class='gr-header'><b>Run {escape(state.run_id)}</b> "
+        f"<span class='gr-state' style='color:#fff;background:{colour};border-radius:3px;"
+        f"padding:0 6px'>{escape(state.state)}</span>{reason}{job}</div>"
+    )
+
+
+def render_dashboard(state: DashboardState) -> str:
+    """The whole dashboard as one static block: what a saved notebook or export shows."""
+    return (
+        "<div class='gr-dashboard'>"
+        f"{render_header(state)}"
+        "<div style='display:flex;gap:8px;flex-wrap:wrap'>"
+        f"<div style='flex:1 1 480px'>{render_todos(state.todos)}</div>"
+        f"<div style='flex:1 1 260px'>{render_plan(state.plan)}{render_meters(state.meters)}"
+        "</div></div>"
+        f"{render_feedback(state.feedback, state.feedback_total)}"
+        f"{render_timeline(state.timeline, state.timeline_total)}"
+        "</div>"
+    )
+
+
+def render_run_card(state: DashboardState, *, turns: int, phases_completed: int) -> str:
+    """A run in one line: what sits under a live dashboard once the run has ended."""
+    colour = STATE_COLOURS.get(state.state, "#616161")
+    tokens = state.meters[0].used if state.meters else 0
+    reason = f" ({escape(state.reason)})" if state.reason and state.state != "completed" else ""
+    job = f" · job complete: {escape(state.job_summary)}" if state.job_summary else ""
+    return (
+        f"<div class='gr-run'><b>Run {escape(state.run_id)}</b> "
+        f"<span style='color:{colour};font-weight:600'>{escape(state.state)}</span>{reason}"
+        f" · {turns} turns · {phases_completed} phases complete · {tokens:,} tokens{job}</div>"
+    )
+
+
+def text_dashboard(state: DashboardState) -> str:
+    """The dashboard as plain text, for ``text/plain`` and terminals."""
+    head = f"Run {state.run_id}: {state.state}"
+    if state.reason and state.state != "completed":
+        head += f" ({state.reason})"
+    lines = [head]
+    if state.job_summary:
+        lines.append(f"Job complete: {state.job_summary}")
+    lines += [state.todos.render(), ""]
+    if state.plan is not None:
+        marks = {"complete": "[x]", "current": "[>]", "pending": "[ ]"}
+        lines.append("Plan:")
+        lines += [f"  {marks[p.status]} Phase {p.number}: {p.name}" for p in state.plan.phases]
+    else:
+        lines.append("Plan: none yet")
+    lines += [m.describe() for m in state.meters]
+    if state.feedback:
+        lines.append("Feedback (newest first):")
+        lines += [f"  [{f.severity}] {f.provider}: {f.summary}" for f in state.feedback]
+    lines.append("Timeline (newest first):")
+    lines += [f"  turn {e.turn}: {e.text}" for e in state.timeline] or ["  (nothing yet)"]
+    return "\n".join(lines)

@@ -1,0 +1,282 @@
+"""Live widgets on stock ipywidgets: the run dashboard and the todo panel.
+
+They subscribe to the run's events and redraw through a :class:`Throttle`, so the agent
+loop never waits on rendering. Every control has a method (``stop``, ``toggle_pause``,
+``rewind``) that a click calls, so tests and scripts drive them without a browser.
+
+A live dashboard's ``text/plain`` fallback only names the run until the run has settled
+(finished or paused): a snapshot taken when the cell starts would freeze "running, turn 0"
+into the saved notebook. A settled dashboard carries its final state as text and HTML.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Callable
+from html import escape
+from typing import Any, ClassVar
+
+import ipywidgets as w
+
+from gr_notebook.errors import GrNotebookError
+from gr_notebook.events import Event
+from gr_notebook.jupyter.render import (
+    render_dashboard,
+    render_feedback,
+    render_header,
+    render_meters,
+    render_plan,
+    render_timeline,
+    render_todos,
+    text_dashboard,
+)
+from gr_notebook.jupyter.state import DashboardState, RunTracker
+from gr_notebook.jupyter.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
+from gr_notebook.run import Run
+
+__all__ = ["Dashboard", "TodoPanel"]
+
+LOG_LINES = 8
+TODO_KINDS = frozenset(
+    {"todos_written", "todo_completed", "phase_started", "rewind", "run_finished"}
+)
+
+
+class _Live:
+    """A subscription to a run that redraws through a throttle and ends with the run."""
+
+    def __init__(
+        self,
+        run: Run,
+        render: Callable[[], None],
+        *,
+        wants: Callable[[Event], bool],
+        interval: float,
+        scheduler: Scheduler,
+    ) -> None:
+        self.throttle = Throttle(render, interval=interval, scheduler=scheduler)
+        self._wants = wants
+        self._unsubscribe: Callable[[], None] | None = None
+        if not run.done:
+            self._unsubscribe = run.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        wanted = self._wants(event)
+        if event.kind == "run_finished":
+            self.throttle.stale = True
+            self.throttle.flush()  # the final state shows before the cell (or task) ends
+            self.close()
+        elif wanted:
+            self.throttle.poke()
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
+class TodoPanel(w.HTML):  # type: ignore[misc]
+    """Layer 2 of a run, live. ``%todo`` shows the one panel of its run, not a new one."""
+
+    _by_run: ClassVar[weakref.WeakKeyDictionary[Run, TodoPanel]] = weakref.WeakKeyDictionary()
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        scheduler: Scheduler = loop_scheduler,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+        self.add_class("gr-todo-panel")
+        self._live = _Live(
+            run,
+            self.refresh,
+            wants=lambda e: e.kind in TODO_KINDS,
+            interval=interval,
+            scheduler=scheduler,
+        )
+        self.refresh()
+
+    @classmethod
+    def for_run(cls, run: Run) -> TodoPanel:
+        panel = cls._by_run.get(run)
+        if panel is None:
+            panel = cls._by_run[run] = cls(run)
+        return panel
+
+    @property
+    def renders(self) -> int:
+        return self._live.throttle.renders
+
+    def refresh(self) -> None:
+        self.value = render_todos(self.run.todos)
+
+    def __repr__(self) -> str:
+        return self.run.todos.render()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self.refresh()
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = repr(self)  # %todo answers "what is the list now"
+        return data
+
+
+class Dashboard(w.VBox):  # type: ignore[misc]
+    """Everything about one run, live: todo layer, plan, meters, feedback, timeline, controls."""
+
+    _by_run: ClassVar[weakref.WeakKeyDictionary[Run, Dashboard]] = weakref.WeakKeyDictionary()
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        scheduler: Scheduler = loop_scheduler,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(run, Run):
+            raise TypeError(f"Dashboard(run) takes a gr.Run, not {type(run).__name__}")
+        self.run = run
+        self.tracker = RunTracker()
+        for event in run.events:
+            self.tracker.add(event)
+        self.header = w.HTML()
+        self.todos = TodoPanel.for_run(run)
+        self.todos.layout = w.Layout(flex="1 1 480px")
+        self.plan = w.HTML()
+        self.meters = w.HTML()
+        self.feedback = w.HTML()
+        self.timeline = w.HTML()
+        self.log_panel = w.HTML()
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger")
+        self.pause_button = w.Button(description="Pause", icon="pause")
+        self.issue = w.Text(placeholder="What is wrong? Type it, then press Rewind")
+        self.issue.layout = w.Layout(flex="1 1 auto")
+        self.rewind_button = w.Button(description="Rewind", icon="undo", button_style="warning")
+        self.stop_button.on_click(lambda _: self.stop())
+        self.pause_button.on_click(lambda _: self.toggle_pause())
+        self.rewind_button.on_click(lambda _: self.rewind())
+        self._log: deque[str] = deque(maxlen=LOG_LINES)
+        side = w.VBox([self.plan, self.meters], layout=w.Layout(flex="1 1 260px"))
+        controls = w.HBox([self.stop_button, self.pause_button, self.issue, self.rewind_button])
+        controls.add_class("gr-controls")
+        super().__init__(
+            [
+                self.header,
+                w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
+                self.feedback,
+                self.timeline,
+                controls,
+                self.log_panel,
+            ],
+            **kwargs,
+        )
+        self.add_class("gr-dashboard")
+        self._live = _Live(
+            run, self.refresh, wants=self._take, interval=interval, scheduler=scheduler
+        )
+        self.refresh()
+
+    @classmethod
+    def for_run(cls, run: Run) -> Dashboard:
+        """The dashboard ``%%agent`` shows for ``run``: one per run, reused."""
+        dashboard = cls._by_run.get(run)
+        if dashboard is None:
+            dashboard = cls._by_run[run] = cls(run)
+        return dashboard
+
+    # -- state and drawing ------------------------------------------------------------------
+
+    @property
+    def renders(self) -> int:
+        return self._live.throttle.renders
+
+    def state(self) -> DashboardState:
+        return self.tracker.snapshot(self.run)
+
+    def _take(self, event: Event) -> bool:
+        if self.tracker.add(event) and event.kind == "error":
+            self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
+        return True  # every event moves a meter or a list
+
+    def refresh(self) -> None:
+        state = self.state()
+        self.header.value = render_header(state)
+        self.plan.value = render_plan(state.plan)
+        self.meters.value = render_meters(state.meters)
+        self.feedback.value = render_feedback(state.feedback, state.feedback_total)
+        self.timeline.value = render_timeline(state.timeline, state.timeline_total)
+        self.todos.refresh()
+        live = not self.run.done
+        for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):
+            control.disabled = not live
+        paused = state.state in ("paused", "pausing")
+        self.pause_button.description = "Resume" if paused else "Pause"
+        self.pause_button.icon = "play" if paused else "pause"
+
+    def add_log(self, message: str) -> None:
+        """A line in the dashboard's log: where a background run's messages go, not stdout."""
+        self._log.append(message)
+        lines = "".join(f"<div>{escape(line)}</div>" for line in self._log)
+        self.log_panel.value = (
+            f"<div class='gr-log' style='font-size:11px;color:#616161'>{lines}</div>"
+        )
+
+    # -- controls -----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self.run.done:
+            self.add_log(f"Run {self.run.run_id} has already finished ({self.run.status}).")
+            return
+        self.run.cancel("stopped by the person")
+        self.add_log("Stop requested.")
+        self.refresh()
+
+    def toggle_pause(self) -> None:
+        try:
+            if self.run.state in ("paused", "pausing"):
+                self.run.resume()
+                self.add_log("Resumed.")
+            else:
+                self.run.pause()
+                self.add_log("Pause requested: the run holds at the next safe point between turns.")
+        except GrNotebookError as exc:
+            self.add_log(str(exc))
+        self.refresh()
+
+    def rewind(self, issue: str | None = None) -> None:
+        text = (self.issue.value if issue is None else issue).strip()
+        if not text:
+            self.add_log("Type what is wrong in the box first, then press Rewind.")
+            return
+        try:
+            self.run.rewind(text)
+        except GrNotebookError as exc:
+            self.add_log(str(exc))
+            return
+        self.issue.value = ""
+        self.add_log(f"Rewind requested: {text}")
+
+    # -- display ------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return text_dashboard(self.state())
+
+    def _repr_html_(self) -> str:
+        return render_dashboard(self.state())
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self.refresh()
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        state = self.state()
+        if state.settled:
+            data["text/plain"] = text_dashboard(state)
+            data["text/html"] = render_dashboard(state)
+        else:  # a snapshot now would be stale forever in the saved notebook
+            data["text/plain"] = f"Dashboard of run {self.run.run_id} (a live widget)"
+            data["text/html"] = f"<div class='gr-dashboard'>{escape(data['text/plain'])}</div>"
+        return data

@@ -1,0 +1,213 @@
+"""The magics, through IPython's in-process testing shell: no kernel, no browser."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing import globalipapp
+from IPython.utils.capture import capture_output
+
+import gr_notebook as gr
+from gr_notebook import run as run_module
+from gr_notebook.jupyter.magics import await_agent_cells
+from tests.test_run_controls import until
+
+JOB = "# Job\n\n## Drafting\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.chdir(tmp_path)  # default workspaces and the store land in tmp_path/gr_runs
+    shell = globalipapp.get_ipython()  # the module swaps in the real one on first call
+    shell.run_line_magic("load_ext", "gr_notebook")
+    before = set(shell.user_ns)
+    yield shell
+    for name in set(shell.user_ns) - before:
+        del shell.user_ns[name]
+
+
+def run_cell(ip: InteractiveShell, source: str) -> tuple[Any, Any]:
+    with capture_output() as captured:
+        result = ip.run_cell(source)
+    return result, captured
+
+
+def test_agent_cell_runs_the_job_and_binds_the_run(ip: InteractiveShell) -> None:
+    result, captured = run_cell(ip, f"%%agent --max-iterations 300\n{JOB}")
+    assert result.success, captured.stderr
+    run = ip.user_ns["run"]
+    assert isinstance(run, gr.Run) and gr.current_run() is run
+    assert run.status == "completed" and run.job is not None
+    assert run.workspace.read_text("instructions.md") == JOB.strip() + "\n"
+    dashboard, final = captured.outputs
+    assert WIDGET_VIEW in dashboard.data  # the live dashboard, shown while the job ran
+    assert final.data["text/plain"] == repr(run)  # then the final state
+    assert "completed" in final.data["text/plain"]
+
+
+def test_agent_cell_options_reach_the_agent(ip: InteractiveShell, tmp_path: Path) -> None:
+    source = (
+        "%%agent --model simulated:diligent --workspace ws --name tutor --max-iterations 4 "
+        f"--out short\n{JOB}"
+    )
+    result, captured = run_cell(ip, source)
+    assert result.success, captured.stderr
+    run = ip.user_ns["short"]
+    assert "run" not in ip.user_ns
+    assert run.status == "budget_exhausted" and run.turns == 4
+    assert run.workspace.root == (tmp_path / "ws").resolve()
+    started = next(e for e in run.events if e.kind == "run_started")
+    assert started.data["config"]["name"] == "tutor"
+    assert started.data["model"] == "simulated:diligent"
+
+
+def test_agent_option_takes_a_prebuilt_agent(ip: InteractiveShell, tmp_path: Path) -> None:
+    model = gr.ScriptedModel([gr.tool_call("list_files"), gr.text("all done")])
+    ip.user_ns["mine"] = gr.Agent(model, workspace=tmp_path / "mine", store=False)
+    result, captured = run_cell(ip, "%%agent --agent mine --out r\nList the files.")
+    assert result.success, captured.stderr
+    assert ip.user_ns["r"].status == "completed" and len(model.requests) == 2
+
+
+def test_plain_cell_magic_call_blocks_without_top_level_await(ip: InteractiveShell) -> None:
+    with capture_output():
+        ip.run_cell_magic("agent", "--max-iterations 300 --out direct", JOB)
+    assert ip.user_ns["direct"].status == "completed"
+
+
+MISUSE = [
+    ("%%agent\n   \n", "the cell body is empty"),
+    ("%%agent --model gpt-9\nx", "unknown model spec 'gpt-9'"),
+    ("%%agent --agent nothing_here\nx", "no variable named 'nothing_here'"),
+    ("%%agent --agent not_an_agent\nx", "not_an_agent is a int, not a gr.Agent"),
+    ("%%agent --agent mine --model simulated\nx", "drop --model"),
+    ("%%agent --out 2fast\nx", "not a variable name"),
+    ("%%agent --out class\nx", "not a variable name"),
+    ("%%agent --frobnicate\nx", "unrecognized arguments: --frobnicate"),
+    ("%%agent --max-iterations 0\nx", "max_iterations must be at least 1"),
+    ("%%agent --max-iterations lots\nx", "invalid int value"),
+    ("%%agent --background\nx", "--background needs a Jupyter kernel"),
+    ("%agent", "unknown %agent action ''"),
+    ("%agent explode", "type %agent status, %agent stop"),
+    ("%todo frob", "type %todo, %todo add TEXT or %todo complete"),
+    ("%todo add", "say what the task is: %todo add"),
+    ("%todo --run not_an_agent", "not a gr.Run"),
+    ("%todo --run missing", "no variable named 'missing'"),
+    ("%rewind", "say what is wrong: %rewind"),
+    ("%rewind --run finished Too late", "has finished"),
+    ("%agent pause --run finished", "has finished"),
+    ("%todo complete --run finished", "has finished"),
+]
+
+
+@pytest.mark.parametrize(("source", "message"), MISUSE)
+def test_misuse_is_one_line_saying_what_to_type(
+    ip: InteractiveShell, tmp_path: Path, source: str, message: str
+) -> None:
+    ip.user_ns["not_an_agent"] = 3
+    ip.user_ns["mine"] = gr.Agent(workspace=tmp_path / "m", store=False)
+    ip.user_ns["finished"] = gr.Agent(
+        gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path / "f", store=False
+    ).run_sync("job")
+    result, captured = run_cell(ip, source)
+    assert isinstance(result.error_in_exec or result.error_before_exec, UsageError)
+    shown = captured.stderr.strip()
+    assert message in shown, shown
+    assert shown.startswith("UsageError: ") and "\n" not in shown
+    assert "Traceback" not in captured.stdout + captured.stderr
+
+
+def test_background_outside_a_running_loop_says_what_to_do(ip: InteractiveShell) -> None:
+    with pytest.raises(UsageError, match="--background needs the kernel's running event loop"):
+        ip.run_cell_magic("agent", "--background", "x")
+
+
+def test_magics_without_any_run_say_how_to_start_one(
+    ip: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "_latest", None)
+    for source in ("%todo", "%rewind wrong", "%agent status"):
+        result, captured = run_cell(ip, source)
+        assert isinstance(result.error_in_exec, UsageError)
+        assert "no run yet; start one with %%agent" in captured.stderr
+
+
+async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -> None:
+    ip.user_ns["slow"] = gr.Agent(
+        gr.SimulatedModel(latency=0.002), workspace=tmp_path / "bg", max_iterations=300
+    )
+    with capture_output() as started:
+        ip.run_cell_magic("agent", "--background --agent slow --out bg", JOB)
+    run = ip.user_ns["bg"]
+    assert run.status == "running" and gr.current_run() is run
+    assert WIDGET_VIEW in started.outputs[0].data
+    assert f"Run {run.run_id} goes on in the background as `bg`" in started.stdout
+
+    await until(lambda: run.todos.phase_name == "Drafting")
+    with capture_output() as shown:
+        ip.run_line_magic("agent", "pause")
+    assert "pauses at the next safe point" in shown.stdout
+    await until(lambda: run.paused)
+    with capture_output() as shown:
+        ip.run_line_magic("agent", "status")
+        ip.run_line_magic("todo", "")
+        ip.run_line_magic("todo", "")
+    assert shown.stdout.startswith(f"Run {run.run_id}: paused; turn ")
+    first, second = shown.outputs
+    assert first.data[WIDGET_VIEW] == second.data[WIDGET_VIEW]  # one widget, shown twice
+    assert first.data["text/plain"] == run.todos.render()
+
+    with capture_output() as shown:
+        ip.run_line_magic("todo", "add Check the spelling --run bg")
+        ip.run_line_magic("rewind", "The drafts repeat each other; merge a and b")
+        ip.run_line_magic("agent", "resume")
+    assert "Added task 6 'Check the spelling'." in shown.stdout
+    assert "Rewind requested for run" in shown.stdout
+
+    await asyncio.wait_for(run.wait(), 30)
+    assert run.status == "completed"
+    person = [e for e in run.events if e.data.get("source") == "person"]
+    assert [e.kind for e in person] == ["todos_written", "rewind"]
+    assert person[1].data["issue"] == "The drafts repeat each other; merge a and b"
+    assert "merge a and b" in run.workspace.read_text("experiences.md")
+    with capture_output() as shown:
+        ip.run_line_magic("agent", "stop")
+    assert "has already finished (completed)" in shown.stdout
+
+
+async def test_agent_stop_cancels_a_background_run(ip: InteractiveShell, tmp_path: Path) -> None:
+    ip.user_ns["slow"] = gr.Agent(
+        gr.SimulatedModel(latency=0.002), workspace=tmp_path / "stop", max_iterations=300
+    )
+    with capture_output():
+        ip.run_cell_magic("agent", "--background --agent slow --out victim", JOB)
+        ip.run_line_magic("agent", "stop --run victim")
+    run = ip.user_ns["victim"]
+    await asyncio.wait_for(run.wait(), 10)
+    assert run.status == "cancelled" and run.reason == "stopped by the person"
+
+
+def test_agent_cells_become_top_level_await_only_where_it_works(ip: InteractiveShell) -> None:
+    lines = ["%%agent --out r 'x'\n", "Do it.\n", "Then stop.\n"]
+    (code,) = await_agent_cells(lines)
+    assert code.startswith("await get_ipython().find_cell_magic('agent').__self__.run_async(")
+    assert "\"--out r 'x'\", 'Do it.\\nThen stop.\\n')" in code
+    assert await_agent_cells(["%%agentish\n", "x\n"]) == ["%%agentish\n", "x\n"]
+    assert await_agent_cells(["print(1)\n"]) == ["print(1)\n"]
+    ip.autoawait = False
+    try:
+        assert await_agent_cells(lines) == lines
+    finally:
+        ip.autoawait = True
+
+
+def test_loading_the_extension_twice_registers_one_transformer(ip: InteractiveShell) -> None:
+    ip.run_line_magic("reload_ext", "gr_notebook")
+    assert ip.input_transformers_cleanup.count(await_agent_cells) == 1

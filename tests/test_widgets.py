@@ -1,0 +1,158 @@
+"""The live widgets, driven the way a click would drive them: no browser, no kernel."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+import gr_notebook as gr
+from gr_notebook.jupyter.widgets import Dashboard, TodoPanel
+from tests.conftest import PHASE_1, bootstrap_script
+from tests.test_run_controls import slow_reader, until
+
+Factory = Callable[..., gr.Agent]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+async def test_stop_click_stops_the_run(make_agent: Factory) -> None:
+    run = make_agent(slow_reader()).start("job")
+    dash = Dashboard(run)
+    await until(lambda: run.turns >= 2)
+    dash.stop_button.click()
+    await run.wait()
+    assert run.status == "cancelled" and run.reason == "stopped by the person"
+    assert run.turns < 100
+    assert "Stop requested." in dash.log_panel.value
+    assert all(c.disabled for c in (dash.stop_button, dash.pause_button, dash.rewind_button))
+    assert "cancelled" in dash.header.value
+
+
+async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: Factory) -> None:
+    run = make_agent(slow_reader(40)).start("job")
+    dash = Dashboard(run)
+    await until(lambda: run.turns >= 2)
+    dash.pause_button.click()
+    assert dash.pause_button.description == "Resume"
+    await until(lambda: run.paused)
+    held = run.turns
+    await asyncio.sleep(0.03)
+    assert run.turns == held
+    dash.pause_button.click()
+    assert dash.pause_button.description == "Pause"
+    await run.wait()
+    assert run.status == "completed"
+    kinds = [e.text for e in dash.tracker.timeline]
+    assert "Paused" in kinds and "Resumed" in kinds
+
+
+async def test_rewind_click_sends_the_typed_issue_to_the_model(make_agent: Factory) -> None:
+    gate = asyncio.Event()
+
+    async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
+        await gate.wait()
+        return gr.tool_call("read_file", path="instructions.md")
+
+    script = [*bootstrap_script(), gr.tool_call("todo_write", todos=PHASE_1), wait_for_person]
+    model = gr.ScriptedModel([*script, gr.text("stopping here")])
+    run = make_agent(model).start("job")
+    dash = Dashboard(run)
+    await until(lambda: run.todos.phase_number == 1)
+    dash.rewind_button.click()
+    assert "Type what is wrong" in dash.log_panel.value
+    dash.issue.value = "The sources are out of date"
+    dash.rewind_button.click()
+    assert dash.issue.value == ""
+    gate.set()
+    await run.wait()
+    rewinds = [e for e in run.events if e.kind == "rewind"]
+    assert [(e.data["source"], e.data["issue"]) for e in rewinds] == [
+        ("person", "The sources are out of date")
+    ]
+    assert "The sources are out of date" in model.requests[-1].messages[-1].text
+    assert "The sources are out of date" in run.workspace.read_text("experiences.md")
+
+
+async def test_a_live_dashboard_has_no_stale_text_and_a_settled_one_shows_the_end(
+    make_agent: Factory,
+) -> None:
+    run = make_agent(slow_reader(5)).start("job")
+    dash = Dashboard(run)
+    live = dash._repr_mimebundle_()
+    assert WIDGET_VIEW in live
+    assert live["text/plain"] == f"Dashboard of run {run.run_id} (a live widget)"
+    await run.wait()
+    final = dash._repr_mimebundle_()
+    assert final["text/plain"] == repr(dash)
+    assert final["text/plain"].startswith(f"Run {run.run_id}: completed")
+    assert "class='gr-dashboard'" in final["text/html"] and "gr-timeline" in final["text/html"]
+
+
+async def test_widgets_follow_the_run_and_render_at_most_ten_times_a_second(
+    make_agent: Factory,
+) -> None:
+    script = [gr.tool_call("read_file", path="instructions.md")] * 400 + [gr.text("done")]
+    run = make_agent(gr.ScriptedModel(script), max_iterations=500).start("job")
+    dash = Dashboard(run)
+    started = time.monotonic()
+    await run.wait()
+    elapsed = time.monotonic() - started
+    assert len(run.events) > 800
+    assert 1 <= dash.renders <= elapsed / 0.1 + 2  # + the first and the final draw
+    assert "completed" in dash.header.value
+    assert "Iterations: 401 / 500 turns" in dash.meters.value
+    assert "Run completed" in dash.timeline.value
+
+
+def test_a_dashboard_of_a_finished_run_replays_its_history(make_agent: Factory) -> None:
+    agent = make_agent(gr.SimulatedModel(), max_iterations=300)
+    run = agent.run_sync("# Job\n\n## A\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n")
+    dash = Dashboard(run)
+    state = dash.state()
+    assert state.state == "completed" and state.job_summary
+    assert state.timeline[0].kind == "run_finished"
+    assert any(e.kind == "phase_transition" for e in state.timeline)
+    assert "ACTIVE TODO LIST" in dash.todos.value
+    assert all(c.disabled for c in (dash.stop_button, dash.issue))
+    dash.stop()
+    assert "has already finished" in dash.log_panel.value
+
+
+async def test_errors_reach_the_dashboard_log(make_agent: Factory) -> None:
+    script = [gr.tool_call("read_file", path="../outside.txt"), gr.text("done")]
+    run = make_agent(gr.ScriptedModel(script)).start("job")
+    dash = Dashboard(run)
+    await run.wait()
+    assert "Error" not in dash.log_panel.value  # a refused path is a tool result, not an error
+
+    def boom(context: object, params: object) -> str:
+        raise RuntimeError("disk on fire")
+
+    tool = gr.Tool("boom", "Always fails.", {"type": "object", "properties": {}}, boom)
+    run = make_agent(gr.ScriptedModel([gr.tool_call("boom"), gr.text("done")]), tools=[tool])
+    live = run.start("job")
+    dash = Dashboard(live)
+    await live.wait()
+    assert "Error in boom: RuntimeError disk on fire" in dash.log_panel.value
+
+
+async def test_one_todo_panel_per_run(make_agent: Factory) -> None:
+    run = make_agent(slow_reader(3)).start("job")
+    panel = TodoPanel.for_run(run)
+    assert TodoPanel.for_run(run) is panel
+    assert Dashboard.for_run(run) is Dashboard.for_run(run)
+    assert Dashboard.for_run(run).todos is panel
+    await run.wait()
+    bundle = panel._repr_mimebundle_()
+    assert bundle["text/plain"] == run.todos.render() and WIDGET_VIEW in bundle
+
+
+def test_dashboard_takes_a_run() -> None:
+    with pytest.raises(TypeError, match=r"takes a gr\.Run"):
+        Dashboard("run")  # type: ignore[arg-type]
+
+
+def test_gr_dashboard_is_the_widget_class() -> None:
+    assert gr.Dashboard is Dashboard
