@@ -17,7 +17,7 @@ STAMP      := .venv/.synced
 
 # Only lint/format the source dirs that actually exist (git does not keep
 # empty directories, so e.g. bench/ may be absent in a fresh clone).
-SRC_DIRS   := $(wildcard gr_notebook tests bench)
+SRC_DIRS   := $(wildcard gr_notebook tests bench notebooks)
 NOTEBOOKS  := $(wildcard notebooks/*.ipynb)
 SANITIZE   := $(wildcard notebooks/sanitize.cfg)
 BENCHES    := $(sort $(wildcard bench/bench_*.py))
@@ -28,7 +28,10 @@ export UV_COMPILE_BYTECODE := 1
 # these machines reach PyPI through a TLS proxy whose CA is only in the OS store.
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: env demo test lint format typecheck pytest nbval bench lab clean
+DEMO_DIR   := build/demo
+LAB_FLAGS  := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+.PHONY: env demo test lint format typecheck pytest nbval notebooks bench lab clean
 
 # ── environment ─────────────────────────────────────────────────────────────
 env: $(STAMP)
@@ -43,8 +46,10 @@ $(STAMP): uv.lock pyproject.toml
 	touch $@
 
 # ── user-facing targets ─────────────────────────────────────────────────────
+# Runs the quickstart headless, as a reader's kernel would, and keeps the result.
 demo: $(STAMP)
-	$(PY) -m gr_notebook demo
+	$(PY) notebooks/execute.py notebooks/01_quickstart.ipynb --out $(DEMO_DIR) --html
+	@echo "Open the HTML copy in a browser, or run 'make lab' to try the notebook live."
 
 test: lint typecheck pytest nbval
 
@@ -70,6 +75,10 @@ else
 	@echo "nbval: no notebooks/*.ipynb, skipping"
 endif
 
+# Re-executes the committed notebooks in place: their outputs are what nbval checks.
+notebooks: $(STAMP)
+	$(PY) notebooks/execute.py $(NOTEBOOKS)
+
 bench: $(STAMP)
 ifneq ($(BENCHES),)
 	@set -e; for f in $(BENCHES); do \
@@ -81,7 +90,7 @@ else
 endif
 
 lab: $(STAMP)
-	.venv/bin/jupyter lab notebooks/
+	.venv/bin/jupyter lab $(LAB_FLAGS) notebooks/
 
 clean:
 	rm -rf .venv .uv gr_runs build dist .mypy_cache .ruff_cache .pytest_cache

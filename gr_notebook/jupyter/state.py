@@ -137,10 +137,17 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _list_name(kind: Any, number: Any, name: Any) -> str:
+    if kind == "bootstrap":
+        return "Bootstrap"
+    if kind == "job_completion":
+        return "Job completion"
+    return f"Phase {number}" + (f" '{name}'" if name else "")
+
+
 def _phase_transition(d: Mapping[str, Any]) -> str:
-    name = f" '{d['name']}'" if d.get("name") else ""
-    what = "Bootstrap" if d.get("kind") == "bootstrap" else f"Phase {d.get('from_phase', '?')}"
-    text = f"{what}{name} {d.get('outcome', 'ended')}: {d.get('done', 0)}/{d.get('tasks', 0)} tasks"
+    what = _list_name(d.get("kind"), d.get("from_phase", "?"), d.get("name"))
+    text = f"{what} {d.get('outcome', 'ended')}: {d.get('done', 0)}/{d.get('tasks', 0)} tasks"
     return text + (f" → {d['archive']}" if d.get("archive") else "")
 
 
@@ -164,9 +171,7 @@ def _run_finished(d: Mapping[str, Any]) -> str:
 _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "run_started": lambda d: f"Run started on {d.get('model', 'a model')}",
     "phase_started": lambda d: (
-        "Bootstrap started"
-        if d.get("kind") == "bootstrap"
-        else f"Phase {d.get('phase', '?')} '{d.get('name', '')}' started"
+        f"{_list_name(d.get('kind'), d.get('phase', '?'), d.get('name'))} started"
     ),
     "phase_transition": _phase_transition,
     "compaction": _compaction,

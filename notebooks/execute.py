@@ -1,0 +1,109 @@
+"""Execute notebooks the way a reader's kernel would, saving outputs and widget state.
+
+    python notebooks/execute.py notebooks/01_quickstart.ipynb            # refresh in place
+    python notebooks/execute.py notebooks/01_quickstart.ipynb --out build/demo --html
+
+The committed notebooks carry the outputs nbval compares against, so refresh them with
+this script (``make notebooks``) whenever the package changes what they print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Path:
+    notebook = nbformat.read(path, as_version=4)
+    target = (out_dir / path.name) if out_dir else path
+    workdir = target.parent
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+        store_widget_state=True,  # the saved dashboard shows the final state
+    )
+    client.execute()
+    nbformat.write(notebook, target)
+    print(f"executed {path} in {time.perf_counter() - started:.1f} s -> {target.resolve()}")
+    if html:
+        from nbconvert import HTMLExporter
+
+        body, _ = HTMLExporter().from_notebook_node(static_widgets(notebook))
+        page = target.with_suffix(".html")
+        page.write_text(body, encoding="utf-8")
+        print(f"HTML copy -> {page.resolve()}")
+    return target
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def static_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy whose widget outputs are plain HTML drawn from the saved widget state.
+
+    An exported page would otherwise need the widget manager's JavaScript from a CDN, and
+    offline it shows nothing where the dashboards were.
+    """
+    copy = nbformat.from_dict(json.loads(json.dumps(notebook)))
+    state = copy.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in copy.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view and view["model_id"] in state:
+                output["data"] = {"text/html": _widget_html(view["model_id"], state)}
+    return copy
+
+
+def _widget_html(model_id: str, state: dict[str, Any]) -> str:
+    model = state.get(model_id, {})
+    values = model.get("state", {})
+    name = model.get("model_name", "")
+    classes = " ".join(values.get("_dom_classes", ()))
+    layout = state.get(str(values.get("layout", "")).removeprefix("IPY_MODEL_"), {})
+    flex = layout.get("state", {}).get("flex")
+    style = f"flex:{flex};" if flex else ""
+    kids = [child.removeprefix("IPY_MODEL_") for child in values.get("children", ())]
+    children = "".join(_widget_html(kid, state) for kid in kids)
+    if name == "HTMLModel":
+        return f"<div class='{classes}' style='{style}'>{values.get('value', '')}</div>"
+    if name in ("VBoxModel", "HBoxModel"):
+        direction = "column" if name == "VBoxModel" else "row"
+        return (
+            f"<div class='{classes}' style='display:flex;flex-flow:{direction} wrap;gap:6px;"
+            f"{style}'>{children}</div>"
+        )
+    if name == "ButtonModel":
+        return f"<button disabled>{html.escape(values.get('description', ''))}</button>"
+    if name == "TextModel":
+        placeholder = html.escape(values.get("placeholder", ""))
+        return f"<input disabled placeholder='{placeholder}' style='{style}'>"
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, help="write executed copies here, not in place")
+    parser.add_argument("--html", action="store_true", help="also write an HTML copy")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        execute(path, out_dir=args.out, html=args.html, timeout=args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
