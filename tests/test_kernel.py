@@ -1,0 +1,123 @@
+"""In a real kernel: what only ipykernel shows (comm messages, parent headers, saved state)."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+from nbclient import NotebookClient
+
+JOB = "# Job\n\n" + "".join(
+    f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
+    for p in range(1, 7)
+)
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        yield manager, client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def execute(client: BlockingKernelClient, code: str, timeout: float = 60) -> str:
+    msg_id = client.execute(code)
+    return collect(client, msg_id, timeout)
+
+
+def collect(
+    client: BlockingKernelClient, msg_id: str, timeout: float, on_message: Any = None
+) -> str:
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            msg = client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            pytest.fail(f"no idle after {timeout}s; output so far: {''.join(out)}")
+        if on_message is not None:
+            on_message(msg)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind == "error":
+            out.append("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out)
+
+
+def test_stop_button_works_while_a_blocking_agent_cell_runs(
+    kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
+) -> None:
+    _, client = kernel
+    setup = (
+        "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+        "slow = gr.Agent(gr.SimulatedModel(latency=0.05), workspace='ws', store=False, "
+        "max_iterations=500)"
+    )
+    assert execute(client, setup) == ""
+    msg_id = client.execute(f"%%agent --agent slow --out r\n{JOB}")
+    clicked: list[str] = []
+
+    def click_stop(msg: dict[str, Any]) -> None:
+        # The dashboard's buttons arrive as comm_open messages; click Stop after a moment.
+        data = msg["content"].get("data", {})
+        state = data.get("state", {})
+        if msg["msg_type"] == "comm_open" and state.get("description") == "Stop" and not clicked:
+            clicked.append(msg["content"]["comm_id"])
+            time.sleep(0.5)
+            click = {"method": "custom", "content": {"event": "click"}}
+            request = client.session.msg("comm_msg", {"comm_id": clicked[0], "data": click})
+            client.shell_channel.send(request)
+
+    output = collect(client, msg_id, timeout=60, on_message=click_stop)
+    assert clicked, "the dashboard's Stop button never appeared"
+    assert "cannot enter context" not in output and "Traceback" not in output, output
+    status = execute(client, "print(r.status, '|', r.reason, '|', r.turns)")
+    state, reason, turns = (part.strip() for part in status.split("|"))
+    assert (state, reason) == ("cancelled", "stopped by the person")
+    assert 0 < int(turns) < 100  # stopped well before the ~100-turn job could end
+
+
+def test_a_background_run_leaves_its_final_state_in_the_saved_notebook(tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+            "slow = gr.Agent(gr.SimulatedModel(latency=0.01), store=False, max_iterations=300)"
+        ),
+        nbformat.v4.new_code_cell(f"%%agent --background --agent slow --out bg\n{JOB}"),
+        nbformat.v4.new_code_cell("await bg.wait()\nbg.status"),
+    ]
+    NotebookClient(
+        notebook,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+        store_widget_state=True,
+    ).execute()
+    assert notebook.cells[2].outputs[0]["data"]["text/plain"] == "'completed'"
+    states = notebook.metadata["widgets"][WIDGET_STATE]["state"]
+    headers = [
+        m["state"]["value"]
+        for m in states.values()
+        if "gr-header" in str(m["state"].get("value", ""))
+    ]
+    # Without a fresh context for the run's task, ipykernel 7 credits the updates to the
+    # finished launch cell and nbclient drops them: the saved header would say "running".
+    assert len(headers) == 1 and ">completed</span>" in headers[0], headers
+    meters = [v["state"]["value"] for v in states.values() if "gr-meters" in str(v["state"])]
+    assert "Iterations: 0 /" not in meters[0]
