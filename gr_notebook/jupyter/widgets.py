@@ -118,6 +118,9 @@ class TodoPanel(w.HTML):  # type: ignore[misc]
     def __repr__(self) -> str:
         return self.run.todos.render()
 
+    def _repr_html_(self) -> str:
+        return render_todos(self.run.todos)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         self.refresh()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
@@ -199,7 +202,7 @@ class Dashboard(w.VBox):  # type: ignore[misc]
         return self.tracker.snapshot(self.run)
 
     def _take(self, event: Event) -> bool:
-        if self.tracker.add(event) and event.kind == "error":
+        if self.tracker.add(event) and event.kind in ("error", "run_finished"):
             self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
         return True  # every event moves a meter or a list
 
