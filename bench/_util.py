@@ -13,7 +13,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Goals", "fmt_int", "median", "percentile", "print_table", "section"]
+__all__ = ["Goals", "fmt_int", "job", "median", "percentile", "print_table", "section"]
+
+
+def job(title: str, *, phases: int, steps: int, unit: str, preamble: str = "") -> str:
+    """Instructions the simulated agent plans as ``phases`` phases of ``steps`` steps."""
+    lines = [f"# {title}", ""] + ([preamble, ""] if preamble else [])
+    for k in range(1, phases + 1):
+        lines.append(f"## {unit} {k}")
+        lines += [f"- Write part {j} of {unit.lower()} {k}" for j in range(1, steps + 1)]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def section(title: str) -> None:

@@ -35,17 +35,13 @@ MIN_INPUT_RATIO = 5.0
 
 
 def build_instructions() -> str:
-    lines = [
-        "# Field guide to coastal ecosystems",
-        "",
-        "Write one short document per step below, section by section.",
-        "",
-    ]
-    for k in range(1, N_PHASES + 1):
-        lines.append(f"## Section {k}")
-        lines += [f"- Write part {j} of section {k}" for j in range(1, STEPS_PER_PHASE + 1)]
-        lines.append("")
-    return "\n".join(lines)
+    return _util.job(
+        "Field guide to coastal ecosystems",
+        phases=N_PHASES,
+        steps=STEPS_PER_PHASE,
+        unit="Section",
+        preamble="Write one short document per step below, section by section.",
+    )
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,7 @@ MAX_RATIO = 1.10
 
 
 def build_instructions() -> str:
-    lines = ["# A very long handbook", ""]
-    for k in range(1, N_PHASES + 1):
-        lines.append(f"## Chapter {k}")
-        lines += [f"- Write part {j} of chapter {k}" for j in range(1, STEPS_PER_PHASE + 1)]
-        lines.append("")
-    return "\n".join(lines)
+    return _util.job("A very long handbook", phases=N_PHASES, steps=STEPS_PER_PHASE, unit="Chapter")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from html import escape
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self, cast
 
 import ipywidgets as w
 
@@ -76,10 +76,31 @@ class _Live:
             self._unsubscribe = None
 
 
-class TodoPanel(w.HTML):  # type: ignore[misc]
-    """Layer 2 of a run, live. ``%todo`` shows the one panel of its run, not a new one."""
+class _OnePerRun:
+    """``for_run``: the one view of a kind that the magics show for a run, reused."""
 
-    _by_run: ClassVar[weakref.WeakKeyDictionary[Run, TodoPanel]] = weakref.WeakKeyDictionary()
+    _by_run: ClassVar[weakref.WeakKeyDictionary[Run, Any]]
+    _live: _Live
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._by_run = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_run(cls, run: Run) -> Self:
+        view = cls._by_run.get(run)
+        if view is None:
+            view = cls._by_run[run] = cls(run)  # type: ignore[call-arg]
+        return cast(Self, view)
+
+    @property
+    def renders(self) -> int:
+        """Redraws so far: the throttle's count."""
+        return self._live.throttle.renders
+
+
+class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
+    """Layer 2 of a run, live. ``%todo`` shows the one panel of its run, not a new one."""
 
     def __init__(
         self,
@@ -101,17 +122,6 @@ class TodoPanel(w.HTML):  # type: ignore[misc]
         )
         self.refresh()
 
-    @classmethod
-    def for_run(cls, run: Run) -> TodoPanel:
-        panel = cls._by_run.get(run)
-        if panel is None:
-            panel = cls._by_run[run] = cls(run)
-        return panel
-
-    @property
-    def renders(self) -> int:
-        return self._live.throttle.renders
-
     def refresh(self) -> None:
         self.value = render_todos(self.run.todos)
 
@@ -128,10 +138,8 @@ class TodoPanel(w.HTML):  # type: ignore[misc]
         return data
 
 
-class Dashboard(w.VBox):  # type: ignore[misc]
+class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     """Everything about one run, live: todo layer, plan, meters, feedback, timeline, controls."""
-
-    _by_run: ClassVar[weakref.WeakKeyDictionary[Run, Dashboard]] = weakref.WeakKeyDictionary()
 
     def __init__(
         self,
@@ -184,19 +192,7 @@ class Dashboard(w.VBox):  # type: ignore[misc]
         )
         self.refresh()
 
-    @classmethod
-    def for_run(cls, run: Run) -> Dashboard:
-        """The dashboard ``%%agent`` shows for ``run``: one per run, reused."""
-        dashboard = cls._by_run.get(run)
-        if dashboard is None:
-            dashboard = cls._by_run[run] = cls(run)
-        return dashboard
-
     # -- state and drawing ------------------------------------------------------------------
-
-    @property
-    def renders(self) -> int:
-        return self._live.throttle.renders
 
     def state(self) -> DashboardState:
         return self.tracker.snapshot(self.run)
