@@ -57,6 +57,12 @@ def load_ipython_extension(ipython: typing.Any) -> None:
     load(ipython)
 
 
+def unload_ipython_extension(ipython: typing.Any) -> None:
+    from gr_notebook.jupyter.magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 def __getattr__(name: str) -> typing.Any:
     if name == "Dashboard":  # ipywidgets loads on first use, never on import gr_notebook
         from gr_notebook.jupyter.widgets import Dashboard

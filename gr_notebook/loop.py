@@ -109,7 +109,8 @@ class Loop:
         self._resume.set()  # a paused run wakes up to stop
 
     def request_pause(self) -> None:
-        self._resume.clear()
+        if not self._stop_requested:  # a stop already asked for wins; never hold it
+            self._resume.clear()
 
     def request_resume(self) -> None:
         self._resume.set()
@@ -131,7 +132,7 @@ class Loop:
         self.started = True
         self.context.append_user([TextBlock(kickoff)])
         while True:
-            if not self._resume.is_set():
+            if not self._resume.is_set() and not self._stop_requested:
                 await self._pause()
             if self._stop_requested:
                 return LoopOutcome("cancelled", self._stop_requested)
@@ -296,7 +297,10 @@ class Loop:
             plan_file=self.phases.plan_file,
             turn=self.turn,
             workspace_state=workspace_state(
-                self.phases.workspace, plan_file=self.phases.plan_file, todos=self.phases.todos
+                self.phases.workspace,
+                plan_file=self.phases.plan_file,
+                todos=self.phases.todos,
+                plan=self.phases.plan(),
             ),
         )
         stats = self.context.compact(recap)

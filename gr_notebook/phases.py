@@ -235,6 +235,7 @@ class PhaseController:
             clock=self.clock,
             blocking=blocking,
             journal=self._journal,
+            plan=self.plan(),
             just_finished=(
                 f"{finished.name or 'Bootstrap'}: {finished.outcome}, {finished.done} tasks done"
                 if finished
@@ -262,8 +263,14 @@ class PhaseController:
         )
 
     def on_plan_written(self, plan: Plan, *, source: str = "model") -> list[str]:
-        """React to a new plan; returns the warnings the writer should see."""
+        """React to a new plan; returns the warnings the writer should see.
+
+        ``plan`` is the file just written, parsed, so it primes the cache of :meth:`plan`.
+        """
         self._plan_written = True
+        key = self.workspace.version(self.plan_file)
+        if key is not None:
+            self._plan_cache = (key, plan)
         self.emit(
             "plan_updated",
             {

@@ -102,9 +102,11 @@ class Run:
 
     @property
     def state(self) -> str:
-        """The status, with ``paused`` and ``pausing`` told apart from plain running."""
+        """The status, with ``stopping``, ``pausing`` and ``paused`` told apart from running."""
         if self.done or self._loop is None:
             return self.status
+        if self._loop.stop_reason:
+            return "stopping"
         if self._loop.pause_requested:
             return "paused" if self._loop.paused else "pausing"
         return self.status
@@ -142,7 +144,10 @@ class Run:
 
     def pause(self) -> None:
         """Hold the run at the next safe point between turns, until :meth:`resume`."""
-        self._live_loop("pause").request_pause()
+        loop = self._live_loop("pause")
+        if loop.stop_reason:
+            raise RunError(f"cannot pause: run {self.run_id} is stopping ({loop.stop_reason})")
+        loop.request_pause()
 
     def resume(self) -> None:
         self._live_loop("resume").request_resume()

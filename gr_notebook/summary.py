@@ -40,8 +40,12 @@ def build_workspace_summary(
     blocking: str | None = None,
     just_finished: str | None = None,
     journal: Journal | None = None,
+    plan: Plan | None = None,
 ) -> str:
-    """Render the summary text (the caller writes it, so the write is one recorded step)."""
+    """Render the summary text (the caller writes it, so the write is one recorded step).
+
+    ``plan`` is the parsed plan file when the caller has it; otherwise the file is read.
+    """
     journal = journal or Journal(workspace)
     generated = dt.datetime.fromtimestamp(clock()).strftime("%Y-%m-%d %H:%M:%S")
     lines = ["# Workspace Summary", "", f"Generated: {generated}", "", "## Files", ""]
@@ -50,7 +54,8 @@ def build_workspace_summary(
     lines += ["", "## Accomplishments"]
     lines += _capped(journal.accomplishments(), MAX_ACCOMPLISHMENTS, NOTES_FILE)
     lines += ["", "## Current State"]
-    lines += _current_state(workspace, plan_file, todos, blocking, just_finished)
+    plan = plan or _read_plan(workspace, plan_file)
+    lines += _current_state(plan, plan_file, todos, blocking, just_finished)
     lines += ["", "## Notes"]
     lines += _capped(journal.notes(), MAX_NOTES, NOTES_FILE)
     return "\n".join(lines) + "\n"
@@ -98,15 +103,18 @@ def _purpose(rel: str, path: Path, plan_file: str) -> str:
     return "Empty file"
 
 
+def _read_plan(workspace: Workspace, plan_file: str) -> Plan | None:
+    return Plan.parse(workspace.read_text(plan_file)) if workspace.exists(plan_file) else None
+
+
 def _current_state(
-    workspace: Workspace,
+    plan: Plan | None,
     plan_file: str,
     todos: TodoList,
     blocking: str | None,
     just_finished: str | None,
 ) -> list[str]:
     state = [f"- Just finished: {just_finished}"] if just_finished else []
-    plan = Plan.parse(workspace.read_text(plan_file)) if workspace.exists(plan_file) else None
     if todos.kind == "bootstrap":
         state.append("- Bootstrapping: building the execution plan")
     elif todos.kind == "job_completion":
@@ -138,7 +146,10 @@ def _capped(items: list[str], limit: int, where: str) -> list[str]:
     return shown
 
 
-def workspace_state(workspace: Workspace, *, plan_file: str, todos: TodoList) -> list[str]:
+def workspace_state(
+    workspace: Workspace, *, plan_file: str, todos: TodoList, plan: Plan | None = None
+) -> list[str]:
     """The summary's Current State, computed now, for the recap after compaction."""
-    state = _current_state(workspace, plan_file, todos, None, None)
+    plan = plan or _read_plan(workspace, plan_file)
+    state = _current_state(plan, plan_file, todos, None, None)
     return [line.removeprefix("- ") for line in state]

@@ -49,10 +49,12 @@ def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Pa
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+LIVE_PLACEHOLDER = "(a live widget)"  # a dashboard's fallback text while its run is going
 
 
 def static_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy whose widget outputs are plain HTML drawn from the saved widget state.
+    """A copy without widget views: live dashboards are drawn as HTML from the saved
+    (final) widget state, other widget outputs keep the snapshot they were shown with.
 
     An exported page would otherwise need the widget manager's JavaScript from a CDN, and
     offline it shows nothing where the dashboards were.
@@ -61,9 +63,13 @@ def static_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     state = copy.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     for cell in copy.cells:
         for output in cell.get("outputs", []):
-            view = output.get("data", {}).get(WIDGET_VIEW)
-            if view and view["model_id"] in state:
-                output["data"] = {"text/html": _widget_html(view["model_id"], state)}
+            data = output.get("data", {})
+            view = data.pop(WIDGET_VIEW, None)
+            if view is None or LIVE_PLACEHOLDER not in data.get("text/plain", LIVE_PLACEHOLDER):
+                continue  # a snapshot taken when it was shown (%todo) tells the truth of then
+            drawn = _widget_html(view["model_id"], state)
+            if drawn:
+                data["text/html"] = drawn
     return copy
 
 

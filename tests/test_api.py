@@ -21,7 +21,7 @@ def test_all_lists_every_public_name() -> None:
         for name, value in vars(gr).items()
         if not name.startswith("_")
         and not isinstance(value, types.ModuleType)
-        and name not in ("annotations", "load_ipython_extension")  # an IPython hook
+        and name not in ("annotations", "load_ipython_extension", "unload_ipython_extension")
     }
     assert public | {"Dashboard"} == set(gr.__all__)  # Dashboard loads ipywidgets on use
 

@@ -121,3 +121,16 @@ def test_a_background_run_leaves_its_final_state_in_the_saved_notebook(tmp_path:
     assert len(headers) == 1 and ">completed</span>" in headers[0], headers
     meters = [v["state"]["value"] for v in states.values() if "gr-meters" in str(v["state"])]
     assert "Iterations: 0 /" not in meters[0]
+
+
+def test_agent_cells_nested_in_time_and_capture_run_in_a_kernel(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    _, client = kernel
+    short = "# Job\n\n## A\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n"
+    assert execute(client, "%load_ext gr_notebook") == ""
+    timed = execute(client, f"%%time\n%%agent --max-iterations 300 --out timed\n{short}")
+    assert "Wall time" in timed and "Traceback" not in timed, timed
+    captured = execute(client, f"%%capture cap\n%%agent --max-iterations 300 --out kept\n{short}")
+    assert "Traceback" not in captured, captured
+    assert execute(client, "print(timed.status, kept.status)").strip() == "completed completed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from IPython.utils.capture import capture_output
 
 import gr_notebook as gr
 from gr_notebook import run as run_module
-from gr_notebook.jupyter.magics import await_agent_cells
+from gr_notebook.jupyter.cells import TopLevelAwait
 from tests.test_run_controls import until
 
 JOB = "# Job\n\n## Drafting\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n"
@@ -102,6 +103,10 @@ MISUSE = [
     ("%todo --run missing", "no variable named 'missing'"),
     ("%rewind", "say what is wrong: %rewind"),
     ("%rewind --run finished Too late", "has finished"),
+    ("%%agent --name 'unbalanced\nx", "check its quotes"),
+    ("%%agent --workspace ''\nx", "--workspace is empty"),
+    ("%%agent --workspace a_file/below\nx", "a_file"),
+    ("%%agent -h\nx", "%agent? lists the options"),
     ("%agent pause --run finished", "has finished"),
     ("%todo complete --run finished", "has finished"),
 ]
@@ -112,6 +117,7 @@ def test_misuse_is_one_line_saying_what_to_type(
     ip: InteractiveShell, tmp_path: Path, source: str, message: str
 ) -> None:
     ip.user_ns["not_an_agent"] = 3
+    (tmp_path / "a_file").write_text("not a directory")
     ip.user_ns["mine"] = gr.Agent(workspace=tmp_path / "m", store=False)
     ip.user_ns["finished"] = gr.Agent(
         gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path / "f", store=False
@@ -194,20 +200,118 @@ async def test_agent_stop_cancels_a_background_run(ip: InteractiveShell, tmp_pat
     assert run.status == "cancelled" and run.reason == "stopped by the person"
 
 
-def test_agent_cells_become_top_level_await_only_where_it_works(ip: InteractiveShell) -> None:
-    lines = ["%%agent --out r 'x'\n", "Do it.\n", "Then stop.\n"]
-    (code,) = await_agent_cells(lines)
-    assert code.startswith("await get_ipython().find_cell_magic('agent').__self__.run_async(")
-    assert "\"--out r 'x'\", 'Do it.\\nThen stop.\\n')" in code
-    assert await_agent_cells(["%%agentish\n", "x\n"]) == ["%%agentish\n", "x\n"]
-    assert await_agent_cells(["print(1)\n"]) == ["print(1)\n"]
+def transformer(ip: InteractiveShell) -> TopLevelAwait:
+    (found,) = [t for t in ip.input_transformers_cleanup if isinstance(t, TopLevelAwait)]
+    return found
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'Say """hi""" and \'bye\'.\n',
+        "C:\\path\\to \\n not a newline\n",
+        "one\r\ntwo\r\n",
+        "ünï ✓\n",
+    ],
+)
+def test_agent_cells_become_top_level_await_with_the_exact_body(
+    ip: InteractiveShell, body: str
+) -> None:
+    (code,) = transformer(ip)(["%%agent --out r --name 'x y'\n", body])
+    call = ast.parse(code, mode="exec").body[0].value.value  # type: ignore[attr-defined]
+    assert isinstance(call, ast.Call) and call.func.attr == "run_async"  # type: ignore[attr-defined]
+    line, cell = call.args
+    assert ast.literal_eval(line.args[0]) == "--out r --name 'x y'"  # type: ignore[attr-defined]
+    assert ast.literal_eval(cell) == body
+
+
+def test_only_top_level_agent_cells_are_rewritten(ip: InteractiveShell) -> None:
+    rewrite = transformer(ip)
+    assert rewrite(["%%agentish\n", "x\n"]) == ["%%agentish\n", "x\n"]
+    assert rewrite(["print(1)\n"]) == ["print(1)\n"]
+    assert rewrite(["%%agent\r\n", "x\r\n"])[0].startswith("await ")
+    rewrite.depth = 1  # inside another cell (%%time, %%capture, run_cell)
+    assert rewrite(["%%agent\n", "x\n"]) == ["%%agent\n", "x\n"]
+    rewrite.depth = 0
     ip.autoawait = False
     try:
-        assert await_agent_cells(lines) == lines
+        assert rewrite(["%%agent\n", "x\n"]) == ["%%agent\n", "x\n"]
     finally:
         ip.autoawait = True
 
 
-def test_loading_the_extension_twice_registers_one_transformer(ip: InteractiveShell) -> None:
+@pytest.mark.parametrize("outer", ["%%capture captured", "%%time"])
+def test_agent_cells_nested_in_other_cell_magics_still_run(
+    ip: InteractiveShell, outer: str
+) -> None:
+    result, captured = run_cell(ip, f"{outer}\n%%agent --max-iterations 300 --out nested\n{JOB}")
+    assert result.success, captured.stderr
+    assert ip.user_ns["nested"].status == "completed"
+
+
+def test_the_magic_line_is_expanded_like_any_magic_line(ip: InteractiveShell) -> None:
+    ip.user_ns["cap"] = 3
+    result, captured = run_cell(ip, f"%%agent --max-iterations {{cap}} --out capped\n{JOB}")
+    assert result.success, captured.stderr
+    assert ip.user_ns["capped"].turns == 3
+
+
+def test_quoted_option_values_lose_their_quotes(ip: InteractiveShell, tmp_path: Path) -> None:
+    source = f"%%agent --name 'field guide' --workspace \"my job\" --max-iterations 3\n{JOB}"
+    result, captured = run_cell(ip, source)
+    assert result.success, captured.stderr
+    run = ip.user_ns["run"]
+    assert run.workspace.root == (tmp_path / "my job").resolve()
+    started = next(e for e in run.events if e.kind == "run_started")
+    assert started.data["config"]["name"] == "field guide"
+
+
+def test_run_option_is_only_the_first_or_last_word(ip: InteractiveShell, tmp_path: Path) -> None:
+    ip.user_ns["slow"] = gr.Agent(
+        gr.SimulatedModel(latency=0.01), workspace=tmp_path / "w", max_iterations=300
+    )
+
+    async def main() -> None:
+        with capture_output() as shown:
+            ip.run_cell_magic("agent", "--background --agent slow --out bg", JOB)
+            run = ip.user_ns["bg"]
+            await until(lambda: run.todos.phase_name == "Drafting")
+            ip.run_line_magic("todo", "add Use the --run flag properly")
+            ip.run_line_magic("todo", "--run bg add\tCheck\tthe index")
+            ip.run_line_magic("rewind", "Wrong order; try --run=other next time --run bg")
+            ip.run_line_magic("agent", "stop")
+            await run.wait()
+        titles = [e.data["titles"][-1] for e in run.events if e.data.get("source") == "person"
+                  and e.kind == "todos_written"]  # fmt: skip
+        assert titles == ["Use the --run flag properly", "Check the index"]
+        assert "Rewind requested" in shown.stdout
+
+    asyncio.run(main())
+
+
+def test_resume_and_pause_say_what_state_the_run_is_in(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    ip.user_ns["slow"] = gr.Agent(
+        gr.SimulatedModel(latency=0.01), workspace=tmp_path / "w", max_iterations=300
+    )
+
+    async def main() -> None:
+        with capture_output() as shown:
+            ip.run_cell_magic("agent", "--background --agent slow --out bg", JOB)
+            ip.run_line_magic("agent", "resume")
+            ip.run_line_magic("agent", "stop")
+        assert "is not paused (running); nothing to resume" in shown.stdout
+        with pytest.raises(UsageError, match=r"cannot pause: run .* is stopping"):
+            ip.run_line_magic("agent", "pause")
+        await ip.user_ns["bg"].wait()
+
+    asyncio.run(main())
+
+
+def test_unloading_the_extension_removes_the_transformer(ip: InteractiveShell) -> None:
     ip.run_line_magic("reload_ext", "gr_notebook")
-    assert ip.input_transformers_cleanup.count(await_agent_cells) == 1
+    assert sum(isinstance(t, TopLevelAwait) for t in ip.input_transformers_cleanup) == 1
+    ip.run_line_magic("unload_ext", "gr_notebook")
+    assert not any(isinstance(t, TopLevelAwait) for t in ip.input_transformers_cleanup)
+    ip.run_line_magic("load_ext", "gr_notebook")

@@ -89,6 +89,7 @@ def test_meter_bar_width_and_colour_follow_the_level() -> None:
     over = render_meter(Meter("Tokens", 300, 100))
     assert "width:100.0%" in over  # the bar never spills past its track
     assert "no limit set" in render_meter(Meter("Tokens used", 1234, None, "tokens"))
+    assert "no limit set" in render_meter(Meter("Tokens used", 1234, 0, "tokens"))
 
 
 def test_feedback_blocks_render_with_severity_and_provider() -> None:

@@ -77,15 +77,16 @@ async def test_controls_on_a_finished_run_say_so(make_agent: Factory) -> None:
 async def test_person_todo_edits_are_events_with_the_person_as_source(
     make_agent: Factory,
 ) -> None:
-    gate = asyncio.Event()
+    gate, entered = asyncio.Event(), asyncio.Event()
 
     async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
+        entered.set()
         await gate.wait()
         return gr.tool_call("read_file", path="instructions.md")
 
     script = [*bootstrap_script(), gr.tool_call("todo_write", todos=PHASE_1), wait_for_person]
     run = make_agent(gr.ScriptedModel([*script, *complete_all(6), gr.text("done")])).start("job")
-    await until(lambda: run.todos.phase_number == 1 and len(run.todos.items) == 5)
+    await asyncio.wait_for(entered.wait(), 10)
     assert run.add_todo("  Check   the index ") == "Added task 6 'Check the index'."
     assert "Task 1 'Gather a' marked complete" in run.complete_todo()
     gate.set()
@@ -135,3 +136,13 @@ async def test_current_run_is_the_latest_started(make_agent: Factory) -> None:
 def test_simulated_latency_must_not_be_negative() -> None:
     with pytest.raises(gr.ModelSpecError, match="latency"):
         gr.SimulatedModel(latency=-1)
+
+
+async def test_a_stop_is_never_held_by_a_later_pause(make_agent: Factory) -> None:
+    run = make_agent(slow_reader()).start("job")
+    run.cancel("stopped by the person")
+    with pytest.raises(gr.RunError, match="is stopping"):
+        run.pause()
+    assert run.state == "stopping"
+    await asyncio.wait_for(run.wait(), 5)
+    assert run.status == "cancelled" and "run_paused" not in [e.kind for e in run.events]

@@ -106,3 +106,20 @@ def test_without_an_event_loop_it_renders_inline_but_still_rate_limited() -> Non
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         Throttle(lambda: None, interval=0)
+
+
+def test_a_failing_render_goes_to_on_error_and_the_next_one_still_runs() -> None:
+    loop, errors = FakeLoop(), []
+    calls = iter([RuntimeError("bad html"), None])
+
+    def render() -> None:
+        failure = next(calls)
+        if failure:
+            raise failure
+
+    throttle = Throttle(render, clock=loop.clock, scheduler=loop.schedule, on_error=errors.append)
+    throttle.poke()
+    loop.advance(0.0)
+    throttle.poke()
+    loop.advance(0.2)
+    assert [str(e) for e in errors] == ["bad html"] and throttle.renders == 2

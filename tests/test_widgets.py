@@ -49,9 +49,10 @@ async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: 
 
 
 async def test_rewind_click_sends_the_typed_issue_to_the_model(make_agent: Factory) -> None:
-    gate = asyncio.Event()
+    gate, entered = asyncio.Event(), asyncio.Event()
 
     async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
+        entered.set()
         await gate.wait()
         return gr.tool_call("read_file", path="instructions.md")
 
@@ -59,7 +60,7 @@ async def test_rewind_click_sends_the_typed_issue_to_the_model(make_agent: Facto
     model = gr.ScriptedModel([*script, gr.text("stopping here")])
     run = make_agent(model).start("job")
     dash = Dashboard(run)
-    await until(lambda: run.todos.phase_number == 1)
+    await asyncio.wait_for(entered.wait(), 10)  # the model is mid-turn: the rewind must wait
     dash.rewind_button.click()
     assert "Type what is wrong" in dash.log_panel.value
     dash.issue.value = "The sources are out of date"

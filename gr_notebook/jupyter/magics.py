@@ -11,11 +11,11 @@ import asyncio
 import contextvars
 import keyword
 import re
+import shlex
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from IPython import display as ipython_display
-from IPython import get_ipython
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
@@ -23,9 +23,10 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import GrNotebookError
+from gr_notebook.jupyter.cells import TopLevelAwait
 from gr_notebook.run import Run, current_run
 
-__all__ = ["AgentMagics", "load_ipython_extension"]
+__all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -33,10 +34,11 @@ T = TypeVar("T")
 display = cast(Callable[..., None], ipython_display.display)
 magic_arguments = cast(Callable[[], Callable[[F], F]], ma.magic_arguments)
 argument = cast(Callable[..., Callable[[F], F]], ma.argument)
-parse_argstring = cast(Callable[[Callable[..., Any], str], Any], ma.parse_argstring)
 
 AGENT_ACTIONS = ("status", "stop", "pause", "resume")
-_RUN_OPTION = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)")
+# --run VAR is an option only as the first or last word: free text may mention "--run".
+_RUN_FIRST = re.compile(r"^\s*--run(?:\s+|=)(\S+)(?:\s+|$)")
+_RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
 
 
 @magic_arguments()
@@ -65,7 +67,7 @@ class AgentMagics(Magics):
     def todo(self, line: str) -> None:
         """%todo [add TEXT | complete] [--run VAR]: show or edit the current run's todo list."""
         rest, run = self._resolve_run(line, "%todo")
-        action, _, text = rest.partition(" ")
+        action, text = _split_action(rest)
         if not action:
             from gr_notebook.jupyter.widgets import TodoPanel
 
@@ -88,10 +90,12 @@ class AgentMagics(Magics):
         if not issue:
             raise UsageError("say what is wrong: %rewind The approach fails because …")
         _person(lambda: run.rewind(issue))
-        print(
-            f"Rewind requested for run {run.run_id}: it happens at the next safe point "
-            "between turns."
+        when = (
+            "when the run resumes (%agent resume)"
+            if run.state in ("paused", "pausing")
+            else "at the next safe point between turns"
         )
+        print(f"Rewind requested for run {run.run_id}: it happens {when}.")
 
     # -- %%agent ------------------------------------------------------------------------------
 
@@ -104,7 +108,16 @@ class AgentMagics(Magics):
             self._run_blocking(agent, cell.strip(), args.out)
 
     def _parse(self, line: str, cell: str) -> Any:
-        args = parse_argstring(_agent_cell_args, line)
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"cannot read the %%agent line ({exc}); check its quotes") from None
+        try:
+            args = cast(Any, _agent_cell_args).parser.parse_args(argv)
+        except UsageError as exc:
+            raise UsageError(f"{exc}; %agent? lists the options") from None
+        if args.workspace is not None and not args.workspace.strip():
+            raise UsageError("--workspace is empty; give a directory, e.g. --workspace my_job")
         if not cell.strip():
             raise UsageError(
                 "the cell body is empty; write the job's instructions below the %%agent line"
@@ -165,8 +178,8 @@ class AgentMagics(Magics):
     def _run_blocking(self, agent: Agent, instructions: str, out: str) -> None:
         """The fallback for shells without top-level await: block the loop with nest-asyncio.
 
-        The kernel cannot serve widget clicks meanwhile; :func:`await_agent_cells` routes
-        cells through :meth:`run_async` instead wherever it can.
+        The kernel cannot serve widget clicks meanwhile; :class:`TopLevelAwait` routes
+        top-level cells through :meth:`run_async` instead wherever it can.
         """
         run_blocking(self._run_async(agent, instructions, out))
 
@@ -219,8 +232,11 @@ class AgentMagics(Magics):
         elif action == "pause":
             _person(run.pause)
             print(f"Run {run.run_id} pauses at the next safe point; %agent resume goes on.")
+        elif run.state not in ("paused", "pausing"):
+            _person(run.resume)  # a finished run says so
+            print(f"Run {run.run_id} is not paused ({run.state}); nothing to resume.")
         else:
-            _person(run.resume)
+            run.resume()
             print(f"Run {run.run_id} resumed.")
 
     # -- shared ---------------------------------------------------------------------------------
@@ -237,7 +253,7 @@ class AgentMagics(Magics):
             raise UsageError(f"{option} {name}: no variable named {name!r} here") from None
 
     def _resolve_run(self, line: str, magic: str) -> tuple[str, Run]:
-        match = _RUN_OPTION.search(line)
+        match = _RUN_FIRST.match(line) or _RUN_LAST.search(line)
         rest = (line[: match.start()] + line[match.end() :] if match else line).strip()
         if match:
             run = self._lookup(match.group(1), "--run")
@@ -269,33 +285,24 @@ def status_line(run: Run) -> str:
     )
 
 
+def _split_action(rest: str) -> tuple[str, str]:
+    """``"add  Check the index"`` → ``("add", "Check the index")``; any whitespace splits."""
+    parts = rest.split(None, 1)
+    return (parts[0], parts[1].strip()) if len(parts) == 2 else (rest.strip(), "")
+
+
 def _person(action: Callable[[], T]) -> T:
     """Run a person's request; a refused one becomes a one-line usage error."""
     try:
         return action()
-    except GrNotebookError as exc:
+    except (GrNotebookError, OSError) as exc:  # OSError: e.g. a workspace that can't be made
         raise UsageError(str(exc)) from None
-
-
-def await_agent_cells(lines: list[str]) -> list[str]:
-    """An input transformer: a ``%%agent`` cell becomes ``await <magics>.run_async(...)``.
-
-    With top-level await the kernel serves comm messages while the cell runs, so Stop,
-    Pause and Rewind work during a blocking run; under nest-asyncio they would wait until
-    the cell ends. Shells without autoawait keep the plain (blocking) cell magic.
-    """
-    if not lines or not re.match(r"%%agent(\s|$)", lines[0]):
-        return lines
-    shell = get_ipython()
-    if shell is None or not getattr(shell, "autoawait", False):
-        return lines
-    line = lines[0][len("%%agent") :].strip()
-    cell = "".join(lines[1:])
-    call = "get_ipython().find_cell_magic('agent').__self__.run_async"
-    return [f"await {call}({line!r}, {cell!r})\n"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(AgentMagics)
-    if await_agent_cells not in ipython.input_transformers_cleanup:
-        ipython.input_transformers_cleanup.append(await_agent_cells)
+    TopLevelAwait.install(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    TopLevelAwait.uninstall(ipython)

@@ -34,6 +34,7 @@ LEVEL_COLOURS: dict[Level, str] = {
 }
 STATE_COLOURS = {
     "running": "#1565c0",
+    "stopping": "#616161",
     "pausing": "#6a1b9a",
     "paused": "#6a1b9a",
     "completed": "#2e7d32",

@@ -67,7 +67,7 @@ class Meter:
 
     def describe(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
-        if self.limit is None:
+        if not self.limit:
             return f"{self.label}: {self.used:,}{unit} (no limit set)"
         return f"{self.label}: {self.used:,} / {self.limit:,}{unit} ({self.fraction:.0%})"
 
@@ -129,7 +129,7 @@ class DashboardState:
     @property
     def settled(self) -> bool:
         """Finished or paused: a state that is still true when the notebook is saved."""
-        return self.state not in ("running", "pausing")
+        return self.state not in ("running", "pausing", "stopping")
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:

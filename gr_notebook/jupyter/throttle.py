@@ -8,6 +8,7 @@ a running loop (a script, a finished run) it renders inline, still rate-limited.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -15,6 +16,7 @@ from typing import Protocol
 __all__ = ["DEFAULT_INTERVAL", "Scheduler", "Throttle", "loop_scheduler"]
 
 DEFAULT_INTERVAL = 0.1  # seconds: 10 Hz at most
+logger = logging.getLogger("gr_notebook")
 
 
 class Scheduler(Protocol):
@@ -40,6 +42,7 @@ class Throttle:
         interval: float = DEFAULT_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         scheduler: Scheduler = loop_scheduler,
+        on_error: Callable[[Exception], None] | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, got {interval}")
@@ -47,6 +50,7 @@ class Throttle:
         self.interval = interval
         self._clock = clock
         self._scheduler = scheduler
+        self._on_error = on_error
         self._last = float("-inf")
         self._scheduled = False
         self.stale = False
@@ -74,7 +78,15 @@ class Throttle:
             self._draw()
 
     def _draw(self) -> None:
+        """A failing render goes to ``on_error``, never to the event loop's handler, which
+        would print into whatever cell happens to be running."""
         self.stale = False
         self._last = self._clock()
         self.renders += 1
-        self._render()
+        try:
+            self._render()
+        except Exception as exc:
+            if self._on_error is None:
+                logger.exception("a redraw failed")
+            else:
+                self._on_error(exc)

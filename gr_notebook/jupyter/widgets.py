@@ -54,8 +54,9 @@ class _Live:
         wants: Callable[[Event], bool],
         interval: float,
         scheduler: Scheduler,
+        on_error: Callable[[Exception], None] | None = None,
     ) -> None:
-        self.throttle = Throttle(render, interval=interval, scheduler=scheduler)
+        self.throttle = Throttle(render, interval=interval, scheduler=scheduler, on_error=on_error)
         self._wants = wants
         self._unsubscribe: Callable[[], None] | None = None
         if not run.done:
@@ -188,7 +189,12 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         )
         self.add_class("gr-dashboard")
         self._live = _Live(
-            run, self.refresh, wants=self._take, interval=interval, scheduler=scheduler
+            run,
+            self.refresh,
+            wants=self._take,
+            interval=interval,
+            scheduler=scheduler,
+            on_error=lambda exc: self.add_log(f"Redraw failed: {type(exc).__name__}: {exc}"),
         )
         self.refresh()
 
@@ -209,10 +215,10 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)
-        self.todos.refresh()
-        live = not self.run.done
+        live = not self.run.done  # the todo panel redraws itself, through its own throttle
         for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):
             control.disabled = not live
+        self.pause_button.disabled = state.state not in ("running", "pausing", "paused")
         paused = state.state in ("paused", "pausing")
         self.pause_button.description = "Resume" if paused else "Pause"
         self.pause_button.icon = "play" if paused else "pause"

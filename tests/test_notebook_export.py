@@ -1,0 +1,54 @@
+"""``notebooks/execute.py``: the HTML copy draws widgets without their JavaScript."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def load_execute() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("execute", ROOT / "notebooks" / "execute.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def widget_notebook() -> nbformat.NotebookNode:
+    state = {
+        "box": {"model_name": "VBoxModel", "state": {
+            "children": ["IPY_MODEL_head", "IPY_MODEL_stop"], "_dom_classes": ["gr-dashboard"]}},
+        "head": {"model_name": "HTMLModel", "state": {"value": "<b>completed</b>"}},
+        "stop": {"model_name": "ButtonModel", "state": {"description": "Stop <now>"}},
+        "todo": {"model_name": "HTMLModel", "state": {"value": "FINAL LIST"}},
+    }  # fmt: skip
+    live = nbformat.v4.new_output(
+        "display_data",
+        data={VIEW: {"model_id": "box"}, "text/plain": "Dashboard of run r (a live widget)"},
+    )
+    snapshot = nbformat.v4.new_output(
+        "display_data",
+        data={VIEW: {"model_id": "todo"}, "text/plain": "LIST THEN", "text/html": "LIST THEN"},
+    )
+    cell = nbformat.v4.new_code_cell("x", outputs=[live, snapshot])
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": state}}
+    return notebook
+
+
+def test_live_dashboards_are_drawn_from_their_final_state() -> None:
+    notebook = widget_notebook()
+    static = load_execute().static_widgets(notebook)
+    live, snapshot = static.cells[0].outputs
+    assert VIEW not in live.data and "widgets" not in static.metadata
+    html = live.data["text/html"]
+    assert "class='gr-dashboard'" in html and "<b>completed</b>" in html
+    assert "<button disabled>Stop &lt;now&gt;</button>" in html
+    assert snapshot.data == {"text/plain": "LIST THEN", "text/html": "LIST THEN"}
+    assert VIEW in notebook.cells[0].outputs[0].data  # the original is left as it was
