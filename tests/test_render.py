@@ -72,6 +72,19 @@ def test_plan_marks_complete_current_and_pending_phases() -> None:
     assert plan._repr_html_() == html
 
 
+def test_a_long_plan_shows_a_window_around_the_current_phase() -> None:
+    phases = [(f"Part {i}", ["step"]) for i in range(1, 201)]
+    plan = gr.Plan.from_phases(phases)
+    for _ in range(150):
+        plan = plan.advance()
+    html = render_plan(plan)
+    assert re.findall(r"gr-phase gr-phase-(\w+)", html) == ["complete"] * 2 + ["current"] + [
+        "pending"
+    ] * 9
+    assert "✔ Phases 1–148: 148 of 148 complete" in html and "○ 40 more phases" in html
+    assert "Phase 151: Part 151" in html and "Phase 161: Part 161" not in html
+
+
 @pytest.mark.parametrize(
     ("used", "limit", "level"),
     [(0, 100, "ok"), (50, 100, "ok"), (51, 100, "warn"), (80, 100, "warn"), (81, 100, "high"),

@@ -157,3 +157,15 @@ def test_dashboard_takes_a_run() -> None:
 
 def test_gr_dashboard_is_the_widget_class() -> None:
     assert gr.Dashboard is Dashboard
+
+
+async def test_close_unsubscribes_and_closes_every_child(make_agent: Factory) -> None:
+    run = make_agent(slow_reader(20)).start("job")
+    dash = Dashboard.for_run(run)
+    panel = dash.todos
+    dash.close()
+    assert dash.comm is None and panel.comm is None and dash.stop_button.comm is None
+    assert Dashboard.for_run(run) is not dash  # a closed dashboard is not handed out again
+    renders = dash.renders
+    await run.wait()
+    assert dash.renders == renders  # it stopped following the run

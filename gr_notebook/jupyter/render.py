@@ -59,6 +59,7 @@ TIMELINE_ICONS = {
 MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.35"
 PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
 TITLE_STYLE = "font-weight:600;margin-bottom:4px"
+PLAN_ROWS = 12
 
 
 def _panel(cls: str, title: str, body: str) -> str:
@@ -93,12 +94,22 @@ def render_todos(todos: TodoList) -> str:
     return f"<pre class='gr-todos' style='{MONO};margin:0;white-space:pre-wrap'>{body}</pre>"
 
 
-def render_plan(plan: Plan | None) -> str:
+def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:
+    """The phases around the active one, at most ``rows`` of them: a 200-phase plan costs
+    what a 12-phase plan does, and the panel stays readable."""
     if plan is None:
         body = "<i style='color:#757575'>No plan yet: the model writes it during bootstrap.</i>"
         return _panel("gr-plan", "Plan", body)
-    rows = []
-    for phase in plan.phases:
+    phases = plan.phases
+    active = plan.active
+    at = phases.index(active) if active is not None else len(phases) - 1
+    start = max(0, min(at - 2, len(phases) - rows))
+    shown = phases[start : start + rows]
+    items = []
+    if start:
+        done = sum(p.status == "complete" for p in phases[:start])
+        items.append(_more_row(f"✔ Phases 1–{start}: {done} of {start} complete"))
+    for phase in shown:
         if phase.status == "complete":
             icon, style = "✔", "color:#2e7d32"
         elif phase.status == "current":
@@ -106,12 +117,19 @@ def render_plan(plan: Plan | None) -> str:
         else:
             icon, style = "○", "color:#757575"
         steps = f" <span style='color:#9e9e9e'>({len(phase.steps)} steps)</span>"
-        rows.append(
+        items.append(
             f"<li class='gr-phase gr-phase-{phase.status}' style='{style};list-style:none'>"
             f"{icon} Phase {phase.number}: {escape(phase.name)}{steps}</li>"
         )
-    body = f"<ul style='margin:0;padding-left:4px'>{''.join(rows)}</ul>"
+    hidden = len(phases) - start - len(shown)
+    if hidden:
+        items.append(_more_row(f"○ {hidden} more phase{'s' if hidden != 1 else ''}"))
+    body = f"<ul style='margin:0;padding-left:4px'>{''.join(items)}</ul>"
     return _panel("gr-plan", f"Plan: {plan.title}" if plan.title else "Plan", body)
+
+
+def _more_row(text: str) -> str:
+    return f"<li class='gr-phase-more' style='list-style:none;color:#9e9e9e'>{escape(text)}</li>"
 
 
 def render_meter(meter: Meter) -> str:

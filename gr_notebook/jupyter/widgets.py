@@ -77,11 +77,18 @@ class _Live:
             self._unsubscribe = None
 
 
+def _close_tree(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
+
+
 class _OnePerRun:
     """``for_run``: the one view of a kind that the magics show for a run, reused."""
 
     _by_run: ClassVar[weakref.WeakKeyDictionary[Run, Any]]
     _live: _Live
+    run: Run
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -98,6 +105,17 @@ class _OnePerRun:
     def renders(self) -> int:
         """Redraws so far: the throttle's count."""
         return self._live.throttle.renders
+
+    def close(self) -> None:
+        """Stop following the run and close the widget (and, for a box, its children)."""
+        live, run = getattr(self, "_live", None), getattr(self, "run", None)
+        if live is not None:  # absent when __init__ failed and ipywidgets' __del__ closes
+            live.close()
+        if run is not None and type(self)._by_run.get(run) is self:
+            del type(self)._by_run[run]
+        for child in getattr(self, "children", ()):
+            _close_tree(child)
+        super().close()  # type: ignore[misc]
 
 
 class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
