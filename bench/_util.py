@@ -7,13 +7,27 @@ imported as ``_util`` from the script's own directory.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Goals", "fmt_int", "job", "median", "percentile", "print_table", "section"]
+__all__ = [
+    "SCRATCH",
+    "Goals",
+    "fmt_int",
+    "job",
+    "median",
+    "percentile",
+    "print_table",
+    "section",
+]
+
+# Scratch directories on tmpfs when there is one. The benchmarks measure the package, and
+# the disk of these machines is noisy (seen: the same run taking 7 s, then 10 s).
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
 def job(title: str, *, phases: int, steps: int, unit: str, preamble: str = "") -> str:

@@ -65,7 +65,7 @@ class ContextResult:
 
 
 def run_once(instructions: str, *, compaction: bool) -> ContextResult:
-    with tempfile.TemporaryDirectory(prefix="gr-bench-ctx-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gr-bench-ctx-", dir=_util.SCRATCH) as tmp:
         agent = gr.Agent(
             model=gr.SimulatedModel(),
             workspace=tmp,

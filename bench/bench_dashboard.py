@@ -14,7 +14,6 @@ Goal: median wall time with the dashboard is at most 1.10x the median headless.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import tempfile
 import time
@@ -47,12 +46,8 @@ class Result:
     refresh_s: float = 0.0
 
 
-# Workspaces on tmpfs when there is one: disk I/O noise would swamp the dashboard's cost.
-SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-
-
 async def run_once(instructions: str, *, dashboard: bool) -> Result:
-    with tempfile.TemporaryDirectory(prefix="gr-bench-dash-", dir=SCRATCH) as tmp:
+    with tempfile.TemporaryDirectory(prefix="gr-bench-dash-", dir=_util.SCRATCH) as tmp:
         agent = gr.Agent(gr.SimulatedModel(), workspace=tmp, store=False, max_iterations=N_TURNS)
         gc.collect()
         started, cpu = time.perf_counter(), time.process_time()
@@ -113,7 +108,8 @@ def main() -> int:
     )
     print(
         f"wall: ratio of medians {ratio:.3f}, median of paired ratios {paired:.3f}; "
-        f"CPU: ratio of medians {d_cpu / h_cpu:.3f}; workspaces in {SCRATCH or 'the temp dir'}"
+        f"CPU: ratio of medians {d_cpu / h_cpu:.3f}; "
+        f"workspaces in {_util.SCRATCH or 'the temp dir'}"
     )
 
     same_work = all(

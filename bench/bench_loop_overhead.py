@@ -125,7 +125,7 @@ def run_once(*, with_store: bool) -> RunMeasure:
     clock = EntryClock()
     model = TimedModel(gr.ScriptedModel(build_script(clock)))
     stamps: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="gr-bench-loop-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gr-bench-loop-", dir=_util.SCRATCH) as tmp:
         store: gr.Store | bool = gr.Store(Path(tmp) / "store.sqlite") if with_store else False
         agent = gr.Agent(
             model=model,
