@@ -78,9 +78,10 @@ def test_a_long_plan_shows_a_window_around_the_current_phase() -> None:
     for _ in range(150):
         plan = plan.advance()
     html = render_plan(plan)
-    assert re.findall(r"gr-phase gr-phase-(\w+)", html) == ["complete"] * 2 + ["current"] + [
-        "pending"
-    ] * 9
+    assert (
+        re.findall(r"gr-phase gr-phase-(\w+)", html)
+        == ["complete"] * 2 + ["current"] + ["pending"] * 9
+    )
     assert "✔ Phases 1–148: 148 of 148 complete" in html and "○ 40 more phases" in html
     assert "Phase 151: Part 151" in html and "Phase 161: Part 161" not in html
 
