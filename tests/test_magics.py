@@ -315,3 +315,12 @@ def test_unloading_the_extension_removes_the_transformer(ip: InteractiveShell) -
     ip.run_line_magic("unload_ext", "gr_notebook")
     assert not any(isinstance(t, TopLevelAwait) for t in ip.input_transformers_cleanup)
     ip.run_line_magic("load_ext", "gr_notebook")
+
+
+def test_agent_help_lists_every_option_and_the_line_actions(ip: InteractiveShell) -> None:
+    doc = ip.find_cell_magic("agent").__doc__
+    assert doc is not None and "%%agent [--model MODEL]" in doc
+    for option in ("--model", "--workspace", "--name", "--max-iterations", "--background",
+                   "--agent", "--out"):  # fmt: skip
+        assert option in doc
+    assert "%agent status|stop|pause|resume" in doc

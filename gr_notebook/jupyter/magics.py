@@ -50,18 +50,29 @@ _RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
 @argument("--agent", dest="agent_var", help="use the gr.Agent in this variable")
 @argument("--out", default="run", help="variable the run is bound to (default: run)")
 def _agent_cell_args(line: str, cell: str) -> None:
-    """%%agent [options]: the cell body is the job's instructions."""
+    pass  # only carries the parser; AGENT_HELP is the magic's docstring
+
+
+_PARSER = cast(Any, _agent_cell_args).parser
+_PARSER.prog = "%agent"  # IPython's help formatter adds the other %
+AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instructions.
+
+{_PARSER.format_help().strip()}
+
+As a line magic, %agent controls a run: %agent status|stop|pause|resume [--run VAR].
+"""
 
 
 @magics_class
 class AgentMagics(Magics):
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
-        """%%agent [--model SPEC] [--background] …: run a job; %agent status|stop|pause|resume."""
         if cell is None:
             self._control(line)
         else:
             self._start(line, cell)
+
+    agent.__doc__ = AGENT_HELP
 
     @line_magic
     def todo(self, line: str) -> None:
@@ -113,7 +124,7 @@ class AgentMagics(Magics):
         except ValueError as exc:
             raise UsageError(f"cannot read the %%agent line ({exc}); check its quotes") from None
         try:
-            args = cast(Any, _agent_cell_args).parser.parse_args(argv)
+            args = _PARSER.parse_args(argv)
         except UsageError as exc:
             raise UsageError(f"{exc}; %agent? lists the options") from None
         if args.workspace is not None and not args.workspace.strip():
