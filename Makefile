@@ -33,6 +33,10 @@ LAB_FLAGS  := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: env demo test lint format typecheck pytest nbval notebooks bench lab clean
 
+# The quickstart's background run thinks for 1 s a turn for a person; tests and the demo
+# run it fast. `make lab` leaves it at the reader's pace.
+demo test pytest nbval notebooks: export GR_QUICKSTART_LATENCY = 0.05
+
 # ── environment ─────────────────────────────────────────────────────────────
 env: $(STAMP)
 

@@ -212,7 +212,7 @@ class Run:
     def __repr__(self) -> str:
         s = self.summary()
         head = f"<Run {self.run_id} {self.state}"
-        if self.status != "completed" and self.reason:
+        if self.reason and (self.status != "completed" or self.job is None):
             head += f" ({self.reason})"
         job = self.job
         if job is not None:
@@ -222,7 +222,11 @@ class Run:
         else:
             todos = self.todos
             where = f"{todos.phase_label()!r} {todos.done_count}/{len(todos.items)} tasks"
-        return f"{head}: {s['turns']} turns, {s['phases_completed']} phases complete, {where}>"
+        turns, phases = s["turns"], s["phases_completed"]
+        return (
+            f"{head}: {turns} turn{'' if turns == 1 else 's'}, "
+            f"{phases} phase{'' if phases == 1 else 's'} complete, {where}>"
+        )
 
     def _repr_html_(self) -> str:
         from gr_notebook.jupyter.render import render_run_card

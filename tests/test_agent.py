@@ -171,9 +171,12 @@ def test_event_kinds_cover_the_contract(make_agent: Callable[..., gr.Agent]) -> 
 def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> None:
     run = make_agent("simulated", max_iterations=400).run_sync("## One\n- a\n")
     assert repr(run).startswith(f"<Run {run.run_id} completed: ")
-    assert repr(run).endswith("1 phases complete, job complete, confidence 0.90>")
+    assert repr(run).endswith("1 phase complete, job complete, confidence 0.90>")
     stopped = make_agent(gr.ScriptedModel([gr.text("bye")]), workspace=None).run_sync("job")
-    assert repr(stopped).endswith("'Bootstrap' 0/5 tasks>")
+    assert repr(stopped) == (
+        f"<Run {stopped.run_id} completed (the model ended its turn): 1 turn, "
+        "0 phases complete, 'Bootstrap' 0/5 tasks>"
+    )
     card = run._repr_html_()
     assert ">completed</span>" in card and f"{run.turns} turns" in card and "job complete" in card
 

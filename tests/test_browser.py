@@ -246,6 +246,7 @@ def lab_server(tmp_path: Path) -> Iterator[LabServer]:
     root = base / "root"
     root.mkdir(parents=True)
     env = {**os.environ, **_write_private_jupyter_dirs(base)}
+    env.setdefault("GR_QUICKSTART_LATENCY", "0.05")  # the quickstart's background run, fast
     env.pop("JUPYTER_PATH", None)
     env.pop("JUPYTER_CONFIG_PATH", None)
 

@@ -151,14 +151,19 @@ def test_timeline_describes_the_events_people_watch() -> None:
         "compaction", {"messages_removed": 20, "tokens_before": 3000, "tokens_after": 300}
     )
     rewind = log.append("rewind", {"issue": "wrong source", "source": "person"})
-    error = log.append("error", {"source": "tool", "tool": "read_file", "message": "missing"})
+    error = log.append(
+        "error",
+        {"source": "tool", "tool": "read_file", "error_type": "OSError", "message": "missing"},
+    )
     unknown = log.append("policy_denied", {"tool": "write_file"})
     assert describe(transition) == (
         "Phase 2 'Write' complete: 5/5 tasks → archive/phase_02_complete.json"
     )
-    assert describe(compaction) == "Context compacted: 20 messages removed, 3,000 → 300 tokens"
+    assert describe(compaction) == (
+        "Compacted: 20 messages folded into a recap, conversation 3,000 → 300 tokens"
+    )
     assert describe(rewind) == "Rewind by the person: wrong source"
-    assert describe(error) == "Error in read_file: missing"
+    assert describe(error) == "Error in read_file: OSError: missing"
     assert describe(unknown) == "policy_denied: {'tool': 'write_file'}"
 
 
@@ -205,6 +210,16 @@ def test_text_dashboard_shows_state_todos_meters_and_timeline() -> None:
     assert "Iterations: 3 / 50 turns (6%)" not in text  # no unit was given
     assert "Iterations: 3 / 50 (6%)" in text
     assert "turn 3: Job complete: done" in text
+
+
+def test_a_model_that_quits_early_is_not_shown_as_a_success() -> None:
+    early = _state(job_summary=None, reason="the model ended its turn")
+    assert early.ended_early and early.note == ("the model ended its turn; the job is not complete")
+    assert "the job is not complete" in render_dashboard(early)
+    assert text_dashboard(early).startswith(
+        "Run r1: completed (the model ended its turn; the job is not complete)"
+    )
+    assert _state().note is None
 
 
 def test_settled_means_finished_or_paused() -> None:

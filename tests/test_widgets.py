@@ -136,7 +136,7 @@ async def test_errors_reach_the_dashboard_log(make_agent: Factory) -> None:
     live = run.start("job")
     dash = Dashboard(live)
     await live.wait()
-    assert "Error in boom: RuntimeError disk on fire" in dash.log_panel.value
+    assert "Error in boom: RuntimeError: disk on fire" in dash.log_panel.value
 
 
 async def test_one_todo_panel_per_run(make_agent: Factory) -> None:

@@ -22,7 +22,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import run_blocking
-from gr_notebook.errors import GrNotebookError
+from gr_notebook.errors import GrNotebookError, ModelSpecError
 from gr_notebook.jupyter.cells import TopLevelAwait
 from gr_notebook.run import Run, current_run
 
@@ -42,7 +42,7 @@ _RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
 
 
 @magic_arguments()
-@argument("--model", help="model spec: 'simulated', 'simulated:<profile>' (default: simulated)")
+@argument("--model", help="model spec: 'simulated' or 'simulated:diligent' (the default)")
 @argument("--workspace", help="directory the agent works in (default: gr_runs/<run id>)")
 @argument("--name", help="a name for the agent, kept with the run")
 @argument("--max-iterations", type=int, help="hard cap on model turns (default: 50)")
@@ -76,7 +76,16 @@ class AgentMagics(Magics):
 
     @line_magic
     def todo(self, line: str) -> None:
-        """%todo [add TEXT | complete] [--run VAR]: show or edit the current run's todo list."""
+        """%todo [add TEXT | complete] [--run VAR]: the protected todo layer of a run.
+
+        %todo                 shows the list live (Layer 2, as the model sees it)
+        %todo add TEXT        appends a task; the model sees it on its next turn
+        %todo complete        marks the current task done, as todo_complete() would;
+                              finishing the list starts the phase transition
+        --run VAR             acts on the run in VAR instead of the latest one
+
+        Edits are recorded as events whose source is "person".
+        """
         rest, run = self._resolve_run(line, "%todo")
         action, text = _split_action(rest)
         if not action:
@@ -96,7 +105,12 @@ class AgentMagics(Magics):
 
     @line_magic
     def rewind(self, line: str) -> None:
-        """%rewind ISSUE TEXT [--run VAR]: the panic button, pressed by a person."""
+        """%rewind ISSUE TEXT [--run VAR]: the panic button, pressed by a person.
+
+        At the next safe point between turns the current todo list is archived as rewound,
+        the issue is written to experiences.md, and the model is asked to re-read the plan,
+        revise it, and write a new list for the phase. --run VAR picks another run.
+        """
         issue, run = self._resolve_run(line, "%rewind")
         if not issue:
             raise UsageError("say what is wrong: %rewind The approach fails because …")
@@ -160,9 +174,16 @@ class AgentMagics(Magics):
         if args.name is not None:
             options["name"] = args.name
         if args.max_iterations is not None:
+            if args.max_iterations < 1:
+                raise UsageError(f"--max-iterations must be at least 1, not {args.max_iterations}")
             options["max_iterations"] = args.max_iterations
         try:
             return Agent(**options)
+        except ModelSpecError as exc:
+            raise UsageError(
+                f"{str(exc).split(';')[0]}; use --model simulated (or simulated:diligent), or "
+                "build gr.Agent(model=...) in a cell and pass --agent VAR"
+            ) from None
         except (GrNotebookError, ValueError) as exc:
             raise UsageError(str(exc)) from None
 
@@ -306,8 +327,14 @@ def _person(action: Callable[[], T]) -> T:
     """Run a person's request; a refused one becomes a one-line usage error."""
     try:
         return action()
-    except (GrNotebookError, OSError) as exc:  # OSError: e.g. a workspace that can't be made
+    except GrNotebookError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # a workspace that cannot be made, say
+        where = f" {exc.filename}" if exc.filename else ""
+        raise UsageError(
+            f"cannot use{where}: {exc.strerror or exc}; pick a writable directory "
+            "with --workspace DIR"
+        ) from None
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from gr_notebook.jupyter.state import DashboardState, FeedbackEntry, Level, Meter, TimelineEntry
+from gr_notebook.jupyter.state import (
+    DashboardState,
+    FeedbackEntry,
+    Level,
+    Meter,
+    TimelineEntry,
+    plural,
+)
 from gr_notebook.plan import Plan
 from gr_notebook.todos import TITLE, WIDTH, TodoList
 
@@ -42,6 +49,7 @@ STATE_COLOURS = {
     "cancelled": "#616161",
     "budget_exhausted": "#ef6c00",
 }
+EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
 TIMELINE_ICONS = {
     "run_started": "▶",
@@ -91,7 +99,8 @@ def render_todos(todos: TodoList) -> str:
     lines += ["", f"Progress: {todos.done_count}/{len(todos.items)} tasks complete", ""]
     lines += [thin, escape(f"INSTRUCTION: {todos.next_instruction()}"), rule]
     body = "\n".join(lines)
-    return f"<pre class='gr-todos' style='{MONO};margin:0;white-space:pre-wrap'>{body}</pre>"
+    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:auto"
+    return f"<pre class='gr-todos' style='{style}'>{body}</pre>"
 
 
 def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:
@@ -125,7 +134,8 @@ def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:
     if hidden:
         items.append(_more_row(f"○ {hidden} more phase{'s' if hidden != 1 else ''}"))
     body = f"<ul style='margin:0;padding-left:4px'>{''.join(items)}</ul>"
-    return _panel("gr-plan", f"Plan: {plan.title}" if plan.title else "Plan", body)
+    title = plan.title if plan.title.lower().startswith("plan") else f"Plan: {plan.title}"
+    return _panel("gr-plan", title if plan.title else "Plan", body)
 
 
 def _more_row(text: str) -> str:
@@ -140,8 +150,13 @@ def render_meter(meter: Meter) -> str:
         f"<div class='gr-meter gr-level-{meter.level}' style='margin:3px 0' "
         f"title='{escape(meter.describe())}'>"
         f"<div style='font-size:12px'>{escape(meter.describe())}</div>"
-        "<div style='background:#eee;height:8px;border-radius:4px;overflow:hidden'>"
-        f"<div style='width:{width:.1f}%;height:8px;background:{colour}'></div></div></div>"
+        + (
+            ""  # nothing to measure against: no bar, rather than an empty one
+            if fraction is None
+            else "<div style='background:#eee;height:8px;border-radius:4px;overflow:hidden'>"
+            f"<div style='width:{width:.1f}%;height:8px;background:{colour}'></div></div>"
+        )
+        + "</div>"
     )
 
 
@@ -189,13 +204,13 @@ def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) 
     return _panel("gr-timeline", "Timeline (newest first)", body)
 
 
+def _state_colour(state: DashboardState) -> str:
+    return EARLY_COLOUR if state.ended_early else STATE_COLOURS.get(state.state, "#616161")
+
+
 def render_header(state: DashboardState) -> str:
-    colour = STATE_COLOURS.get(state.state, "#616161")
-    reason = (
-        f" <span style='color:#757575'>({escape(state.reason)})</span>"
-        if state.reason and state.state != "completed"
-        else ""
-    )
+    colour = _state_colour(state)
+    reason = f" <span style='color:#757575'>({escape(state.note)})</span>" if state.note else ""
     job = (
         f"<div style='color:#2e7d32'>✔ {escape(state.job_summary)}</div>"
         if state.job_summary
@@ -225,22 +240,23 @@ def render_dashboard(state: DashboardState) -> str:
 
 def render_run_card(state: DashboardState, *, turns: int, phases_completed: int) -> str:
     """A run in one line: what sits under a live dashboard once the run has ended."""
-    colour = STATE_COLOURS.get(state.state, "#616161")
+    colour = _state_colour(state)
     tokens = state.meters[0].used if state.meters else 0
-    reason = f" ({escape(state.reason)})" if state.reason and state.state != "completed" else ""
+    reason = f" ({escape(state.note)})" if state.note else ""
     job = f" · job complete: {escape(state.job_summary)}" if state.job_summary else ""
     return (
         f"<div class='gr-run'><b>Run {escape(state.run_id)}</b> "
         f"<span style='color:{colour};font-weight:600'>{escape(state.state)}</span>{reason}"
-        f" · {turns} turns · {phases_completed} phases complete · {tokens:,} tokens{job}</div>"
+        f" · {plural(turns, 'turn')} · {plural(phases_completed, 'phase')} complete"
+        f" · {tokens:,} tokens{job}</div>"
     )
 
 
 def text_dashboard(state: DashboardState) -> str:
     """The dashboard as plain text, for ``text/plain`` and terminals."""
     head = f"Run {state.run_id}: {state.state}"
-    if state.reason and state.state != "completed":
-        head += f" ({state.reason})"
+    if state.note:
+        head += f" ({state.note})"
     lines = [head]
     if state.job_summary:
         lines.append(f"Job complete: {state.job_summary}")

@@ -29,6 +29,7 @@ __all__ = [
     "TimelineEntry",
     "describe",
     "meter_level",
+    "plural",
 ]
 
 Level: TypeAlias = Literal["none", "ok", "warn", "high"]
@@ -127,6 +128,18 @@ class DashboardState:
     job_summary: str | None = None
 
     @property
+    def ended_early(self) -> bool:
+        """The model stopped by itself with the job not complete: not a success."""
+        return self.state == "completed" and self.job_summary is None
+
+    @property
+    def note(self) -> str | None:
+        """Why the run is where it is, when that is worth saying."""
+        if self.ended_early:
+            return f"{self.reason or 'stopped'}; the job is not complete"
+        return self.reason if self.state != "completed" else None
+
+    @property
     def settled(self) -> bool:
         """Finished or paused: a state that is still true when the notebook is saved."""
         return self.state not in ("running", "pausing", "stopping")
@@ -153,19 +166,24 @@ def _phase_transition(d: Mapping[str, Any]) -> str:
 
 def _compaction(d: Mapping[str, Any]) -> str:
     return (
-        f"Context compacted: {d.get('messages_removed', 0)} messages removed, "
-        f"{d.get('tokens_before', 0):,} → {d.get('tokens_after', 0):,} tokens"
+        f"Compacted: {d.get('messages_removed', 0)} messages folded into a recap, "
+        f"conversation {d.get('tokens_before', 0):,} → {d.get('tokens_after', 0):,} tokens"
     )
 
 
 def _error(d: Mapping[str, Any]) -> str:
     where = d.get("tool") or d.get("source", "run")
-    return f"Error in {where}: {d.get('error_type', '')} {d.get('message', '')}".strip()
+    kind = f"{d['error_type']}: " if d.get("error_type") else ""
+    return f"Error in {where}: {kind}{d.get('message', '')}"
 
 
 def _run_finished(d: Mapping[str, Any]) -> str:
     reason = f" ({d['reason']})" if d.get("reason") else ""
-    return f"Run {d.get('status', 'finished')}{reason} after {d.get('turns', 0)} turns"
+    return f"Run {d.get('status', 'finished')}{reason} after {plural(d.get('turns', 0), 'turn')}"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
