@@ -54,7 +54,7 @@ def build_workspace_summary(
     lines += ["", "## Accomplishments"]
     lines += _capped(journal.accomplishments(), MAX_ACCOMPLISHMENTS, NOTES_FILE)
     lines += ["", "## Current State"]
-    plan = plan or _read_plan(workspace, plan_file)
+    plan = _read_plan(workspace, plan_file) if plan is None else plan
     lines += _current_state(plan, plan_file, todos, blocking, just_finished)
     lines += ["", "## Notes"]
     lines += _capped(journal.notes(), MAX_NOTES, NOTES_FILE)
@@ -150,6 +150,6 @@ def workspace_state(
     workspace: Workspace, *, plan_file: str, todos: TodoList, plan: Plan | None = None
 ) -> list[str]:
     """The summary's Current State, computed now, for the recap after compaction."""
-    plan = plan or _read_plan(workspace, plan_file)
+    plan = _read_plan(workspace, plan_file) if plan is None else plan
     state = _current_state(plan, plan_file, todos, None, None)
     return [line.removeprefix("- ") for line in state]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
@@ -22,6 +23,25 @@ def slow_reader(turns: int = 200) -> gr.ScriptedModel:
         return gr.tool_call("read_file", path="instructions.md")
 
     return gr.ScriptedModel([think] * turns + [gr.text("done")])
+
+
+def gated_after_phase_1(*tail: gr.ModelResponse) -> tuple[gr.ScriptedModel, Gate]:
+    """Bootstrap, phase 1's list, then a turn that waits for the test to open the gate."""
+    gate = Gate(asyncio.Event(), asyncio.Event())
+
+    async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
+        gate.entered.set()
+        await gate.opened.wait()
+        return gr.tool_call("read_file", path="instructions.md")
+
+    script = [*bootstrap_script(), gr.tool_call("todo_write", todos=PHASE_1), wait_for_person]
+    return gr.ScriptedModel([*script, *tail]), gate
+
+
+@dataclass(frozen=True)
+class Gate:
+    entered: asyncio.Event
+    opened: asyncio.Event
 
 
 async def until(condition: Callable[[], bool], *, limit: float = 5.0) -> None:
@@ -77,19 +97,12 @@ async def test_controls_on_a_finished_run_say_so(make_agent: Factory) -> None:
 async def test_person_todo_edits_are_events_with_the_person_as_source(
     make_agent: Factory,
 ) -> None:
-    gate, entered = asyncio.Event(), asyncio.Event()
-
-    async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
-        entered.set()
-        await gate.wait()
-        return gr.tool_call("read_file", path="instructions.md")
-
-    script = [*bootstrap_script(), gr.tool_call("todo_write", todos=PHASE_1), wait_for_person]
-    run = make_agent(gr.ScriptedModel([*script, *complete_all(6), gr.text("done")])).start("job")
-    await asyncio.wait_for(entered.wait(), 10)
+    model, gate = gated_after_phase_1(*complete_all(6), gr.text("done"))
+    run = make_agent(model).start("job")
+    await asyncio.wait_for(gate.entered.wait(), 10)
     assert run.add_todo("  Check   the index ") == "Added task 6 'Check the index'."
     assert "Task 1 'Gather a' marked complete" in run.complete_todo()
-    gate.set()
+    gate.opened.set()
     await run.wait()
     person = [e for e in run.events if e.data.get("source") == "person"]
     assert [e.kind for e in person] == ["todos_written", "todo_completed"]

@@ -10,8 +10,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.jupyter.widgets import Dashboard, TodoPanel
-from tests.conftest import PHASE_1, bootstrap_script
-from tests.test_run_controls import slow_reader, until
+from tests.test_run_controls import gated_after_phase_1, slow_reader, until
 
 Factory = Callable[..., gr.Agent]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -49,24 +48,16 @@ async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: 
 
 
 async def test_rewind_click_sends_the_typed_issue_to_the_model(make_agent: Factory) -> None:
-    gate, entered = asyncio.Event(), asyncio.Event()
-
-    async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
-        entered.set()
-        await gate.wait()
-        return gr.tool_call("read_file", path="instructions.md")
-
-    script = [*bootstrap_script(), gr.tool_call("todo_write", todos=PHASE_1), wait_for_person]
-    model = gr.ScriptedModel([*script, gr.text("stopping here")])
+    model, gate = gated_after_phase_1(gr.text("stopping here"))
     run = make_agent(model).start("job")
     dash = Dashboard(run)
-    await asyncio.wait_for(entered.wait(), 10)  # the model is mid-turn: the rewind must wait
+    await asyncio.wait_for(gate.entered.wait(), 10)  # the model is mid-turn: the rewind waits
     dash.rewind_button.click()
     assert "Type what is wrong" in dash.log_panel.value
     dash.issue.value = "The sources are out of date"
     dash.rewind_button.click()
     assert dash.issue.value == ""
-    gate.set()
+    gate.opened.set()
     await run.wait()
     rewinds = [e for e in run.events if e.kind == "rewind"]
     assert [(e.data["source"], e.data["issue"]) for e in rewinds] == [

@@ -18,7 +18,7 @@ from gr_notebook.jupyter.state import (
     plural,
 )
 from gr_notebook.plan import Plan
-from gr_notebook.todos import TITLE, WIDTH, TodoList
+from gr_notebook.todos import TodoList
 
 __all__ = [
     "LEVEL_COLOURS",
@@ -78,26 +78,23 @@ def _panel(cls: str, title: str, body: str) -> str:
 
 
 def render_todos(todos: TodoList) -> str:
-    """Layer 2 as the seed draws it, with the current task highlighted."""
-    rule, thin = "═" * WIDTH, "─" * WIDTH
-    current = todos.current_index
-    lines = [rule, escape(" " * ((WIDTH - len(TITLE)) // 2) + TITLE), rule, ""]
-    lines += [f"Phase: <b>{escape(todos.phase_label())}</b>", ""]
-    for i, item in enumerate(todos.items):
-        text = escape(f"[{'x' if item.done else ' '}] {i + 1}. {item.title}")
-        if i == current:
-            lines.append(
-                "<span class='gr-current' style='background:#fff3c4;font-weight:700'>"
-                f"{text}      ← CURRENT</span>"
-            )
-        elif item.done:
-            lines.append(f"<span style='color:#2e7d32'>{text}</span>")
-        else:
-            lines.append(text)
+    """Layer 2 exactly as :meth:`TodoList.render` draws it, with the current task highlighted
+    and done tasks in green: one source for the text, so the two never drift apart."""
+    lines = [escape(line) for line in todos.render().split("\n")]
+    phase_at = next(i for i, line in enumerate(lines) if line.startswith("Phase: "))
+    lines[phase_at] = f"Phase: <b>{escape(todos.phase_label())}</b>"
+    first = phase_at + 2  # the items follow the phase line and a blank line
     if not todos.items:
-        lines.append("<i>(no tasks)</i>")
-    lines += ["", f"Progress: {todos.done_count}/{len(todos.items)} tasks complete", ""]
-    lines += [thin, escape(f"INSTRUCTION: {todos.next_instruction()}"), rule]
+        lines[first] = f"<i>{lines[first]}</i>"
+    current = todos.current_index
+    for i, item in enumerate(todos.items):
+        if i == current:
+            style = "class='gr-current' style='background:#fff3c4;font-weight:700'"
+        elif item.done:
+            style = "style='color:#2e7d32'"
+        else:
+            continue
+        lines[first + i] = f"<span {style}>{lines[first + i]}</span>"
     body = "\n".join(lines)
     style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:auto"
     return f"<pre class='gr-todos' style='{style}'>{body}</pre>"

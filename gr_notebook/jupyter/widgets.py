@@ -65,7 +65,7 @@ class _Live:
     def _on_event(self, event: Event) -> None:
         wanted = self._wants(event)
         if event.kind == "run_finished":
-            self.throttle.stale = True
+            self.throttle.poke()
             self.throttle.flush()  # the final state shows before the cell (or task) ends
             self.close()
         elif wanted:
