@@ -10,6 +10,7 @@ import typing
 
 from gr_notebook.agent import Agent
 from gr_notebook.analysis import runs_df
+from gr_notebook.clock import FakeClock
 from gr_notebook.errors import (
     GrNotebookError,
     ModelError,
@@ -23,6 +24,30 @@ from gr_notebook.errors import (
     WorkspaceError,
 )
 from gr_notebook.events import Event, EventLog
+from gr_notebook.guardrails import (
+    Budget,
+    CompositeChecker,
+    DeadlineFeedback,
+    Feedback,
+    FeedbackContext,
+    FeedbackProvider,
+    FeedbackProviderConfig,
+    FeedbackTrigger,
+    FileCreatedTrigger,
+    FileOutputChecker,
+    Observation,
+    PlanBasedChecker,
+    PolicyContext,
+    PolicyDecision,
+    PolicyState,
+    ReadBeforeWritePolicy,
+    SequentialDependencyPolicy,
+    StaticFeedbackProvider,
+    TaskCompletionChecker,
+    TaskCompletionContext,
+    TaskCompletionResult,
+    ToolPolicy,
+)
 from gr_notebook.loop import SameStateDetector, StuckDetector
 from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models import (
@@ -73,9 +98,20 @@ def __getattr__(name: str) -> typing.Any:
 
 __all__ = [
     "Agent",
+    "Budget",
+    "CompositeChecker",
     "Dashboard",
+    "DeadlineFeedback",
     "Event",
     "EventLog",
+    "FakeClock",
+    "Feedback",
+    "FeedbackContext",
+    "FeedbackProvider",
+    "FeedbackProviderConfig",
+    "FeedbackTrigger",
+    "FileCreatedTrigger",
+    "FileOutputChecker",
     "FunctionModel",
     "GrNotebookError",
     "JobResult",
@@ -86,19 +122,30 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSpecError",
+    "Observation",
     "Phase",
     "Plan",
+    "PlanBasedChecker",
     "PlanError",
+    "PolicyContext",
+    "PolicyDecision",
+    "PolicyState",
+    "ReadBeforeWritePolicy",
     "Run",
     "RunError",
     "SameStateDetector",
     "ScriptExhausted",
     "ScriptedModel",
+    "SequentialDependencyPolicy",
     "SimulatedModel",
+    "StaticFeedbackProvider",
     "Step",
     "Store",
     "StoreError",
     "StuckDetector",
+    "TaskCompletionChecker",
+    "TaskCompletionContext",
+    "TaskCompletionResult",
     "TextBlock",
     "TodoError",
     "TodoItem",
@@ -107,6 +154,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolOutput",
+    "ToolPolicy",
     "ToolResultBlock",
     "ToolUseBlock",
     "Toolset",

@@ -19,6 +19,11 @@ from typing import Any
 from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import EventLog
+from gr_notebook.guardrails.budget import Budget
+from gr_notebook.guardrails.completion import CheckerLike
+from gr_notebook.guardrails.feedback import FeedbackProviderConfig
+from gr_notebook.guardrails.policy import ToolPolicy
+from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model, context_window_of
@@ -39,7 +44,11 @@ _IN_USE: dict[Path, str] = {}
 
 
 class Agent:
-    """What runs a job: a model, tools and limits. Build once, run many times."""
+    """What runs a job: a model, tools, limits and guardrails. Build once, run many times.
+
+    The guardrails belong to the definition, not to a model adapter, so the same agent
+    enforces the same policies, feedback and completion criteria on every model.
+    """
 
     def __init__(
         self,
@@ -48,7 +57,12 @@ class Agent:
         workspace: Workspace | str | os.PathLike[str] | None = None,
         tools: Iterable[Tool | Toolset] = (),
         plan_file: str = "main_plan.md",
-        max_iterations: int = 50,
+        budget: Budget | None = None,
+        max_iterations: int | None = None,
+        policies: Iterable[ToolPolicy] = (),
+        feedback_providers: Iterable[FeedbackProviderConfig] = (),
+        task_completion_checker: CheckerLike | None = None,
+        max_refusals: int = DEFAULT_MAX_REFUSALS,
         compaction: bool = True,
         store: Store | str | os.PathLike[str] | bool | None = None,
         system_prompt: str = "",
@@ -57,8 +71,7 @@ class Agent:
         clock: Callable[[], float] = time.time,
         name: str = "agent",
     ) -> None:
-        if max_iterations < 1:
-            raise ConfigError(f"max_iterations must be at least 1, got {max_iterations}")
+        self.budget = _budget_of(budget, max_iterations)
         if not plan_file.strip() or os.path.isabs(plan_file) or ".." in Path(plan_file).parts:
             raise WorkspaceError(
                 f"plan_file {plan_file!r} must be a path inside the workspace, e.g. 'main_plan.md'"
@@ -67,8 +80,15 @@ class Agent:
         self.workspace = workspace
         self.user_tools = tuple(tools)
         self.registry = ToolRegistry([*CORE_TOOLS, *flatten_tools(self.user_tools)])
+        self.guardrails = GuardrailSpec.build(
+            tools=list(self.registry),
+            toolsets=self.user_tools,
+            policies=policies,
+            feedback_providers=feedback_providers,
+            checker=task_completion_checker,
+            max_refusals=max_refusals,
+        )
         self.plan_file = plan_file
-        self.max_iterations = max_iterations
         self.compaction = compaction
         self.system_prompt = system_prompt
         self.stuck_turns = stuck_turns
@@ -119,10 +139,13 @@ class Agent:
             plan_file=self.plan_file,
             events=events,
             system_prompt=system_prompt(self.plan_file, self.system_prompt),
-            max_iterations=self.max_iterations,
+            budget=self.budget,
             compaction=self.compaction,
             stuck_detector=self._stuck_detector(),
             clock=self.clock,
+            guardrails=self.guardrails,
+            name=self.name,
+            run_id=run_id,
         )
         run = Run(
             run_id,
@@ -131,8 +154,10 @@ class Agent:
             phases=engine.phases,
             instructions=instructions,
             limits=Limits(
-                max_iterations=self.max_iterations,
+                max_iterations=self.budget.max_iterations,
                 context_window=context_window_of(self.model),
+                token_budget=self.budget.max_tokens,
+                deadline_s=self.budget.deadline_s,
             ),
         )
         store = self._open_store()
@@ -158,10 +183,17 @@ class Agent:
             "name": self.name,
             "model": self.model.name,
             "plan_file": self.plan_file,
-            "max_iterations": self.max_iterations,
+            "max_iterations": self.budget.max_iterations,
+            "max_tokens": self.budget.max_tokens,
+            "deadline_s": self.budget.deadline_s,
             "compaction": self.compaction,
             "tools": [t.name for t in self.registry],
+            **self.guardrails.describe(),
         }
+
+    @property
+    def max_iterations(self) -> int:
+        return self.budget.max_iterations
 
     # -- internals --------------------------------------------------------------------------
 
@@ -264,6 +296,29 @@ class Agent:
             f"Agent(model={self.model.name!r}, tools={len(self.registry)}, "
             f"max_iterations={self.max_iterations}, compaction={self.compaction})"
         )
+
+
+def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
+    """``max_iterations=N`` is shorthand for ``budget=gr.Budget(max_iterations=N)``."""
+    if budget is not None and not isinstance(budget, Budget):
+        raise ConfigError(
+            f"budget takes gr.Budget(max_tokens=..., max_iterations=..., deadline_s=...), "
+            f"not {type(budget).__name__}"
+        )
+    if max_iterations is None:
+        return budget or Budget()
+    if (
+        isinstance(max_iterations, bool)
+        or not isinstance(max_iterations, int)
+        or max_iterations < 1
+    ):
+        raise ConfigError(f"max_iterations must be at least 1, got {max_iterations!r}")
+    if budget is not None and budget.max_iterations != max_iterations:
+        raise ConfigError(
+            f"max_iterations={max_iterations} disagrees with budget.max_iterations="
+            f"{budget.max_iterations}; give the limit once, inside gr.Budget(...)"
+        )
+    return budget or Budget(max_iterations=max_iterations)
 
 
 def _new_run_id(clock: Callable[[], float]) -> str:

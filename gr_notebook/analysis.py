@@ -17,7 +17,16 @@ if TYPE_CHECKING:
 
     from gr_notebook.store import Store
 
-__all__ = ["events_df", "phases_df", "runs_df", "tool_calls_df", "turns_df"]
+__all__ = [
+    "completion_df",
+    "events_df",
+    "feedback_df",
+    "phases_df",
+    "policy_df",
+    "runs_df",
+    "tool_calls_df",
+    "turns_df",
+]
 
 _BASE = ["seq", "kind", "turn", "phase", "time"]
 _TURN_COLUMNS = [
@@ -49,6 +58,29 @@ _PHASE_COLUMNS = [
     "outcome",
 ]
 _TOOL_COLUMNS = ["turn", "phase", "tool", "input", "is_error", "result", "duration_s"]
+_POLICY_COLUMNS = ["seq", "turn", "phase", "tool", "allowed", "policy", "reason", "policies"]
+_FEEDBACK_COLUMNS = [
+    "seq",
+    "turn",
+    "phase",
+    "provider",
+    "severity",
+    "summary",
+    "call_index",
+    "tool",
+    "text",
+]
+_COMPLETION_COLUMNS = [
+    "seq",
+    "turn",
+    "phase",
+    "stop",
+    "checker",
+    "complete",
+    "bypassed",
+    "refusals",
+    "feedback",
+]
 
 
 def events_df(events: Iterable[Event]) -> pd.DataFrame:
@@ -127,6 +159,33 @@ def tool_calls_df(events: Iterable[Event]) -> pd.DataFrame:
         if e.kind == "tool_call"
     ]
     return pd.DataFrame(rows, columns=_TOOL_COLUMNS)
+
+
+def policy_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per governed tool call: ``allowed``, and for a denial the policy and reason."""
+    return _rows_of(events, "policy_decision", _POLICY_COLUMNS)
+
+
+def feedback_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per feedback block delivered; ``text`` is the block as the model read it."""
+    return _rows_of(events, "feedback", _FEEDBACK_COLUMNS)
+
+
+def completion_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per attempt to stop: ``complete`` True/False, or ``bypassed`` with the limit
+    that was spent (then ``complete`` is None)."""
+    return _rows_of(events, "completion_check", _COMPLETION_COLUMNS)
+
+
+def _rows_of(events: Iterable[Event], kind: str, columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = [
+        {"seq": e.seq, "turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in columns[3:]}}
+        for e in events
+        if e.kind == kind
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:

@@ -36,6 +36,10 @@ EVENT_KINDS: Final = frozenset(
         "job_complete",
         "run_paused",
         "run_resumed",
+        "policy_decision",
+        "policies_reset",
+        "feedback",
+        "completion_check",
         "run_finished",
         "error",
     }

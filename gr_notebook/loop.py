@@ -17,10 +17,19 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from gr_notebook.context import ContextManager, build_recap
 from gr_notebook.events import EventLog
+from gr_notebook.guardrails.budget import Budget, BudgetUsage
+from gr_notebook.guardrails.feedback import render_feedback
+from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
+from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.phases import JobResult, PhaseController
-from gr_notebook.prompts import checkpoint_prompt, marker_of
+from gr_notebook.prompts import (
+    STOP_REFUSED_MARKER,
+    checkpoint_prompt,
+    marker_of,
+    stop_refused_prompt,
+)
 from gr_notebook.summary import workspace_state
 from gr_notebook.todos import TodoList
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
@@ -28,7 +37,9 @@ from gr_notebook.workspace import Workspace
 
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
 
-RunStatus: TypeAlias = Literal["running", "completed", "failed", "cancelled", "budget_exhausted"]
+RunStatus: TypeAlias = Literal[
+    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete"
+]
 
 MAX_EVENT_TEXT = 400
 MAX_EVENT_ITEMS = 50
@@ -76,10 +87,13 @@ class Loop:
         plan_file: str,
         events: EventLog,
         system_prompt: str,
-        max_iterations: int,
+        budget: Budget,
         compaction: bool,
         stuck_detector: StuckDetector | None,
         clock: Callable[[], float],
+        guardrails: GuardrailSpec | None = None,
+        name: str = "agent",
+        run_id: str = "",
     ) -> None:
         self.model = model
         self.registry = registry
@@ -87,12 +101,26 @@ class Loop:
         self.phases = PhaseController(workspace, plan_file, self.emit, clock)
         self.context = ContextManager()
         self.system_prompt = system_prompt
-        self.max_iterations = max_iterations
+        self.budget = budget
         self.compaction = compaction
         self.stuck_detector = stuck_detector
         self.clock = clock
         self.turn = 0
-        self._rewinds: list[str] = []
+        self.tokens = 0
+        self.started_at = clock()
+        self.guards = Guardrails(
+            guardrails or GuardrailSpec(),
+            workspace=workspace,
+            emit=self.emit,
+            clock=clock,
+            usage=self.usage,
+            todos=lambda: self.phases.todos,
+            plan=self.phases.plan,
+            prompt_name=name,
+            run_id=run_id,
+        )
+        self._give_up: StopVerdict | None = None
+        self._rewinds: list[tuple[str, bool]] = []
         self._stop_requested: str | None = None
         self._resume = asyncio.Event()
         self._resume.set()
@@ -101,8 +129,8 @@ class Loop:
 
     # -- requests from outside, applied at the next safe point -------------------------------
 
-    def request_rewind(self, issue: str) -> None:
-        self._rewinds.append(issue)
+    def request_rewind(self, issue: str, *, reset_policies: bool = False) -> None:
+        self._rewinds.append((issue, reset_policies))
 
     def request_stop(self, reason: str = "stopped by request") -> None:
         self._stop_requested = reason
@@ -126,6 +154,16 @@ class Loop:
     def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
         self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
 
+    @property
+    def max_iterations(self) -> int:
+        return self.budget.max_iterations
+
+    def usage(self) -> BudgetUsage:
+        """What the run has used of its budget, now."""
+        return self.budget.usage(
+            tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
+        )
+
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self, kickoff: str) -> LoopOutcome:
@@ -136,10 +174,9 @@ class Loop:
                 await self._pause()
             if self._stop_requested:
                 return LoopOutcome("cancelled", self._stop_requested)
-            if self.turn >= self.max_iterations:
-                return LoopOutcome(
-                    "budget_exhausted", f"the iteration cap of {self.max_iterations} was reached"
-                )
+            spent = self.usage().exhausted
+            if spent:
+                return LoopOutcome("budget_exhausted", spent)
             self._apply_rewinds()
             if self.stuck_detector is not None:
                 prompt = self.stuck_detector(self.turn, self.phases.todos)
@@ -179,6 +216,9 @@ class Loop:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
         usage = response.usage
         layers = request.layer_tokens
+        self.tokens += (
+            usage.input_tokens + usage.output_tokens if usage else request.estimated_tokens
+        )
         self.emit(
             "model_call",
             {
@@ -212,6 +252,10 @@ class Loop:
             return self._stop(response.text)
         results = [await self._call_tool(use) for use in uses]
         self.context.append_user(results)
+        if self._give_up is not None:
+            return self._incomplete(self._give_up)
+        if not all(_refused(r) for r in results):
+            self.guards.note_work()
         if self.phases.job is not None:
             return LoopOutcome("completed", "job_complete was called")
         if self.phases.compaction_due:
@@ -238,15 +282,35 @@ class Loop:
                 "duration_s": time.perf_counter() - started,
             },
         )
-        return ToolResultBlock(use.id, output.content, output.is_error)
+        content = output.content
+        blocks = self.guards.after_call(
+            use.name, use.input, is_error=output.is_error, turn=self.turn
+        )
+        if blocks:  # seed 002's immediate delivery: inside the result that triggered them
+            content = f"{content}\n\n{render_feedback(blocks)}"
+        return ToolResultBlock(use.id, content, output.is_error)
 
     async def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
         tool, problem = self.registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
             return problem or ToolOutput("Unknown tool.", True)
+        denial = self.guards.check(tool, use.input, turn=self.turn)
+        if denial is not None:
+            return ToolOutput(denial.message(), True)
+        if tool.name == "job_complete":
+            verdict = self.guards.judge_stop("job_complete", dict(use.input))
+            if not verdict.allowed:
+                if verdict.give_up:
+                    self._give_up = verdict
+                return ToolOutput(self._refusal(verdict), True)
         context = ToolContext(self.phases.workspace, self.phases, self.clock, self.turn)
         try:
-            return await self.registry.invoke(tool, context, use.input)
+            output = await self.registry.invoke(tool, context, use.input)
+            if not output.is_error:
+                self.guards.after_success(tool, use.input, output, turn=self.turn)
+                if tool.name == "todo_rewind" and use.input.get("reset_policies"):
+                    self._reset_policies("model")
+            return output
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -276,8 +340,15 @@ class Loop:
         )
         return LoopOutcome("failed", reason, error)
 
-    def _stop(self, final_text: str) -> LoopOutcome:
-        """The model ended its turn without tool calls: the run is over."""
+    def _stop(self, final_text: str) -> LoopOutcome | None:
+        """The model ended its turn without tool calls: the run is over, unless the
+        completion checker finds work left (then the model is told, and the loop goes on)."""
+        verdict = self.guards.judge_stop("end_turn", final_text)
+        if not verdict.allowed:
+            if verdict.give_up:
+                return self._incomplete(verdict)
+            self._inject([self._refusal(verdict)])
+            return None
         if self.phases.job is None:
             plan = self.phases.plan()
             if plan is not None and plan.is_complete and self.phases.plan_written:
@@ -287,7 +358,29 @@ class Loop:
                         source="detected",
                     )
                 )
+        if verdict.bypassed:
+            return LoopOutcome(
+                "completed",
+                f"the model ended its turn; the completion check was bypassed: {verdict.bypassed}",
+            )
         return LoopOutcome("completed", "the model ended its turn")
+
+    def _refusal(self, verdict: StopVerdict) -> str:
+        return stop_refused_prompt(
+            verdict.feedback, refusals=self.guards.refusals, limit=self.guards.spec.max_refusals
+        )
+
+    def _incomplete(self, verdict: StopVerdict) -> LoopOutcome:
+        first = (verdict.feedback or "").replace("<blocker>", "").strip().split("\n")[0]
+        return LoopOutcome(
+            "incomplete",
+            f"the stop was refused {self.guards.refusals} times in a row"
+            + (f": {_clip(first, 200)}" if first else ""),
+        )
+
+    def _reset_policies(self, source: str) -> None:
+        self.guards.reset_policies()
+        self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
 
     def _compact(self) -> None:
         recap = build_recap(
@@ -320,9 +413,15 @@ class Loop:
 
     def _apply_rewinds(self) -> None:
         issues, self._rewinds = self._rewinds, []
-        for issue in issues:
+        for issue, reset in issues:
             self.phases.rewind(issue, source="person")
+            if reset:
+                self._reset_policies("person")
             self._inject(self.phases.take_prompts())
+
+
+def _refused(result: ToolResultBlock) -> bool:
+    return result.is_error and result.content.startswith(STOP_REFUSED_MARKER)
 
 
 def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "job_completion_prompt",
     "kickoff_prompt",
     "rewind_prompt",
+    "stop_refused_prompt",
     "system_prompt",
     "transition_prompt",
 ]
@@ -28,6 +29,8 @@ CHECKPOINT_MARKER = "CHECKPOINT"
 MARKERS = frozenset(
     {TRANSITION_MARKER, REWIND_MARKER, RESET_MARKER, JOB_COMPLETION_MARKER, CHECKPOINT_MARKER}
 )
+STOP_REFUSED_MARKER = "STOP REFUSED"
+"""Not a workflow marker: a refused stop leaves the current workflow where it was."""
 
 
 def bootstrap_todos(plan_file: str) -> tuple[str, ...]:
@@ -161,7 +164,18 @@ def checkpoint_prompt(turns: int, *, waiting_for_todos: bool = False) -> str:
     )
 
 
+def stop_refused_prompt(feedback: str | None, *, refusals: int, limit: int) -> str:
+    left = limit - refusals
+    return (
+        f"{STOP_REFUSED_MARKER}: the task is not complete, so the run goes on.\n"
+        f"{(feedback or 'The completion check found unfinished work.').strip()}\n"
+        "Keep working through your todo list and stop only when the work is done "
+        f"({left} more refused stop{'' if left == 1 else 's'} in a row end the run as "
+        "incomplete)."
+    )
+
+
 def marker_of(text: str) -> str:
     """Which workflow prompt a text is, or ``"other"``."""
     head = text.split(":", 1)[0]
-    return head if head in MARKERS else "other"
+    return head if head in MARKERS or head == STOP_REFUSED_MARKER else "other"

@@ -7,12 +7,13 @@ controls (wait, cancel, rewind) to steer it, and DataFrames to analyse it afterw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event, EventLog, Subscriber
+from gr_notebook.guardrails.policy import PolicyState
 from gr_notebook.loop import RunStatus
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.plan import Plan
@@ -22,6 +23,7 @@ from gr_notebook.workspace import Workspace
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gr_notebook.guardrails.runtime import Guardrails
     from gr_notebook.loop import Loop
 
 __all__ = ["Limits", "Run", "RunStatus", "current_run"]
@@ -41,6 +43,7 @@ class Limits:
     max_iterations: int
     context_window: int
     token_budget: int | None = None
+    deadline_s: float | None = None
 
 
 class Run:
@@ -152,11 +155,36 @@ class Run:
     def resume(self) -> None:
         self._live_loop("resume").request_resume()
 
-    def rewind(self, issue: str) -> None:
-        """Run the rewind workflow at the next safe point between turns."""
+    def rewind(self, issue: str, *, reset_policies: bool = False) -> None:
+        """Run the rewind workflow at the next safe point between turns.
+
+        What the tool policies remember (files read, tools run) is kept, as the workspace
+        is, unless ``reset_policies=True``.
+        """
         if not issue.strip():
             raise RunError("say what is wrong: run.rewind('the approach fails because …')")
-        self._live_loop("rewind").request_rewind(issue)
+        self._live_loop("rewind").request_rewind(issue, reset_policies=reset_policies)
+
+    # -- guardrail state ------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """All guardrail state (policy memories, trigger cadences, the refusal streak) as
+        JSON-serialisable data, for :meth:`restore`."""
+        return self._guards("take a snapshot").snapshot()
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Bring back guardrail state from :meth:`snapshot`; refused whole if it does not
+        fit this agent's guardrails."""
+        self._guards("restore a snapshot").restore(snapshot)
+
+    def policy_state(self, name: str) -> PolicyState:
+        """What the policy called ``name`` remembers in this run."""
+        return self._guards("read policy state").policy_state(name)
+
+    def _guards(self, action: str) -> Guardrails:
+        if self._loop is None:
+            raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
+        return self._loop.guards
 
     def _live_loop(self, action: str) -> Loop:
         if self.done:
@@ -192,6 +220,23 @@ class Run:
         from gr_notebook.analysis import tool_calls_df
 
         return tool_calls_df(self._events)
+
+    def policy_df(self) -> pd.DataFrame:
+        """One row per tool call a policy governed: allowed, or denied with the reason."""
+        from gr_notebook.analysis import policy_df
+
+        return policy_df(self._events)
+
+    def feedback_df(self) -> pd.DataFrame:
+        from gr_notebook.analysis import feedback_df
+
+        return feedback_df(self._events)
+
+    def completion_df(self) -> pd.DataFrame:
+        """One row per attempt to stop: complete, refused with feedback, or bypassed."""
+        from gr_notebook.analysis import completion_df
+
+        return completion_df(self._events)
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, kept as running totals so a live widget can ask every event."""

@@ -16,6 +16,7 @@ from gr_notebook.models.base import ToolSpec
 from gr_notebook.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
+    from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.phases import PhaseController
     from gr_notebook.workspace import Workspace
 
@@ -78,10 +79,12 @@ class Tool:
 
 @dataclass(frozen=True, slots=True)
 class Toolset:
-    """Tools that belong together, passed to ``gr.Agent(tools=...)`` as one unit."""
+    """Tools that belong together, passed to ``gr.Agent(tools=...)`` as one unit, with the
+    policies that govern them (seed 002's section-scoped policies)."""
 
     tools: Sequence[Tool]
     name: str = ""
+    policies: Sequence[ToolPolicy] = ()
 
 
 def flatten_tools(items: Iterable[Tool | Toolset]) -> list[Tool]:

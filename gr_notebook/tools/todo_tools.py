@@ -89,12 +89,18 @@ When the last task of a phase is completed, the system takes care of what comes 
                 "minLength": 1,
                 "description": "What is wrong, and what could work instead.",
             },
+            reset_policies={
+                "type": "boolean",
+                "description": "Also forget what the tool policies remember (files read, "
+                "tools run). Default false.",
+            },
         ),
         _todo_rewind,
         docs="""
 Archives the current todo list with your failure note, records it in experiences.md,
 regenerates workspace_summary.md and guides you to revise the plan and write new todos.
-Progress already made in the workspace is kept.
+Progress already made in the workspace is kept, and so is what the tool policies remember
+(which files you have read) unless you pass reset_policies=true.
 """,
     ),
     Tool(

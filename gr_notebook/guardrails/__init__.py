@@ -1,0 +1,74 @@
+"""Guardrails: tool policies, feedback providers, task-completion checks and budgets.
+
+Seed 002's three mechanisms, declared on the agent definition (``gr.Agent(policies=...,
+feedback_providers=..., task_completion_checker=...)``) so they hold on every model, and
+the :class:`Budget` they are bypassed or bounded by.
+"""
+
+from __future__ import annotations
+
+from gr_notebook.guardrails.budget import Budget, BudgetUsage, Deadline
+from gr_notebook.guardrails.completion import (
+    CompositeChecker,
+    FileOutputChecker,
+    PlanBasedChecker,
+    TaskCompletionChecker,
+    TaskCompletionContext,
+    TaskCompletionResult,
+)
+from gr_notebook.guardrails.feedback import (
+    Feedback,
+    FeedbackContext,
+    FeedbackProvider,
+    FeedbackProviderConfig,
+    FeedbackTrigger,
+    FileCreatedTrigger,
+    Observation,
+    ToolCallRecord,
+    render_feedback,
+)
+from gr_notebook.guardrails.feedback_providers import DeadlineFeedback, StaticFeedbackProvider
+from gr_notebook.guardrails.paths import canonical_path
+from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
+from gr_notebook.guardrails.policy import (
+    PolicyContext,
+    PolicyDecision,
+    PolicyMemory,
+    PolicyState,
+    ToolPolicy,
+)
+from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.spec import GuardrailSpec
+
+__all__ = [
+    "Budget",
+    "BudgetUsage",
+    "CompositeChecker",
+    "Deadline",
+    "DeadlineFeedback",
+    "Feedback",
+    "FeedbackContext",
+    "FeedbackProvider",
+    "FeedbackProviderConfig",
+    "FeedbackTrigger",
+    "FileCreatedTrigger",
+    "FileOutputChecker",
+    "GuardrailSpec",
+    "Guardrails",
+    "Observation",
+    "PlanBasedChecker",
+    "PolicyContext",
+    "PolicyDecision",
+    "PolicyMemory",
+    "PolicyState",
+    "ReadBeforeWritePolicy",
+    "SequentialDependencyPolicy",
+    "StaticFeedbackProvider",
+    "TaskCompletionChecker",
+    "TaskCompletionContext",
+    "TaskCompletionResult",
+    "ToolCallRecord",
+    "ToolPolicy",
+    "canonical_path",
+    "render_feedback",
+]

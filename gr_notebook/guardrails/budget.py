@@ -1,0 +1,93 @@
+"""``Budget``: the limits a run works within, and the one test of whether one is spent.
+
+Every limit is compared the same way: a limit is *exhausted* once usage has reached it
+(``used >= limit``). That is the rule for tokens, for iterations and for the deadline, and
+it is the rule that ends a run and that lets a task-completion check be bypassed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gr_notebook.errors import ConfigError
+
+__all__ = ["Budget", "BudgetUsage", "Deadline"]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits for one run; ``None`` means no limit of that kind."""
+
+    max_tokens: int | None = None
+    """Cumulative input and output tokens over every model call."""
+    max_iterations: int = 50
+    """Model calls (turns)."""
+    deadline_s: float | None = None
+    """Wall-clock seconds from the start of the run, read from the agent's clock."""
+
+    def __post_init__(self) -> None:
+        _check_count(self.max_iterations, "max_iterations")
+        if self.max_tokens is not None:
+            _check_count(self.max_tokens, "max_tokens")
+        if self.deadline_s is not None and (
+            isinstance(self.deadline_s, bool)
+            or not isinstance(self.deadline_s, (int, float))
+            or not math.isfinite(self.deadline_s)
+            or self.deadline_s <= 0
+        ):
+            raise ConfigError(
+                f"deadline_s must be a positive number of seconds, got {self.deadline_s!r}"
+            )
+
+    def usage(self, *, tokens: int, iterations: int, elapsed_s: float) -> BudgetUsage:
+        return BudgetUsage(self, tokens, iterations, elapsed_s)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetUsage:
+    """What a run has used of its budget at one moment."""
+
+    budget: Budget
+    tokens: int
+    iterations: int
+    elapsed_s: float
+
+    @property
+    def exhausted(self) -> str | None:
+        """Which limit is spent, as a sentence, or None while every limit has room."""
+        b = self.budget
+        if self.iterations >= b.max_iterations:
+            return f"the iteration cap of {b.max_iterations} was reached"
+        if b.max_tokens is not None and self.tokens >= b.max_tokens:
+            return f"the token budget of {b.max_tokens:,} was used ({self.tokens:,} tokens)"
+        if b.deadline_s is not None and self.elapsed_s >= b.deadline_s:
+            return f"the deadline of {b.deadline_s:g} s passed ({self.elapsed_s:.1f} s elapsed)"
+        return None
+
+    @property
+    def deadline(self) -> Deadline | None:
+        if self.budget.deadline_s is None:
+            return None
+        return Deadline(self.budget.deadline_s, self.elapsed_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """Time against the run's deadline, as a feedback provider sees it."""
+
+    limit_s: float
+    elapsed_s: float
+
+    @property
+    def remaining_s(self) -> float:
+        return self.limit_s - self.elapsed_s
+
+    @property
+    def expired(self) -> bool:
+        return self.elapsed_s >= self.limit_s
+
+
+def _check_count(value: object, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{what} must be a whole number >= 1, got {value!r}")

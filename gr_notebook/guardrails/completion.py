@@ -1,0 +1,206 @@
+"""Task-completion checking (seed 002): a stop is allowed only once the work is done.
+
+The checker is part of the agent's definition, so the same criteria hold on every model.
+The run asks it on every attempt to stop (a final ``end_turn`` text, or ``job_complete``);
+an incomplete result refuses the stop and its feedback goes back to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from gr_notebook import prompts
+from gr_notebook.errors import ConfigError, WorkspaceError
+from gr_notebook.guardrails.paths import canonical_path, file_stamp
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.budget import BudgetUsage
+    from gr_notebook.plan import Plan
+    from gr_notebook.todos import TodoList
+    from gr_notebook.workspace import Workspace
+
+__all__ = [
+    "CompositeChecker",
+    "FileOutputChecker",
+    "PlanBasedChecker",
+    "StopKind",
+    "TaskCompletionChecker",
+    "TaskCompletionContext",
+    "TaskCompletionResult",
+    "as_checker",
+]
+
+StopKind: TypeAlias = Literal["end_turn", "job_complete"]
+MAX_TITLES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCompletionResult:
+    complete: bool
+    feedback: str | None = None
+
+    @classmethod
+    def ok(cls, feedback: str | None = None) -> TaskCompletionResult:
+        return cls(True, feedback)
+
+    @classmethod
+    def incomplete(cls, feedback: str) -> TaskCompletionResult:
+        """Not done; ``feedback`` tells the model what is left."""
+        return cls(False, feedback)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCompletionContext:
+    """The run as it stands when the model tries to stop."""
+
+    workspace: Workspace
+    todos: TodoList
+    plan: Plan | None
+    tentative_output: Any
+    """The final text, or the arguments given to ``job_complete``."""
+    stop_reason: StopKind
+    budget: BudgetUsage
+    run_id: str = ""
+
+
+@runtime_checkable
+class TaskCompletionChecker(Protocol):
+    def check(self, context: TaskCompletionContext) -> TaskCompletionResult: ...
+
+
+CheckerLike: TypeAlias = TaskCompletionChecker | Callable[[TaskCompletionContext], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _FunctionChecker:
+    function: Callable[[TaskCompletionContext], TaskCompletionResult]
+
+    def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
+        return self.function(context)
+
+
+def as_checker(value: CheckerLike) -> TaskCompletionChecker:
+    """A checker object as it is, or a plain ``def check(context)`` function wrapped."""
+    if isinstance(value, TaskCompletionChecker):
+        return value
+    if callable(value):
+        return _FunctionChecker(value)
+    raise ConfigError(
+        f"task_completion_checker takes an object with check(context) or a function, not "
+        f"{type(value).__name__}"
+    )
+
+
+class PlanBasedChecker:
+    """Incomplete while the todo list or the plan has unfinished steps."""
+
+    def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
+        todos = context.todos
+        pending = [i.title for i in todos.items if not i.done]
+        if context.stop_reason == "job_complete" and pending == [prompts.JOB_COMPLETION_TODOS[-1]]:
+            pending = []  # the stop itself is the last task of the job-completion list
+        steps: list[str] = []
+        phases = 0
+        plan = context.plan
+        if plan is not None:
+            for phase in plan.phases:
+                if phase.status != "complete":
+                    left = [s.text for s in phase.steps if not s.done]
+                    phases += bool(left)
+                    steps += left
+        if not pending and not steps:
+            return TaskCompletionResult.ok("Every todo and every step of the plan is done.")
+        parts = []
+        if pending:
+            verb = "is" if len(pending) == 1 else "are"
+            parts.append(
+                f"{len(pending)} of {_count(len(todos.items), 'todo')} "
+                f"({todos.phase_label()}) {verb} unfinished"
+            )
+        if steps:
+            parts.append(
+                f"the plan has {_count(len(steps), 'unfinished step')} in {_count(phases, 'phase')}"
+            )
+        sentence = ", and ".join(parts)
+        titles = list(dict.fromkeys([*pending, *steps]))
+        listed = ", ".join(titles[:MAX_TITLES]) + (", ..." if len(titles) > MAX_TITLES else "")
+        return TaskCompletionResult.incomplete(
+            "<blocker>\n"
+            f"{sentence[0].upper()}{sentence[1:]}: {listed}\n"
+            "Finish them (todo_complete() after each), or revise the plan if some are no "
+            "longer needed, before you stop.\n"
+            "</blocker>"
+        )
+
+    def __repr__(self) -> str:
+        return "PlanBasedChecker()"
+
+
+class FileOutputChecker:
+    """Incomplete until every named file exists in the workspace."""
+
+    def __init__(self, files: Iterable[str]) -> None:
+        if isinstance(files, str):
+            raise ConfigError(f"files is a list of paths, e.g. FileOutputChecker([{files!r}])")
+        self.files: tuple[str, ...] = tuple(files)
+        if not self.files or not all(isinstance(f, str) and f.strip() for f in self.files):
+            raise ConfigError("FileOutputChecker needs the paths of the files that must exist")
+
+    def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
+        missing = [f for f in self.files if not _is_file(context.workspace, f)]
+        if not missing:
+            return TaskCompletionResult.ok(f"All {_count(len(self.files), 'required file')} exist.")
+        listed = ", ".join(missing[:MAX_TITLES]) + (", ..." if len(missing) > MAX_TITLES else "")
+        verb = "is" if len(missing) == 1 else "are"
+        return TaskCompletionResult.incomplete(
+            "<blocker>\n"
+            f"{len(missing)} of {_count(len(self.files), 'required output file')} {verb} "
+            f"missing: {listed}\nCreate {'it' if len(missing) == 1 else 'them'} before you stop.\n"
+            "</blocker>"
+        )
+
+    def __repr__(self) -> str:
+        return f"FileOutputChecker({list(self.files)!r})"
+
+
+class CompositeChecker:
+    """All of several checkers must pass (the first failure is reported), or any one."""
+
+    def __init__(self, checkers: Sequence[CheckerLike], *, all_must_pass: bool = True) -> None:
+        given: object = checkers
+        if isinstance(given, (str, bytes)) or not checkers:
+            raise ConfigError("CompositeChecker needs at least one checker")
+        self.checkers = tuple(as_checker(c) for c in checkers)
+        self.all_must_pass = all_must_pass
+
+    def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
+        failures: list[str] = []
+        passes: list[str] = []
+        for checker in self.checkers:
+            result = checker.check(context)
+            if self.all_must_pass and not result.complete:
+                return result
+            if not self.all_must_pass and result.complete:
+                return result
+            (passes if result.complete else failures).append(result.feedback or "")
+        if self.all_must_pass:
+            return TaskCompletionResult.ok("\n".join(f for f in passes if f) or None)
+        return TaskCompletionResult.incomplete(
+            "\n".join(f for f in failures if f) or "No completion check passed."
+        )
+
+    def __repr__(self) -> str:
+        return f"CompositeChecker({list(self.checkers)!r}, all_must_pass={self.all_must_pass})"
+
+
+def _is_file(workspace: Workspace, name: str) -> bool:
+    try:
+        return file_stamp(workspace, canonical_path(workspace, name)) is not None
+    except WorkspaceError:
+        return False
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,40 @@
+"""The one name a path denotes inside the workspace, however the model spelled it.
+
+``./a.txt``, ``a/../a.txt``, ``/a.txt`` and ``/workspace/a.txt`` (with a mount point of
+``/workspace``) are all ``a.txt``, so a policy that remembers a read recognises the write.
+A path that leads outside, by ``..`` or through a symlink, raises ``WorkspaceError``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gr_notebook.errors import WorkspaceError
+from gr_notebook.workspace import Workspace
+
+__all__ = ["canonical_path", "file_stamp"]
+
+
+def canonical_path(workspace: Workspace, raw: str, *, mount_point: str | None = None) -> str:
+    """The workspace-relative POSIX name of ``raw``; ``.`` for the workspace itself.
+
+    A leading ``/`` means the workspace root, as in a sandbox mounted at ``/``.
+    """
+    if not isinstance(raw, str):
+        raise WorkspaceError(f"path must be a string, got {type(raw).__name__}")
+    text = raw.replace("\\", "/").lstrip("/")
+    mount = (mount_point or "").strip("/")
+    if mount and (text == mount or text.startswith(mount + "/")):
+        text = text[len(mount) :].lstrip("/")
+    if not raw.strip():
+        raise WorkspaceError("path is empty; give a path relative to the workspace")
+    return workspace.relative(workspace.resolve(text or "."))
+
+
+def file_stamp(workspace: Workspace, name: str) -> tuple[int, int] | None:
+    """(mtime in ns, size) of a canonical name, or None when no regular file is there."""
+    try:
+        stat = os.stat(workspace.root / name)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)

@@ -1,0 +1,126 @@
+"""The guardrails of an agent definition, validated once when the agent is built.
+
+Policies are resolved per tool here (agent-wide ones govern every tool, a toolset's govern
+its own tools), so a tool call finds its policies with one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gr_notebook.errors import ConfigError
+from gr_notebook.guardrails.completion import CheckerLike, TaskCompletionChecker, as_checker
+from gr_notebook.guardrails.feedback import FeedbackProviderConfig
+from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
+from gr_notebook.guardrails.policy import PolicyBinding, ToolPolicy, bind_policies
+from gr_notebook.tools.base import Tool, Toolset
+
+__all__ = ["DEFAULT_MAX_REFUSALS", "GuardrailSpec"]
+
+DEFAULT_MAX_REFUSALS = 8
+
+
+@dataclass(frozen=True)
+class GuardrailSpec:
+    bindings: tuple[PolicyBinding, ...] = ()
+    by_tool: Mapping[str, tuple[PolicyBinding, ...]] = field(default_factory=dict)
+    feedback: tuple[FeedbackProviderConfig, ...] = ()
+    checker: TaskCompletionChecker | None = None
+    max_refusals: int = DEFAULT_MAX_REFUSALS
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        tools: Sequence[Tool],
+        toolsets: Iterable[Tool | Toolset] = (),
+        policies: Iterable[ToolPolicy] = (),
+        feedback_providers: Iterable[FeedbackProviderConfig] = (),
+        checker: CheckerLike | None = None,
+        max_refusals: int = DEFAULT_MAX_REFUSALS,
+    ) -> GuardrailSpec:
+        agent_wide = [_checked_policy(p) for p in _items(policies, "policies")]
+        scoped: list[tuple[ToolPolicy, tuple[str, ...]]] = []
+        for item in toolsets:
+            if isinstance(item, Toolset):
+                names = tuple(t.name for t in item.tools)
+                scoped += [(_checked_policy(p), names) for p in item.policies]
+        bound = bind_policies([*agent_wide, *(p for p, _ in scoped)])
+        known = {t.name for t in tools}
+        for policy in bound.values():
+            _check_tool_names(policy.policy, known)
+        by_tool: dict[str, list[PolicyBinding]] = {}
+        for tool in tools:
+            chosen = [bound[id(p)] for p in agent_wide]
+            chosen += [bound[id(p)] for p, names in scoped if tool.name in names]
+            unique = list({id(b): b for b in chosen}.values())
+            if unique:
+                by_tool[tool.name] = unique
+        configs: list[FeedbackProviderConfig] = []
+        for config in _items(feedback_providers, "feedback_providers"):
+            if not isinstance(config, FeedbackProviderConfig):
+                raise ConfigError(
+                    "feedback_providers takes gr.FeedbackProviderConfig(provider=..., "
+                    f"trigger=gr.FeedbackTrigger(...)) items, not {type(config).__name__}"
+                )
+            configs.append(config)
+        if isinstance(max_refusals, bool) or not isinstance(max_refusals, int) or max_refusals < 1:
+            raise ConfigError(f"max_refusals must be a whole number >= 1, got {max_refusals!r}")
+        return cls(
+            bindings=tuple(bound.values()),
+            by_tool={name: tuple(b) for name, b in by_tool.items()},
+            feedback=tuple(configs),
+            checker=None if checker is None else as_checker(checker),
+            max_refusals=max_refusals,
+        )
+
+    def describe(self) -> dict[str, object]:
+        """The guardrails as plain data, for the run's recorded configuration."""
+        return {
+            "policies": [b.key for b in self.bindings],
+            "feedback_providers": [str(c.provider.name) for c in self.feedback],
+            "task_completion_checker": type(self.checker).__name__ if self.checker else None,
+            "max_refusals": self.max_refusals,
+        }
+
+
+def _items(value: object, what: str) -> list[object]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ConfigError(f"{what} takes a list, e.g. {what}=[...], not {type(value).__name__}")
+    return list(value)
+
+
+def _checked_policy(policy: object) -> ToolPolicy:
+    missing = [m for m in ("name", "check", "on_result") if not hasattr(policy, m)]
+    if missing or isinstance(policy, type):
+        hint = " (pass an instance, not the class)" if isinstance(policy, type) else ""
+        raise ConfigError(
+            f"{getattr(policy, '__name__', type(policy).__name__)} is not a tool policy{hint}: "
+            f"a policy has name, check(tool, params, *, context) and on_result(...)"
+            + (f"; it lacks {', '.join(missing)}" if missing and not hint else "")
+        )
+    return policy  # type: ignore[return-value]
+
+
+def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:
+    """A built-in policy that names a tool the agent does not have is a typo, caught now."""
+    names: set[str] = set()
+    if isinstance(policy, SequentialDependencyPolicy):
+        for tool, needs in policy.dependencies.items():
+            names |= {tool, *needs}
+    elif isinstance(policy, ReadBeforeWritePolicy):
+        names |= {*policy.read_tools, *policy.write_tools}
+    unknown = sorted(names - known)
+    if unknown and isinstance(policy, SequentialDependencyPolicy):
+        raise ConfigError(
+            f"policy {policy.name!r} names tools this agent does not have: "
+            f"{', '.join(unknown)}. Its tools are: {', '.join(sorted(known))}"
+        )
+    if unknown and isinstance(policy, ReadBeforeWritePolicy) and names == set(unknown):
+        raise ConfigError(
+            f"policy {policy.name!r} governs none of this agent's tools "
+            f"({', '.join(unknown)}); name its read and write tools"
+        )
