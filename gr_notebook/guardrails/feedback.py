@@ -19,7 +19,7 @@ from gr_notebook.errors import ConfigError
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage, Deadline
-    from gr_notebook.guardrails.runtime import Guardrails
+    from gr_notebook.guardrails.triggers import FeedbackRunner
     from gr_notebook.plan import Plan
     from gr_notebook.todos import TodoList
     from gr_notebook.workspace import Workspace
@@ -205,7 +205,7 @@ class FeedbackContext:
 
     def __init__(
         self,
-        book: Guardrails,
+        book: FeedbackRunner,
         config: int,
         *,
         workspace: Workspace,

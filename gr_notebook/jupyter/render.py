@@ -48,6 +48,7 @@ STATE_COLOURS = {
     "failed": "#c62828",
     "cancelled": "#616161",
     "budget_exhausted": "#ef6c00",
+    "incomplete": "#ef6c00",
 }
 EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
@@ -62,6 +63,9 @@ TIMELINE_ICONS = {
     "run_resumed": "▶",
     "job_complete": "✔",
     "error": "✖",
+    "policy_decision": "⛔",
+    "completion_check": "✋",
+    "policies_reset": "↺",
     "run_finished": "■",
 }
 MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.35"
@@ -171,13 +175,24 @@ def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) 
             items = "".join(f"<li>{escape(o)}</li>" for o in entry.observations)
             items += "".join(f"<li>→ {escape(s)}</li>" for s in entry.suggestions)
             listing = f"<ul style='margin:2px 0 0 0'>{items}</ul>" if items else ""
-            blocks.append(
-                f"<div class='gr-feedback-block' style='border-left:3px solid {colour};"
-                f"padding-left:6px;margin:4px 0'>"
+            head = (
                 f"<span style='color:{colour};font-weight:600'>{escape(entry.severity)}</span> "
-                f"<code>&lt;feedback provider='{escape(entry.provider)}'&gt;</code> "
                 f"<span style='color:#9e9e9e'>turn {entry.turn}</span>"
-                f"<div>{escape(entry.summary)}</div>{listing}</div>"
+            )
+            if entry.text:  # the block exactly as the model read it
+                body_html = (
+                    f"<pre class='gr-feedback-text' style='margin:2px 0;white-space:pre-wrap;"
+                    f"{MONO}'>{escape(entry.text)}</pre>"
+                )
+            else:
+                body_html = (
+                    f"<code>&lt;feedback provider='{escape(entry.provider)}'&gt;</code>"
+                    f"<div>{escape(entry.summary)}</div>{listing}"
+                )
+            blocks.append(
+                f"<div class='gr-feedback-block gr-severity-{escape(entry.severity)}' "
+                f"style='border-left:3px solid {colour};padding-left:6px;margin:4px 0'>"
+                f"{head}{body_html}</div>"
             )
         body = "".join(blocks)
     title = "Feedback" + (f" ({total})" if total else "")

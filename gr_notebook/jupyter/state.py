@@ -40,6 +40,7 @@ HIGH_AT = 0.8
 TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
 MAX_TEXT = 160
+MAX_BLOCK = 1_000
 
 
 def meter_level(used: float, limit: float | None) -> Level:
@@ -91,6 +92,8 @@ class FeedbackEntry:
     severity: str = "info"
     observations: tuple[str, ...] = ()
     suggestions: tuple[str, ...] = ()
+    text: str = ""
+    """The block exactly as the model read it."""
 
     @classmethod
     def from_event(cls, event: Event) -> FeedbackEntry:
@@ -108,6 +111,7 @@ class FeedbackEntry:
             severity=str(data.get("severity", "info")),
             observations=observations,
             suggestions=tuple(str(s) for s in data.get("suggestions", ())),
+            text=str(data.get("text", ""))[:MAX_BLOCK],
         )
 
 
@@ -182,6 +186,21 @@ def _run_finished(d: Mapping[str, Any]) -> str:
     return f"Run {d.get('status', 'finished')}{reason} after {plural(d.get('turns', 0), 'turn')}"
 
 
+def _policy_decision(d: Mapping[str, Any]) -> str:
+    return (
+        f"Denied {d.get('tool', 'a tool')} by {d.get('policy', 'a policy')}: {d.get('reason', '')}"
+    )
+
+
+def _completion_check(d: Mapping[str, Any]) -> str:
+    stop = "job_complete" if d.get("stop") == "job_complete" else "the final reply"
+    if d.get("bypassed"):
+        return f"Stop by {stop} allowed unchecked: {d['bypassed']}"
+    feedback = str(d.get("feedback") or "").replace("<blocker>", "").replace("</blocker>", "")
+    ending = " — giving up" if d.get("give_up") else ""
+    return f"Stop by {stop} refused ({d.get('refusals', 1)} in a row){ending}: {feedback}"
+
+
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
@@ -199,7 +218,17 @@ _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "run_resumed": lambda d: "Resumed",
     "job_complete": lambda d: f"Job complete: {d.get('summary', '')}",
     "error": _error,
+    "policy_decision": _policy_decision,
+    "completion_check": _completion_check,
+    "policies_reset": lambda d: f"Policy memory reset by the {d.get('source', 'model')}",
     "run_finished": _run_finished,
+}
+
+#: Kinds that reach the timeline only sometimes: a denial, not every allowed call; a refused
+#: or bypassed stop, not one that was simply allowed.
+_NOTEWORTHY: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "policy_decision": lambda d: d.get("allowed") is False,
+    "completion_check": lambda d: d.get("complete") is not True,
 }
 
 #: Event kinds that appear on the timeline; later layers add theirs with :func:`describe`.
@@ -212,6 +241,10 @@ def describe(event: Event) -> str:
     if describer is not None:
         return _clip(describer(event.data))
     return _clip(f"{event.kind}: {dict(event.data)}")
+
+
+def _always(data: Mapping[str, Any]) -> bool:
+    return True
 
 
 class RunTracker:
@@ -236,7 +269,7 @@ class RunTracker:
             self.feedback.append(FeedbackEntry.from_event(event))
             self.feedback_total += 1
             return True
-        if event.kind in self.kinds:
+        if event.kind in self.kinds and _NOTEWORTHY.get(event.kind, _always)(event.data):
             self.timeline.append(TimelineEntry(event.seq, event.turn, event.kind, describe(event)))
             self.timeline_total += 1
             return True

@@ -321,3 +321,8 @@ def _error_streak(s: Situation) -> int:
             turn = call.turn_index
             streak += 1
     return streak
+
+
+from gr_notebook.models import profiles as _profiles  # noqa: E402  (registers them)
+
+del _profiles

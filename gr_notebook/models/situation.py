@@ -57,6 +57,8 @@ class Situation:
     marker_text: str
     calls_since_marker: tuple[Call, ...]
     turn: int
+    refused_stops: int = 0
+    """Stops the completion checker refused since the latest workflow marker."""
 
     @property
     def current(self) -> Task | None:
@@ -84,6 +86,7 @@ class Situation:
         marker, marker_text, marker_at = None, "", -1
         last_text = ""
         assistant_index = -1
+        refusals: list[int] = []
         for message in request.messages:
             if message.role == "assistant":
                 assistant_index += 1
@@ -98,6 +101,12 @@ class Situation:
                     head = block.text.split(":", 1)[0]
                     if head in prompts.MARKERS:
                         marker, marker_text, marker_at = head, block.text, assistant_index
+                    elif head == prompts.STOP_REFUSED_MARKER:
+                        refusals.append(assistant_index)
+                if isinstance(block, ToolResultBlock) and block.content.startswith(
+                    prompts.STOP_REFUSED_MARKER
+                ):
+                    refusals.append(assistant_index)
         since = tuple(c for c in calls if c.turn_index > marker_at) if marker else ()
         return cls(
             tasks=tasks,
@@ -111,6 +120,7 @@ class Situation:
             marker_text=marker_text,
             calls_since_marker=since,
             turn=request.turn,
+            refused_stops=sum(at >= marker_at for at in refusals),
         )
 
 
