@@ -12,6 +12,7 @@ from gr_notebook.agent import Agent
 from gr_notebook.analysis import runs_df
 from gr_notebook.clock import FakeClock
 from gr_notebook.errors import (
+    ConfigError,
     GrNotebookError,
     ModelError,
     ModelSpecError,
@@ -100,6 +101,7 @@ __all__ = [
     "Agent",
     "Budget",
     "CompositeChecker",
+    "ConfigError",
     "Dashboard",
     "DeadlineFeedback",
     "Event",

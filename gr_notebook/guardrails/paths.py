@@ -8,6 +8,7 @@ A path that leads outside, by ``..`` or through a symlink, raises ``WorkspaceErr
 from __future__ import annotations
 
 import os
+import stat as stat_module
 
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.workspace import Workspace
@@ -36,5 +37,7 @@ def file_stamp(workspace: Workspace, name: str) -> tuple[int, int] | None:
     try:
         stat = os.stat(workspace.root / name)
     except OSError:
+        return None
+    if not stat_module.S_ISREG(stat.st_mode):
         return None
     return (stat.st_mtime_ns, stat.st_size)

@@ -87,7 +87,9 @@ class PolicyMemory:
     def to_json(self) -> dict[str, Any]:
         return {
             "invoked_tools": sorted(self._tools),
-            "invoked_keys": [[t, k, s] for (t, k), s in self._keys.items()],
+            "invoked_keys": [
+                [t, k, list(s) if isinstance(s, tuple) else s] for (t, k), s in self._keys.items()
+            ],
         }
 
     def load_json(self, data: object) -> None:
