@@ -116,8 +116,8 @@ class PlanBasedChecker:
         if pending:
             verb = "is" if len(pending) == 1 else "are"
             parts.append(
-                f"{len(pending)} of {_count(len(todos.items), 'todo')} "
-                f"({todos.phase_label()}) {verb} unfinished"
+                f"{len(pending)} of {_count(len(todos.items), 'todo')} in "
+                f"{todos.phase_label()} {verb} unfinished"
             )
         if steps:
             parts.append(

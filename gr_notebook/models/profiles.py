@@ -29,7 +29,8 @@ _NOT_WORK = ("Bootstrap", "Job Completion")
 
 @register_profile
 class Reckless(Profile):
-    """Starts every work phase by rewriting notes.md from memory, unread."""
+    """Starts every work phase by rewriting notes.md from memory, unread. Told to read it
+    first, it reads and merges; denied for any other reason, it lets the rewrite go."""
 
     name: ClassVar[str] = "reckless"
 
@@ -40,7 +41,10 @@ class Reckless(Profile):
         task = s.current
         if task is not None and task.number == 1 and _in_work_phase(s):
             line = f"- Starting phase {s.phase_number}: {s.phase_name}"
-            if not any(_wrote(c, NOTES_FILE, line) for c in s.calls):
+            tries = [c for c in s.calls if _writes(c, NOTES_FILE, line)]
+            done = any(not c.is_error for c in tries)
+            refused = bool(tries) and _read_hint((tries[-1],)) is None  # denied for good
+            if not done and not refused:
                 return respond(
                     "Starting the phase with a fresh notes file.",
                     [("write_file", {"path": NOTES_FILE, "content": _notes(s, line)})],
@@ -100,10 +104,9 @@ def _read_hint(calls: tuple[Call, ...]) -> str | None:
     return None
 
 
-def _wrote(call: Call, path: str, line: str) -> bool:
+def _writes(call: Call, path: str, line: str) -> bool:
     return (
         call.name == "write_file"
-        and not call.is_error
         and call.input.get("path") == path
         and line in str(call.input.get("content", ""))
     )
