@@ -31,7 +31,7 @@ export UV_SYSTEM_CERTS := 1
 DEMO_DIR   := build/demo
 LAB_FLAGS  := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: env demo test lint format typecheck pytest nbval notebooks bench lab clean
+.PHONY: env demo test lint format typecheck pytest nbval notebooks bench bench-env lab clean
 
 # The quickstart's background run thinks for 1 s a turn for a person; tests and the demo
 # run it fast. `make lab` leaves it at the reader's pace.
@@ -83,15 +83,55 @@ endif
 notebooks: $(STAMP)
 	$(PY) notebooks/execute.py $(NOTEBOOKS)
 
-bench: $(STAMP)
+bench: $(STAMP) bench-env
 ifneq ($(BENCHES),)
-	@set -e; for f in $(BENCHES); do \
+	@failed=""; for f in $(BENCHES); do \
 		echo "== $$f"; \
-		$(PY) "$$f"; \
-	done
+		$(PY) "$$f" || failed="$$failed $$f"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "bench: goals missed in:$$failed"; exit 1; fi
 else
 	@echo "bench: no bench/bench_*.py, skipping"
 endif
+
+# bench/bench_guardrails.py compares the guardrails with WINK (weakincentives), which needs
+# Python >= 3.12 and is never a dependency of the package: bench/wink_probe.py runs in its
+# own venv, built here once (again only if it lacks weakincentives $(WINK_VERSION)) from the
+# first Python >= 3.12 found on PATH or under pyenv. It never fails: without one, it writes
+# the reason to $(WINK_UNAVAILABLE) and the bench reports the WINK goal as not measured.
+WINK_VERSION     := 0.27.0
+WINK_VENV        := .bench/wink-venv
+WINK_UNAVAILABLE := .bench/wink-unavailable.txt
+WINK_CHECK       := import importlib.metadata as m, sys; \
+	sys.exit(m.version("weakincentives") != "$(WINK_VERSION)")
+
+bench-env:
+	@if $(WINK_VENV)/bin/python -c '$(WINK_CHECK)' 2>/dev/null; then exit 0; fi; \
+	mkdir -p .bench; \
+	root="$$(pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.pyenv}")"; \
+	py=""; \
+	for c in python3.12 python3.13 python3.14 "$$root"/versions/3.1[2-9]*/bin/python3 python3; do \
+		if "$$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
+			py="$$c"; break; \
+		fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+		echo "no Python >= 3.12 found (python3.12/3.13/3.14 or python3 on PATH, or pyenv" \
+			"versions under $$root)" > $(WINK_UNAVAILABLE); \
+		echo "bench-env: $$(cat $(WINK_UNAVAILABLE)); the WINK comparison is skipped"; \
+		exit 0; \
+	fi; \
+	echo "bench-env: building $(WINK_VENV) with $$("$$py" -c 'import sys; print(sys.executable)')"; \
+	rm -rf $(WINK_VENV); \
+	if "$$py" -m venv $(WINK_VENV) \
+		&& $(WINK_VENV)/bin/python -m pip install -q --disable-pip-version-check \
+			weakincentives==$(WINK_VERSION); then \
+		rm -f $(WINK_UNAVAILABLE); \
+	else \
+		rm -rf $(WINK_VENV); \
+		echo "installing weakincentives==$(WINK_VERSION) with $$py failed" > $(WINK_UNAVAILABLE); \
+		echo "bench-env: $$(cat $(WINK_UNAVAILABLE)); the WINK comparison is skipped"; \
+	fi
 
 lab: $(STAMP)
 	.venv/bin/jupyter lab $(LAB_FLAGS) notebooks/
