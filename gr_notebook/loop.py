@@ -12,8 +12,8 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
 
 from gr_notebook.context import ContextManager, build_recap
 from gr_notebook.events import EventLog
@@ -26,12 +26,11 @@ from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.prompts import (
     STOP_REFUSED_MARKER,
-    checkpoint_prompt,
     marker_of,
     stop_refused_prompt,
 )
+from gr_notebook.stuck import SameStateDetector, StuckDetector
 from gr_notebook.summary import workspace_state
-from gr_notebook.todos import TodoList
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
 from gr_notebook.workspace import Workspace
 
@@ -44,30 +43,6 @@ RunStatus: TypeAlias = Literal[
 MAX_EVENT_TEXT = 400
 MAX_EVENT_ITEMS = 50
 MAX_EVENT_DEPTH = 4
-
-
-class StuckDetector(Protocol):
-    """Decides, once per turn, whether to force a checkpoint; returns the prompt or None."""
-
-    def __call__(self, turn: int, todos: TodoList) -> str | None: ...
-
-
-@dataclass
-class SameStateDetector:
-    """Seed 000's stuck detection: the todo list unchanged for ``turns`` turns."""
-
-    turns: int = 10
-    _last: tuple[Any, ...] | None = field(default=None, init=False)
-    _same: int = field(default=0, init=False)
-
-    def __call__(self, turn: int, todos: TodoList) -> str | None:
-        signature = (todos.kind, todos.phase_number, tuple(i.done for i in todos.items))
-        self._same = self._same + 1 if signature == self._last else 0
-        self._last = signature
-        if self._same >= self.turns:
-            self._same = 0
-            return checkpoint_prompt(self.turns, waiting_for_todos=not todos.items)
-        return None
 
 
 @dataclass(frozen=True, slots=True)
