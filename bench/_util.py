@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "SCRATCH",
@@ -21,6 +22,7 @@ __all__ = [
     "job",
     "median",
     "percentile",
+    "pooled_summary",
     "print_table",
     "section",
 ]
@@ -99,3 +101,17 @@ class Goals:
         print(f"{verdict}; total wall time {elapsed:.1f} s")
         sys.stdout.flush()
         return 1 if failed else 0
+
+
+def pooled_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Timed batches of one history size (each with ``samples_us``, ``feedback_blocks`` and
+    ``denials``), pooled. Stdlib only: ``wink_probe.py`` imports it under WINK's Python too."""
+    pooled = [us for r in runs for us in r["samples_us"]]
+    return {
+        "median_us": statistics.median(pooled),
+        "min_us": min(pooled),
+        "mean_us": statistics.fmean(pooled),
+        "run_medians_us": [statistics.median(r["samples_us"]) for r in runs],
+        "feedback_blocks": [r["feedback_blocks"] for r in runs],
+        "denials": sum(r["denials"] for r in runs),
+    }

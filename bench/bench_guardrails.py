@@ -34,7 +34,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -218,16 +217,7 @@ def measure_all() -> dict[int, dict[str, Any]]:
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    pooled = [us for r in runs for us in r["samples_us"]]
-    return {
-        "median_us": statistics.median(pooled),
-        "min_us": min(pooled),
-        "mean_us": statistics.fmean(pooled),
-        "run_medians_us": [statistics.median(r["samples_us"]) for r in runs],
-        "feedback_blocks": [r["feedback_blocks"] for r in runs],
-        "denials": sum(r["denials"] for r in runs),
-        "events": runs[-1]["events"],
-    }
+    return {**_util.pooled_summary(runs), "events": runs[-1]["events"]}
 
 
 @dataclass

@@ -41,7 +41,6 @@ import argparse
 import gc
 import json
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import weakincentives.prompt.feedback as wink_feedback
+from _util import pooled_summary  # bench/_util.py: stdlib only, so it imports here too
 from weakincentives import Deadline, FakeClock
 from weakincentives.filesystem import Filesystem, HostFilesystem
 from weakincentives.prompt import (
@@ -265,16 +265,7 @@ def measure_all(
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    pooled = [us for r in runs for us in r["samples_us"]]
-    return {
-        "median_us": statistics.median(pooled),
-        "min_us": min(pooled),
-        "mean_us": statistics.fmean(pooled),
-        "run_medians_us": [statistics.median(r["samples_us"]) for r in runs],
-        "feedback_blocks": [r["feedback_blocks"] for r in runs],
-        "denials": sum(r["denials"] for r in runs),
-        "history_stored": runs[-1]["history_stored"],
-    }
+    return {**pooled_summary(runs), "history_stored": runs[-1]["history_stored"]}
 
 
 def main() -> int:

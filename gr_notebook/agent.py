@@ -31,6 +31,7 @@ from gr_notebook.prompts import kickoff_prompt, system_prompt
 from gr_notebook.run import Limits, Run
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
+from gr_notebook.validation import whole_number
 from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
@@ -157,7 +158,6 @@ class Agent:
                 max_iterations=self.budget.max_iterations,
                 context_window=context_window_of(self.model),
                 token_budget=self.budget.max_tokens,
-                deadline_s=self.budget.deadline_s,
             ),
         )
         store = self._open_store()
@@ -307,12 +307,7 @@ def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
         )
     if max_iterations is None:
         return budget or Budget()
-    if (
-        isinstance(max_iterations, bool)
-        or not isinstance(max_iterations, int)
-        or max_iterations < 1
-    ):
-        raise ConfigError(f"max_iterations must be at least 1, got {max_iterations!r}")
+    whole_number(max_iterations, "max_iterations")
     if budget is not None and budget.max_iterations != max_iterations:
         raise ConfigError(
             f"max_iterations={max_iterations} disagrees with budget.max_iterations="

@@ -6,11 +6,11 @@ test drives time with a :class:`FakeClock` instead of sleeping.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TypeAlias
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.validation import seconds as _seconds
 
 __all__ = ["Clock", "FakeClock"]
 
@@ -23,14 +23,14 @@ class FakeClock:
     __slots__ = ("_now",)
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self._now = _finite(start, "start")
+        self._now = _seconds(start, "start")
 
     def __call__(self) -> float:
         return self._now
 
     def advance(self, seconds: float) -> float:
         """Move forward; time never runs backwards, so negative steps are refused."""
-        seconds = _finite(seconds, "seconds")
+        seconds = _seconds(seconds, "seconds")
         if seconds < 0:
             raise ConfigError(f"a clock cannot go back; advance by >= 0 seconds, not {seconds}")
         self._now += seconds
@@ -38,9 +38,3 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock({self._now!r})"
-
-
-def _finite(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{what} must be a finite number of seconds, got {value!r}")
-    return float(value)

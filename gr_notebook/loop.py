@@ -25,7 +25,6 @@ from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.prompts import (
-    STOP_REFUSED_MARKER,
     marker_of,
     stop_refused_prompt,
 )
@@ -95,6 +94,7 @@ class Loop:
             run_id=run_id,
         )
         self._give_up: StopVerdict | None = None
+        self._refused_calls = 0  # job_complete calls refused in the current turn
         self._rewinds: list[tuple[str, bool]] = []
         self._stop_requested: str | None = None
         self._resume = asyncio.Event()
@@ -225,11 +225,12 @@ class Loop:
                 self._inject(["Your reply was cut off at the token limit; continue."])
                 return None
             return self._stop(response.text)
+        self._refused_calls = 0
         results = [await self._call_tool(use) for use in uses]
         self.context.append_user(results)
         if self._give_up is not None:
             return self._incomplete(self._give_up)
-        if not all(_refused(r) for r in results):
+        if self._refused_calls < len(uses):  # the turn did more than try to stop
             self.guards.note_work()
         if self.phases.job is not None:
             return LoopOutcome("completed", "job_complete was called")
@@ -275,6 +276,7 @@ class Loop:
         if tool.name == "job_complete":
             verdict = self.guards.judge_stop("job_complete", dict(use.input))
             if not verdict.allowed:
+                self._refused_calls += 1
                 if verdict.give_up:
                     self._give_up = verdict
                 return ToolOutput(self._refusal(verdict), True)
@@ -393,10 +395,6 @@ class Loop:
             if reset:
                 self._reset_policies("person")
             self._inject(self.phases.take_prompts())
-
-
-def _refused(result: ToolResultBlock) -> bool:
-    return result.is_error and result.content.startswith(STOP_REFUSED_MARKER)
 
 
 def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:

@@ -43,7 +43,6 @@ class Limits:
     max_iterations: int
     context_window: int
     token_budget: int | None = None
-    deadline_s: float | None = None
 
 
 class Run:

@@ -31,6 +31,10 @@ Two phases of five steps.
 - [ ] Write e
 """
 
+PLAN_PHASE_1_DONE = PLAN_TWO_PHASES.replace("Gather ← CURRENT", "Gather ✓ COMPLETE").replace(
+    "## Phase 2: Write", "## Phase 2: Write ← CURRENT"
+)
+
 PHASE_1 = ["Gather a", "Gather b", "Gather c", "Gather d", "Gather e"]
 PHASE_2 = ["Write a", "Write b", "Write c", "Write d", "Write e"]
 
@@ -52,6 +56,23 @@ def bootstrap_script(plan: str = PLAN_TWO_PHASES) -> list[gr.ModelResponse]:
 
 def complete_all(n: int) -> list[gr.ModelResponse]:
     return [gr.tool_call("todo_complete") for _ in range(n)]
+
+
+def full_job_script() -> list[gr.ModelResponse]:
+    """A whole two-phase job done the seed's way, ending with job_complete."""
+    return [
+        *bootstrap_script(),
+        gr.tool_call("todo_write", todos=PHASE_1),
+        *complete_all(5),
+        gr.tool_call("write_file", path="main_plan.md", content=PLAN_PHASE_1_DONE),
+        gr.tool_call("todo_write", todos=PHASE_2),
+        *complete_all(5),
+        gr.tool_call("list_files"),
+        gr.tool_call("todo_complete"),
+        gr.tool_call("write_file", path="report.md", content="# Summary report\n"),
+        gr.tool_call("todo_complete"),
+        gr.tool_call("job_complete", summary="done", deliverables=["report.md"], confidence=1),
+    ]
 
 
 @pytest.fixture

@@ -16,11 +16,8 @@ from gr_notebook.guardrails.completion import StopKind
 from gr_notebook.models.base import ModelRequest
 from gr_notebook.plan import Plan
 from gr_notebook.todos import TodoItem, TodoList
-from tests.conftest import PHASE_1, PHASE_2, PLAN_TWO_PHASES, bootstrap_script, complete_all
+from tests.conftest import PLAN_PHASE_1_DONE, PLAN_TWO_PHASES, bootstrap_script, full_job_script
 
-PLAN_PHASE_1_DONE = PLAN_TWO_PHASES.replace("Gather ← CURRENT", "Gather ✓ COMPLETE").replace(
-    "## Phase 2: Write", "## Phase 2: Write ← CURRENT"
-)
 INSTRUCTIONS = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n"
 
 # -- the checkers on their own ------------------------------------------------------------------
@@ -221,23 +218,6 @@ def test_an_exhausted_deadline_or_token_budget_ends_the_run(
 
 
 # -- the ACK scenarios --------------------------------------------------------------------------
-
-
-def full_job_script() -> list[gr.ModelResponse]:
-    """Every todo and phase done the seed's way, ending with job_complete."""
-    return [
-        *bootstrap_script(),
-        gr.tool_call("todo_write", todos=PHASE_1),
-        *complete_all(5),
-        gr.tool_call("write_file", path="main_plan.md", content=PLAN_PHASE_1_DONE),
-        gr.tool_call("todo_write", todos=PHASE_2),
-        *complete_all(5),
-        gr.tool_call("list_files"),
-        gr.tool_call("todo_complete"),
-        gr.tool_call("write_file", path="report.md", content="# Summary report\n"),
-        gr.tool_call("todo_complete"),
-        gr.tool_call("job_complete", summary="done", deliverables=["report.md"], confidence=1),
-    ]
 
 
 def quitting(model: gr.Model, clock: gr.FakeClock | None = None, *, tokens: int = 0) -> gr.Model:

@@ -8,10 +8,14 @@ from collections.abc import Callable
 
 import gr_notebook as gr
 from gr_notebook.store import Store
-from tests.conftest import PHASE_1, PHASE_2, PLAN_TWO_PHASES, bootstrap_script, complete_all
-
-PLAN_PHASE_1_DONE = PLAN_TWO_PHASES.replace("Gather ← CURRENT", "Gather ✓ COMPLETE").replace(
-    "## Phase 2: Write", "## Phase 2: Write ← CURRENT"
+from tests.conftest import (
+    PHASE_1,
+    PHASE_2,
+    PLAN_PHASE_1_DONE,
+    PLAN_TWO_PHASES,
+    bootstrap_script,
+    complete_all,
+    full_job_script,
 )
 
 
@@ -216,19 +220,7 @@ def test_job_complete_ends_the_run_and_is_stored(
 
 
 def test_last_phase_injects_job_completion_todos(make_agent: Callable[..., gr.Agent]) -> None:
-    script = [
-        *bootstrap_script(),
-        gr.tool_call("todo_write", todos=PHASE_1),
-        *complete_all(5),
-        gr.tool_call("write_file", path="main_plan.md", content=PLAN_PHASE_1_DONE),
-        gr.tool_call("todo_write", todos=PHASE_2),
-        *complete_all(5),
-        gr.tool_call("list_files"),
-        gr.tool_call("todo_complete"),
-        gr.tool_call("write_file", path="report.md", content="# Summary report\n"),
-        gr.tool_call("todo_complete"),
-        gr.tool_call("job_complete", summary="done", deliverables=["report.md"], confidence=1),
-    ]
+    script = full_job_script()
     model = gr.ScriptedModel(script)
     run = make_agent(model).run_sync("job")
     finale = model.requests[22]

@@ -7,10 +7,9 @@ it is the rule that ends a run and that lets a task-completion check be bypassed
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from gr_notebook.errors import ConfigError
+from gr_notebook.validation import seconds, whole_number
 
 __all__ = ["Budget", "BudgetUsage", "Deadline"]
 
@@ -27,18 +26,11 @@ class Budget:
     """Wall-clock seconds from the start of the run, read from the agent's clock."""
 
     def __post_init__(self) -> None:
-        _check_count(self.max_iterations, "max_iterations")
+        whole_number(self.max_iterations, "max_iterations")
         if self.max_tokens is not None:
-            _check_count(self.max_tokens, "max_tokens")
-        if self.deadline_s is not None and (
-            isinstance(self.deadline_s, bool)
-            or not isinstance(self.deadline_s, (int, float))
-            or not math.isfinite(self.deadline_s)
-            or self.deadline_s <= 0
-        ):
-            raise ConfigError(
-                f"deadline_s must be a positive number of seconds, got {self.deadline_s!r}"
-            )
+            whole_number(self.max_tokens, "max_tokens")
+        if self.deadline_s is not None:
+            seconds(self.deadline_s, "deadline_s", minimum=0, above=True)
 
     def usage(self, *, tokens: int, iterations: int, elapsed_s: float) -> BudgetUsage:
         return BudgetUsage(self, tokens, iterations, elapsed_s)
@@ -86,8 +78,3 @@ class Deadline:
     @property
     def expired(self) -> bool:
         return self.elapsed_s >= self.limit_s
-
-
-def _check_count(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{what} must be a whole number >= 1, got {value!r}")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from gr_notebook import prompts
-from gr_notebook.errors import ConfigError, WorkspaceError
-from gr_notebook.guardrails.paths import canonical_path, file_stamp
+from gr_notebook.errors import ConfigError
+from gr_notebook.guardrails.paths import is_file
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
@@ -149,7 +149,7 @@ class FileOutputChecker:
             raise ConfigError("FileOutputChecker needs the paths of the files that must exist")
 
     def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
-        missing = [f for f in self.files if not _is_file(context.workspace, f)]
+        missing = [f for f in self.files if not is_file(context.workspace, f)]
         if not missing:
             return TaskCompletionResult.ok(f"All {_count(len(self.files), 'required file')} exist.")
         listed = ", ".join(missing[:MAX_TITLES]) + (", ..." if len(missing) > MAX_TITLES else "")
@@ -193,13 +193,6 @@ class CompositeChecker:
 
     def __repr__(self) -> str:
         return f"CompositeChecker({list(self.checkers)!r}, all_must_pass={self.all_must_pass})"
-
-
-def _is_file(workspace: Workspace, name: str) -> bool:
-    try:
-        return file_stamp(workspace, canonical_path(workspace, name)) is not None
-    except WorkspaceError:
-        return False
 
 
 def _count(n: int, word: str) -> str:

@@ -8,14 +8,14 @@ blocks go back to the model together.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 from xml.sax.saxutils import escape
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.validation import seconds, whole_number
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage, Deadline
@@ -134,14 +134,11 @@ class FeedbackTrigger:
     on_file_created: FileCreatedTrigger | None = None
 
     def __post_init__(self) -> None:
-        n = self.every_n_calls
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ConfigError(f"every_n_calls must be a whole number >= 1, got {n!r}")
-        s = self.every_n_seconds
-        if s is not None and (
-            isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0
-        ):
-            raise ConfigError(f"every_n_seconds must be a number of seconds > 0, got {s!r}")
+        n, s = self.every_n_calls, self.every_n_seconds
+        if n is not None:
+            whole_number(n, "every_n_calls")
+        if s is not None:
+            seconds(s, "every_n_seconds", minimum=0, above=True)
         f = self.on_file_created
         if f is not None and not isinstance(f, FileCreatedTrigger):
             raise ConfigError(
@@ -201,30 +198,28 @@ class FeedbackContext:
     """What a provider may consult. Every property and method costs O(1), or O(n) for
     ``recent_tool_calls(n)`` over a bounded window, however long the run."""
 
-    __slots__ = ("_book", "_config", "budget", "now", "plan_source", "todos", "workspace")
+    __slots__ = ("_book", "_plan", "budget", "now", "todos", "workspace")
 
     def __init__(
         self,
         book: FeedbackRunner,
-        config: int,
         *,
         workspace: Workspace,
         todos: TodoList,
-        plan_source: Any,
+        plan: Callable[[], Plan | None],
         budget: BudgetUsage,
         now: float,
     ) -> None:
-        self._book, self._config = book, config
+        self._book, self._plan = book, plan
         self.workspace = workspace
         self.todos = todos
-        self.plan_source = plan_source
         self.budget = budget
         self.now = now
 
     @property
     def plan(self) -> Plan | None:
-        """The plan file, parsed (cached until the file changes)."""
-        return self.plan_source() if callable(self.plan_source) else None
+        """The plan file, parsed only when asked for (and cached until the file changes)."""
+        return self._plan()
 
     @property
     def deadline(self) -> Deadline | None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.feedback import Feedback, FeedbackContext
+from gr_notebook.validation import seconds
 
 __all__ = ["DeadlineFeedback", "StaticFeedbackProvider", "format_duration"]
 
@@ -45,9 +45,7 @@ class DeadlineFeedback:
     name: str = "Deadline"
 
     def __post_init__(self) -> None:
-        t = self.warning_threshold_seconds
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise ConfigError(f"warning_threshold_seconds must be >= 0 seconds, got {t!r}")
+        seconds(self.warning_threshold_seconds, "warning_threshold_seconds", minimum=0)
 
     def should_run(self, *, context: FeedbackContext) -> bool:
         return context.deadline is not None

@@ -18,7 +18,7 @@ import stat as stat_module
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.workspace import Workspace
 
-__all__ = ["canonical_path", "file_stamp"]
+__all__ = ["canonical_path", "file_stamp", "is_file"]
 
 
 def canonical_path(workspace: Workspace, raw: str, *, mount_point: str | None = None) -> str:
@@ -62,3 +62,11 @@ def file_stamp(workspace: Workspace, name: str) -> tuple[int, int] | None:
     if not stat_module.S_ISREG(stat.st_mode):
         return None
     return (stat.st_mtime_ns, stat.st_size)
+
+
+def is_file(workspace: Workspace, raw: str) -> bool:
+    """Whether ``raw``, however spelled, names a regular file inside the workspace."""
+    try:
+        return file_stamp(workspace, canonical_path(workspace, raw)) is not None
+    except WorkspaceError:
+        return False

@@ -15,6 +15,7 @@ from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
 from gr_notebook.guardrails.policy import PolicyBinding, ToolPolicy, bind_policies
 from gr_notebook.tools.base import Tool, Toolset
+from gr_notebook.validation import whole_number
 
 __all__ = ["DEFAULT_MAX_REFUSALS", "GuardrailSpec"]
 
@@ -65,8 +66,7 @@ class GuardrailSpec:
                     f"trigger=gr.FeedbackTrigger(...)) items, not {type(config).__name__}"
                 )
             configs.append(config)
-        if isinstance(max_refusals, bool) or not isinstance(max_refusals, int) or max_refusals < 1:
-            raise ConfigError(f"max_refusals must be a whole number >= 1, got {max_refusals!r}")
+        whole_number(max_refusals, "max_refusals")
         return cls(
             bindings=tuple(bound.values()),
             by_tool={name: tuple(b) for name, b in by_tool.items()},

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.errors import WorkspaceError
 from gr_notebook.guardrails.feedback import (
     Feedback,
     FeedbackContext,
@@ -22,7 +21,7 @@ from gr_notebook.guardrails.feedback import (
     Observation,
     ToolCallRecord,
 )
-from gr_notebook.guardrails.paths import canonical_path, file_stamp
+from gr_notebook.guardrails.paths import is_file
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
@@ -90,42 +89,44 @@ class FeedbackRunner:
                 (trigger.every_n_calls and self.calls - state.last_call >= trigger.every_n_calls)
                 or (trigger.every_n_seconds and now - state.last_time >= trigger.every_n_seconds)
             )
-            file_seen = not state.file_fired and self._file_exists(self._files[index])
+            name = self._files[index]
+            file_seen = not state.file_fired and name is not None and is_file(self.workspace, name)
             if not (fires or file_seen):
                 continue
             if context is None:
                 context = FeedbackContext(
                     self,
-                    index,
                     workspace=self.workspace,
                     todos=self._todos(),
-                    plan_source=self._plan,
+                    plan=self._plan,
                     budget=self._usage(),
                     now=now,
                 )
-            block = self._consult(index, context, now, tool)
-            if block is _QUIET:
+            ran, block = self._consult(index, context, now, tool)
+            if not ran:
                 continue
             state.last_call, state.last_time = self.calls, now
             state.file_fired = state.file_fired or file_seen
-            if isinstance(block, Feedback):
+            if block is not None:
                 blocks.append(block)
         for block in blocks:  # stored after all ran: every provider saw the same history
             self.last = block
             self.last_by_provider[block.provider_name] = block
         return blocks
 
-    def _consult(self, index: int, context: FeedbackContext, now: float, tool: str) -> object:
-        """The provider's feedback, None when it ran with nothing to say, or _QUIET when
-        ``should_run`` declined (the trigger stays armed)."""
+    def _consult(
+        self, index: int, context: FeedbackContext, now: float, tool: str
+    ) -> tuple[bool, Feedback | None]:
+        """Whether the provider ran (``should_run`` declining leaves the trigger armed), and
+        its feedback: None when it had nothing to say or failed."""
         provider = self.configs[index].provider
         name = str(getattr(provider, "name", type(provider).__name__))
         try:
             if not provider.should_run(context=context):
-                return _QUIET
+                return False, None
             block = provider.provide(context=context)
             if block is None:
-                return None
+                return True, None
             if not isinstance(block, Feedback):
                 raise TypeError(f"provide() returned {type(block).__name__}, not gr.Feedback")
         except Exception as exc:  # guidance is optional: report it, never break the call
@@ -138,7 +139,7 @@ class FeedbackRunner:
                     "message": str(exc),
                 },
             )
-            return None
+            return True, None
         block = dataclasses.replace(
             block,
             provider_name=block.provider_name or name,
@@ -150,15 +151,7 @@ class FeedbackRunner:
             "feedback",
             {**block.to_json(), "text": block.render(), "tool": tool, "config": index},
         )
-        return block
-
-    def _file_exists(self, name: str | None) -> bool:
-        if name is None:
-            return False
-        try:
-            return file_stamp(self.workspace, canonical_path(self.workspace, name)) is not None
-        except WorkspaceError:
-            return False
+        return True, block
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -200,9 +193,6 @@ class FeedbackRunner:
             self.recent = deque(recent, maxlen=RECENT_CALLS)
 
         return apply
-
-
-_QUIET = object()
 
 
 def _feedback_of(data: Mapping[str, Any]) -> Feedback:
