@@ -36,6 +36,8 @@ from gr_notebook.guardrails import (
     FeedbackTrigger,
     FileCreatedTrigger,
     FileOutputChecker,
+    InterventionCheck,
+    InterventionConfig,
     Observation,
     PlanBasedChecker,
     PolicyContext,
@@ -64,6 +66,7 @@ from gr_notebook.models import (
 from gr_notebook.models.simulated import SimulatedModel
 from gr_notebook.phases import JobResult
 from gr_notebook.plan import Phase, Plan, Step
+from gr_notebook.replay import replay_interventions, sweep_interventions
 from gr_notebook.run import Limits, Run, current_run
 from gr_notebook.store import Store
 from gr_notebook.todos import TodoItem, TodoList
@@ -116,6 +119,8 @@ __all__ = [
     "FileOutputChecker",
     "FunctionModel",
     "GrNotebookError",
+    "InterventionCheck",
+    "InterventionConfig",
     "JobResult",
     "Limits",
     "Message",
@@ -164,7 +169,9 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "current_run",
+    "replay_interventions",
     "runs_df",
+    "sweep_interventions",
     "text",
     "tool_call",
     "tool_calls",

@@ -22,6 +22,7 @@ from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.completion import CheckerLike
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
+from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
@@ -64,6 +65,7 @@ class Agent:
         feedback_providers: Iterable[FeedbackProviderConfig] = (),
         task_completion_checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
+        interventions: InterventionConfig | None = InterventionConfig(),  # noqa: B008 (frozen)
         compaction: bool = True,
         store: Store | str | os.PathLike[str] | bool | None = None,
         system_prompt: str = "",
@@ -89,6 +91,13 @@ class Agent:
             checker=task_completion_checker,
             max_refusals=max_refusals,
         )
+        if interventions is not None and not isinstance(interventions, InterventionConfig):
+            raise ConfigError(
+                "interventions takes gr.InterventionConfig(...) (or a preset such as "
+                "gr.InterventionConfig.more_protective()), or None to turn them off; got "
+                f"{type(interventions).__name__}"
+            )
+        self.interventions = interventions
         self.plan_file = plan_file
         self.compaction = compaction
         self.system_prompt = system_prompt
@@ -145,6 +154,7 @@ class Agent:
             stuck_detector=self._stuck_detector(),
             clock=self.clock,
             guardrails=self.guardrails,
+            interventions=self.interventions,
             name=self.name,
             run_id=run_id,
         )
@@ -189,6 +199,7 @@ class Agent:
             "compaction": self.compaction,
             "tools": [t.name for t in self.registry],
             **self.guardrails.describe(),
+            "interventions": self.interventions.describe() if self.interventions else None,
         }
 
     @property

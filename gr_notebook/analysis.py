@@ -21,6 +21,7 @@ __all__ = [
     "completion_df",
     "events_df",
     "feedback_df",
+    "interventions_df",
     "phases_df",
     "policy_df",
     "runs_df",
@@ -69,6 +70,16 @@ _FEEDBACK_COLUMNS = [
     "call_index",
     "tool",
     "text",
+]
+INTERVENTION_COLUMNS = [
+    "step",
+    "turn",
+    "tier",
+    "fired",
+    "skip_reason",
+    "stuck_counter",
+    "steps_since_reset",
+    "recent_edits",
 ]
 _COMPLETION_COLUMNS = [
     "seq",
@@ -175,6 +186,19 @@ def completion_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per attempt to stop: ``complete`` True/False, or ``bypassed`` with the limit
     that was spent (then ``complete`` is None)."""
     return _rows_of(events, "completion_check", _COMPLETION_COLUMNS)
+
+
+def interventions_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per intervention check (every ``check_every`` tool calls): ``fired`` with its
+    tier, or the safeguard that held it off in ``skip_reason``."""
+    import pandas as pd
+
+    rows = [
+        {"turn": e.turn, **{c: e.data.get(c) for c in INTERVENTION_COLUMNS if c != "turn"}}
+        for e in events
+        if e.kind in ("intervention", "intervention_skipped")
+    ]
+    return pd.DataFrame(rows, columns=INTERVENTION_COLUMNS)
 
 
 def _rows_of(events: Iterable[Event], kind: str, columns: list[str]) -> pd.DataFrame:

@@ -40,6 +40,8 @@ EVENT_KINDS: Final = frozenset(
         "policies_reset",
         "feedback",
         "completion_check",
+        "intervention",
+        "intervention_skipped",
         "run_finished",
         "error",
     }

@@ -19,6 +19,11 @@ from gr_notebook.context import ContextManager, build_recap
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.feedback import render_feedback
+from gr_notebook.guardrails.interventions import (
+    InterventionCheck,
+    InterventionConfig,
+    InterventionEngine,
+)
 from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
@@ -27,6 +32,8 @@ from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.prompts import (
     marker_of,
     stop_refused_prompt,
+    strategy_check_prompt,
+    stuck_rewind_issue,
 )
 from gr_notebook.stuck import SameStateDetector, StuckDetector
 from gr_notebook.summary import workspace_state
@@ -36,7 +43,7 @@ from gr_notebook.workspace import Workspace
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
 
 RunStatus: TypeAlias = Literal[
-    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete"
+    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
 ]
 
 MAX_EVENT_TEXT = 400
@@ -66,6 +73,7 @@ class Loop:
         stuck_detector: StuckDetector | None,
         clock: Callable[[], float],
         guardrails: GuardrailSpec | None = None,
+        interventions: InterventionConfig | None = None,
         name: str = "agent",
         run_id: str = "",
     ) -> None:
@@ -93,6 +101,8 @@ class Loop:
             prompt_name=name,
             run_id=run_id,
         )
+        self.interventions = InterventionEngine(interventions) if interventions else None
+        self._intervention: InterventionCheck | None = None  # the highest tier this turn
         self._give_up: StopVerdict | None = None
         self._refused_calls = 0  # job_complete calls refused in the current turn
         self._rewinds: list[tuple[str, bool]] = []
@@ -153,7 +163,7 @@ class Loop:
             if spent:
                 return LoopOutcome("budget_exhausted", spent)
             self._apply_rewinds()
-            if self.stuck_detector is not None:
+            if self.stuck_detector is not None and not self._protected():
                 prompt = self.stuck_detector(self.turn, self.phases.todos)
                 if prompt:
                     self.emit("stuck_checkpoint", {"prompt": prompt})
@@ -234,6 +244,9 @@ class Loop:
             self.guards.note_work()
         if self.phases.job is not None:
             return LoopOutcome("completed", "job_complete was called")
+        stopped = self._intervene()
+        if stopped is not None:
+            return stopped
         if self.phases.compaction_due:
             self.phases.compaction_due = False
             if self.compaction:
@@ -259,6 +272,8 @@ class Loop:
             },
         )
         content = output.content
+        if self.interventions is not None:
+            self._observe(use, output)
         blocks = self.guards.after_call(
             use.name, use.input, is_error=output.is_error, turn=self.turn
         )
@@ -355,6 +370,42 @@ class Loop:
             + (f": {_clip(first, 200)}" if first else ""),
         )
 
+    # -- interventions (seed 004) ---------------------------------------------------------------
+
+    def _protected(self) -> bool:
+        """While a safeguard protects the agent, seed 000's checkpoint holds off too."""
+        return self.interventions is not None and self.interventions.protected
+
+    def _observe(self, use: ToolUseBlock, output: ToolOutput) -> None:
+        assert self.interventions is not None
+        check = self.interventions.observe(
+            use.name, use.input, output.content, is_error=output.is_error
+        )
+        if check is None:
+            return
+        self.emit("intervention" if check.fired else "intervention_skipped", check.to_event())
+        if check.fired and (self._intervention is None or check.tier > self._intervention.tier):
+            self._intervention = check
+
+    def _intervene(self) -> LoopOutcome | None:
+        """Act on the turn's intervention, at the end of the turn: tool results stay whole."""
+        check, self._intervention = self._intervention, None
+        if check is None:
+            return None
+        steps = check.steps_since_progress
+        if check.action == "replan":
+            self._inject([strategy_check_prompt(steps, check.stuck_counter)])
+        elif check.action == "rewind":
+            self.phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
+            self._inject(self.phases.take_prompts())
+        else:
+            return LoopOutcome(
+                "stuck",
+                f"no progress in {steps} steps, after a strategy check and a rewind "
+                f"(intervention tier 3 at step {check.step})",
+            )
+        return None
+
     def _reset_policies(self, source: str) -> None:
         self.guards.reset_policies()
         self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
@@ -392,6 +443,8 @@ class Loop:
         issues, self._rewinds = self._rewinds, []
         for issue, reset in issues:
             self.phases.rewind(issue, source="person")
+            if self.interventions is not None:
+                self.interventions.note_reset()
             if reset:
                 self._reset_policies("person")
             self._inject(self.phases.take_prompts())

@@ -17,6 +17,8 @@ __all__ = [
     "kickoff_prompt",
     "rewind_prompt",
     "stop_refused_prompt",
+    "strategy_check_prompt",
+    "stuck_rewind_issue",
     "system_prompt",
     "transition_prompt",
 ]
@@ -31,6 +33,8 @@ MARKERS = frozenset(
 )
 STOP_REFUSED_MARKER = "STOP REFUSED"
 """Not a workflow marker: a refused stop leaves the current workflow where it was."""
+STRATEGY_CHECK_MARKER = "STRATEGY CHECK"
+"""Not a workflow marker either: a tier-1 intervention asks for a re-plan, nothing more."""
 
 
 def bootstrap_todos(plan_file: str) -> tuple[str, ...]:
@@ -175,7 +179,30 @@ def stop_refused_prompt(feedback: str | None, *, refusals: int, limit: int) -> s
     )
 
 
+def strategy_check_prompt(steps: int, checks: int) -> str:
+    """Tier 1 of seed 004: no progress for a while, outside every safeguard."""
+    return (
+        f"{STRATEGY_CHECK_MARKER}: no progress in the last {steps} steps ({checks} checks in a "
+        "row: no test newly passing, no task completed). Stop repeating what you were doing. "
+        "Re-read the current task and the plan, decide what is blocking you, and change your "
+        "approach. If the approach cannot work, call "
+        'todo_rewind(issue="what is wrong and what could work instead").'
+    )
+
+
+def stuck_rewind_issue(steps: int, recent_tools: Sequence[str]) -> str:
+    """Tier 2's issue text, written by the system for the rewind it performs."""
+    tools = ", ".join(recent_tools[-5:]) or "none"
+    return (
+        f"The system rewound this list: no progress in {steps} steps, even after a strategy "
+        f"check. The latest tool calls were: {tools}. Try a different approach."
+    )
+
+
 def marker_of(text: str) -> str:
     """Which workflow prompt a text is, or ``"other"``."""
     head = text.split(":", 1)[0]
-    return head if head in MARKERS or head == STOP_REFUSED_MARKER else "other"
+    return head if head in MARKERS or head in _OTHER_MARKERS else "other"
+
+
+_OTHER_MARKERS = frozenset({STOP_REFUSED_MARKER, STRATEGY_CHECK_MARKER})

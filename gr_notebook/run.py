@@ -237,6 +237,13 @@ class Run:
 
         return completion_df(self._events)
 
+    def interventions_df(self) -> pd.DataFrame:
+        """One row per intervention check: fired (with its tier) or skipped (with the
+        safeguard that held it off)."""
+        from gr_notebook.analysis import interventions_df
+
+        return interventions_df(self._events)
+
     def summary(self) -> dict[str, Any]:
         """Headline figures, kept as running totals so a live widget can ask every event."""
         totals = self._totals

@@ -86,7 +86,7 @@ async def test_widgets_follow_the_run_and_render_at_most_ten_times_a_second(
     make_agent: Factory,
 ) -> None:
     script = [gr.tool_call("read_file", path="instructions.md")] * 400 + [gr.text("done")]
-    run = make_agent(gr.ScriptedModel(script), max_iterations=500).start("job")
+    run = make_agent(gr.ScriptedModel(script), max_iterations=500, interventions=None).start("job")
     dash = Dashboard(run)
     started = time.monotonic()
     await run.wait()

@@ -28,6 +28,15 @@ from gr_notebook.guardrails.feedback import (
     render_feedback,
 )
 from gr_notebook.guardrails.feedback_providers import DeadlineFeedback, StaticFeedbackProvider
+from gr_notebook.guardrails.interventions import (
+    InterventionCheck,
+    InterventionConfig,
+    InterventionEngine,
+    ProgressSignal,
+    ProgressTracker,
+    ToolStep,
+    pass_count_and_todos,
+)
 from gr_notebook.guardrails.paths import canonical_path
 from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
 from gr_notebook.guardrails.policy import (
@@ -55,12 +64,17 @@ __all__ = [
     "FileOutputChecker",
     "GuardrailSpec",
     "Guardrails",
+    "InterventionCheck",
+    "InterventionConfig",
+    "InterventionEngine",
     "Observation",
     "PlanBasedChecker",
     "PolicyContext",
     "PolicyDecision",
     "PolicyMemory",
     "PolicyState",
+    "ProgressSignal",
+    "ProgressTracker",
     "ReadBeforeWritePolicy",
     "SequentialDependencyPolicy",
     "StaticFeedbackProvider",
@@ -69,6 +83,8 @@ __all__ = [
     "TaskCompletionResult",
     "ToolCallRecord",
     "ToolPolicy",
+    "ToolStep",
     "canonical_path",
+    "pass_count_and_todos",
     "render_feedback",
 ]

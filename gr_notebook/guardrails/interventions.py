@@ -1,0 +1,364 @@
+"""Seed 004: step in when an agent is stuck, never while it is still getting somewhere.
+
+A *step* is one tool call. The engine watches every step (resets, edits, progress) and,
+every ``check_every`` steps, decides whether to intervene. It intervenes only when every
+safeguard allows it: enough steps have passed, no reset happened recently, the agent is
+not busy editing, and it has gone ``consecutive_stuck_tolerance`` checks without progress.
+Interventions escalate while the agent stays stuck: re-plan, rewind, stop.
+
+The engine is pure (no clock, no I/O besides logging), so the loop drives it live and
+:func:`gr_notebook.replay_interventions` drives it again over a recorded run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, TypeAlias
+
+from gr_notebook.errors import ConfigError
+from gr_notebook.validation import whole_number
+
+__all__ = [
+    "InterventionCheck",
+    "InterventionConfig",
+    "InterventionEngine",
+    "ProgressSignal",
+    "ProgressTracker",
+    "SkipReason",
+    "ToolStep",
+    "pass_count_and_todos",
+]
+
+logger = logging.getLogger("gr_notebook")
+
+SkipReason: TypeAlias = Literal["min_steps", "grace_period", "actively_implementing", "not_stuck"]
+Action: TypeAlias = Literal["replan", "rewind", "stop"]
+ACTIONS: tuple[Action, ...] = ("replan", "rewind", "stop")
+MAX_TIER = len(ACTIONS)
+RECENT_TOOLS = 10
+
+_PASSED = re.compile(r"(\d+)\s*passed|(\d+)p_\d+f")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One tool call as the engine sees it: what ran, and what came back."""
+
+    number: int
+    tool: str
+    input: Mapping[str, Any]
+    result: str
+    is_error: bool
+
+
+ProgressSignal: TypeAlias = Callable[[ToolStep], "float | bool | None"]
+"""Reads progress off a step: ``True`` is progress outright, a number is a score that
+counts as progress when it beats the best score so far, ``None`` says nothing."""
+
+
+def pass_count_and_todos(step: ToolStep) -> float | bool | None:
+    """The default signal: the pass count a ``run_tests`` result reports, and every
+    completed todo."""
+    if step.is_error:
+        return None
+    if step.tool == "todo_complete":
+        return True
+    if step.tool == "run_tests":
+        match = _PASSED.search(step.result)
+        if match:
+            return float(match.group(1) or match.group(2))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class InterventionConfig:
+    """The safeguards' numbers. The defaults are seed 004's; see the presets for its two
+    tunings, and ``docs/decisions.md`` for how its timelines were reconciled."""
+
+    check_every: int = 5
+    min_steps_before_intervention: int = 10
+    grace_period_after_reset: int = 15
+    """Steps after a reset that are protected, the last one included (15/15 is inside)."""
+    active_edit_threshold: int = 3
+    """Edits since the previous check that mean the agent is actively implementing."""
+    consecutive_stuck_tolerance: int = 3
+    """Checks in a row without progress before the agent counts as stuck."""
+    reset_tools: tuple[str, ...] = ("todo_rewind", "start_over")
+    edit_tools: tuple[str, ...] = ("write_file", "edit_file", "apply_code_edit")
+    progress_signal: ProgressSignal = field(default=pass_count_and_todos, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "check_every",
+            "active_edit_threshold",
+            "consecutive_stuck_tolerance",
+        ):
+            whole_number(getattr(self, name), name)
+        for name in ("min_steps_before_intervention", "grace_period_after_reset"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
+        for name in ("reset_tools", "edit_tools"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(
+                    f"{name} takes a tuple of tool names, e.g. {name}=('start_over',), "
+                    f"got {value!r}"
+                )
+            object.__setattr__(self, name, tuple(value))
+        if not callable(self.progress_signal):
+            raise ConfigError(
+                "progress_signal takes a function step -> float | bool | None, got "
+                f"{type(self.progress_signal).__name__}"
+            )
+
+    @classmethod
+    def default(cls) -> InterventionConfig:
+        return cls()
+
+    @classmethod
+    def more_protective(cls) -> InterventionConfig:
+        """Seed 004's longer implementation time: 20 steps of grace, 2 edits are active."""
+        return cls(grace_period_after_reset=20, active_edit_threshold=2)
+
+    @classmethod
+    def less_protective(cls) -> InterventionConfig:
+        """Seed 004's faster intervention: 10 steps of grace, 5 edits to count as active."""
+        return cls(grace_period_after_reset=10, active_edit_threshold=5)
+
+    def with_(self, **changes: Any) -> InterventionConfig:
+        """A copy with some numbers changed; an unknown name is refused."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ConfigError(
+                f"InterventionConfig has no field {unknown[0]!r}; the fields are: "
+                + ", ".join(sorted(known))
+            )
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, Any]:
+        """The numbers and tool names, JSON-ready (the signal by name)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "progress_signal":
+                value = getattr(value, "__name__", type(value).__name__)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class InterventionCheck:
+    """What one check decided, and the tracker's figures it decided on."""
+
+    step: int
+    fired: bool
+    tier: int
+    """The tier that fired (1-3), or 0 for a skipped check."""
+    skip_reason: SkipReason | None
+    stuck_counter: int
+    steps_since_reset: int | None
+    steps_since_progress: int
+    recent_edits: int
+    recent_tools: tuple[str, ...] = ()
+
+    @property
+    def action(self) -> Action | None:
+        return ACTIONS[self.tier - 1] if self.fired else None
+
+    def to_event(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "fired": self.fired,
+            "tier": self.tier,
+            "action": self.action,
+            "skip_reason": self.skip_reason,
+            "stuck_counter": self.stuck_counter,
+            "steps_since_reset": self.steps_since_reset,
+            "steps_since_progress": self.steps_since_progress,
+            "recent_edits": self.recent_edits,
+            "recent_tools": list(self.recent_tools),
+        }
+
+
+@dataclass
+class ProgressTracker:
+    """Seed 004's ``progress_tracker``, plus the bookkeeping escalation needs."""
+
+    last_start_over_step: int | None = None
+    """``None`` until the first reset: a run's start is covered by ``min_steps``."""
+    code_edit_count: int = 0
+    """Edits since the previous check."""
+    recent_tools: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_TOOLS))
+    stuck_counter: int = 0
+    last_progress_step: int = 0
+    step: int = 0
+    tier: int = 0
+    """The highest tier fired since the last progress."""
+    best_score: float = 0.0
+    fresh_window: bool = False
+    """Progress, or a reset, since the previous check: the next check is not stuck."""
+
+
+class InterventionEngine:
+    """Seed 004's combined safeguard logic, run at every ``check_every``-th step."""
+
+    def __init__(self, config: InterventionConfig | None = None) -> None:
+        self.config = config or InterventionConfig()
+        self.tracker = ProgressTracker()
+
+    @property
+    def protected(self) -> bool:
+        """True while the agent is in a grace period, or made ``active_edit_threshold`` edits
+        among its last 10 tool calls."""
+        t, c = self.tracker, self.config
+        since = self._since_reset()
+        edits = sum(tool in c.edit_tools for tool in t.recent_tools)
+        return (since is not None and since <= c.grace_period_after_reset) or (
+            edits >= c.active_edit_threshold
+        )
+
+    @property
+    def stopped(self) -> bool:
+        """Tier 3 fired: the run is over as far as the engine is concerned."""
+        return self.tracker.tier >= MAX_TIER
+
+    def observe(
+        self, tool: str, params: Mapping[str, Any], result: str, *, is_error: bool
+    ) -> InterventionCheck | None:
+        """Record one step; at a check step, return what the check decided."""
+        t, c = self.tracker, self.config
+        t.step += 1
+        t.recent_tools.append(tool)
+        if not is_error:
+            if tool in c.reset_tools:
+                self.note_reset()
+            if tool in c.edit_tools:
+                t.code_edit_count += 1
+        self._read_progress(ToolStep(t.step, tool, params, result, is_error))
+        if t.step % c.check_every or self.stopped:
+            return None
+        return self._check()
+
+    def note_reset(self) -> None:
+        """A new strategy (start_over, a rewind): its grace period begins now."""
+        t = self.tracker
+        t.last_start_over_step = t.step
+        t.stuck_counter = 0
+        t.fresh_window = True  # the new strategy's stuck count starts at its first check
+        logger.info(
+            "Grace period begins at step %d - %d steps protected",
+            t.step,
+            self.config.grace_period_after_reset,
+        )
+
+    def _read_progress(self, step: ToolStep) -> None:
+        t = self.tracker
+        try:
+            signal = self.config.progress_signal(step)
+        except Exception as exc:  # a user's signal must not break the run
+            logger.warning("progress_signal failed on step %d: %s", step.number, exc)
+            return
+        if signal is True or (
+            isinstance(signal, (int, float))
+            and not isinstance(signal, bool)
+            and signal > t.best_score
+        ):
+            if not isinstance(signal, bool):
+                t.best_score = float(signal)
+            t.last_progress_step = step.number
+            t.fresh_window = True
+            t.tier = 0  # the agent recovered: escalation starts over
+
+    def _since_reset(self) -> int | None:
+        t = self.tracker
+        return None if t.last_start_over_step is None else t.step - t.last_start_over_step
+
+    def _check(self) -> InterventionCheck:
+        t, c = self.tracker, self.config
+        edits, t.code_edit_count = t.code_edit_count, 0
+        t.stuck_counter = 0 if t.fresh_window else t.stuck_counter + 1
+        t.fresh_window = False
+        since = self._since_reset()
+        reason: SkipReason | None = None
+        if t.step < c.min_steps_before_intervention:
+            reason = "min_steps"
+            logger.info(
+                "Only %d steps so far (minimum %d) - skipping intervention",
+                t.step,
+                c.min_steps_before_intervention,
+            )
+        elif since is not None and since <= c.grace_period_after_reset:
+            reason = "grace_period"
+            logger.info(
+                "In grace period after start_over (%d/%d steps) - skipping intervention",
+                since,
+                c.grace_period_after_reset,
+            )
+        elif edits >= c.active_edit_threshold:
+            reason = "actively_implementing"
+            logger.info(
+                "Agent actively implementing (%d recent edits) - skipping intervention", edits
+            )
+        elif t.stuck_counter < c.consecutive_stuck_tolerance:
+            reason = "not_stuck"
+            logger.info(
+                "Not stuck (%d/%d checks without progress) - no intervention",
+                t.stuck_counter,
+                c.consecutive_stuck_tolerance,
+            )
+        counter = t.stuck_counter
+        stalled = t.step - t.last_progress_step
+        tier = 0
+        if reason is None:
+            tier = t.tier = t.tier + 1
+            t.stuck_counter = 0  # the next tier needs as many stuck checks again
+            logger.warning(
+                "No progress: %d consecutive checks, %d steps since last progress",
+                counter,
+                stalled,
+            )
+            logger.warning("TIER %d INTERVENTION at step %d", tier, t.step)
+            logger.warning("Agent stuck for %d steps - %s", stalled, _DOING[tier - 1])
+            if ACTIONS[tier - 1] == "rewind":
+                self.note_reset()
+        return InterventionCheck(
+            step=t.step,
+            fired=reason is None,
+            tier=tier,
+            skip_reason=reason,
+            stuck_counter=counter,
+            steps_since_reset=since,
+            steps_since_progress=stalled,
+            recent_edits=edits,
+            recent_tools=tuple(t.recent_tools),
+        )
+
+
+_DOING = ("forcing strategy re-plan", "rewinding the todo list", "stopping the run")
+
+
+def replay_steps(
+    engine: InterventionEngine, steps: Sequence[tuple[str, Mapping[str, Any], str, bool] | None]
+) -> list[InterventionCheck]:
+    """Drive ``engine`` over recorded steps; ``None`` marks a reset made from outside
+    (a person's rewind). Stops at a tier-3 stop, as the live run would."""
+    checks: list[InterventionCheck] = []
+    for item in steps:
+        if engine.stopped:
+            break
+        if item is None:
+            engine.note_reset()
+            continue
+        tool, params, result, is_error = item
+        check = engine.observe(tool, params, result, is_error=is_error)
+        if check is not None:
+            checks.append(check)
+    return checks
