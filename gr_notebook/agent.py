@@ -22,7 +22,13 @@ from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.completion import CheckerLike
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
+from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.interventions import InterventionConfig
+from gr_notebook.guardrails.regulation import (
+    DEFAULT_CONFIRM_ABOVE,
+    ConfirmerLike,
+    RegulationSettings,
+)
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
@@ -32,7 +38,8 @@ from gr_notebook.prompts import kickoff_prompt, system_prompt
 from gr_notebook.run import Limits, Run
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
-from gr_notebook.validation import whole_number
+from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
+from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
@@ -66,6 +73,11 @@ class Agent:
         task_completion_checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
         interventions: InterventionConfig | None = InterventionConfig(),  # noqa: B008 (frozen)
+        self_regulation: bool = True,
+        budget_table: BudgetTable | None = None,
+        confirm: ConfirmerLike | None = None,
+        confirm_above_tokens: int = DEFAULT_CONFIRM_ABOVE,
+        release_after_s: float | None = 3600.0,
         compaction: bool = True,
         store: Store | str | os.PathLike[str] | bool | None = None,
         system_prompt: str = "",
@@ -82,7 +94,14 @@ class Agent:
         self.model = resolve_model(model)
         self.workspace = workspace
         self.user_tools = tuple(tools)
-        self.registry = ToolRegistry([*CORE_TOOLS, *flatten_tools(self.user_tools)])
+        self.regulation = _regulation_of(
+            self_regulation, budget_table, confirm, confirm_above_tokens
+        )
+        own = regulation_tools(self.regulation.table) if self.regulation else ()
+        self.registry = ToolRegistry([*CORE_TOOLS, *own, *flatten_tools(self.user_tools)])
+        if release_after_s is not None:
+            seconds(release_after_s, "release_after_s", minimum=0, above=True)
+        self.release_after_s = release_after_s
         self.guardrails = GuardrailSpec.build(
             tools=list(self.registry),
             toolsets=self.user_tools,
@@ -148,13 +167,21 @@ class Agent:
             workspace=workspace,
             plan_file=self.plan_file,
             events=events,
-            system_prompt=system_prompt(self.plan_file, self.system_prompt),
+            system_prompt=system_prompt(
+                self.plan_file,
+                "\n\n".join(
+                    p
+                    for p in (REGULATION_PROMPT if self.regulation else "", self.system_prompt)
+                    if p
+                ),
+            ),
             budget=self.budget,
             compaction=self.compaction,
             stuck_detector=self._stuck_detector(),
             clock=self.clock,
             guardrails=self.guardrails,
             interventions=self.interventions,
+            regulation=self.regulation,
             name=self.name,
             run_id=run_id,
         )
@@ -200,6 +227,7 @@ class Agent:
             "tools": [t.name for t in self.registry],
             **self.guardrails.describe(),
             "interventions": self.interventions.describe() if self.interventions else None,
+            "self_regulation": self.regulation is not None,
         }
 
     @property
@@ -255,6 +283,8 @@ class Agent:
         )
         if store is not None:
             self._record_end(run, store)
+        if self.release_after_s is not None:
+            run._release_when_idle(self.release_after_s)
         return run
 
     def _record_end(self, run: Run, store: Store) -> None:
@@ -325,6 +355,32 @@ def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
             f"{budget.max_iterations}; give the limit once, inside gr.Budget(...)"
         )
     return budget or Budget(max_iterations=max_iterations)
+
+
+def _regulation_of(
+    on: bool, table: BudgetTable | None, confirm: ConfirmerLike | None, above: int
+) -> RegulationSettings | None:
+    if not isinstance(on, bool):
+        raise ConfigError(f"self_regulation takes True or False, got {on!r}")
+    if table is not None and not isinstance(table, BudgetTable):
+        raise ConfigError(
+            "budget_table takes gr.BudgetTable({...}), e.g. gr.BudgetTable().with_type("
+            f"'data_cleaning', tokens=50_000, iterations=12); got {type(table).__name__}"
+        )
+    if confirm is not None and not callable(confirm):
+        raise ConfigError(
+            "confirm takes a function request -> bool (it may be async), got "
+            f"{type(confirm).__name__}"
+        )
+    whole_number(above, "confirm_above_tokens")
+    if not on:
+        if table is not None or confirm is not None:
+            raise ConfigError(
+                "budget_table and confirm belong to self-regulation; drop them, or set "
+                "self_regulation=True"
+            )
+        return None
+    return RegulationSettings(table or BudgetTable(), confirm, above)
 
 
 def _new_run_id(clock: Callable[[], float]) -> str:

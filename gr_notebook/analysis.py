@@ -46,6 +46,9 @@ _TURN_COLUMNS = [
     "stop_reason",
     "tool_calls",
     "duration_s",
+    "tokens_used",
+    "tokens_budget",
+    "iterations_used",
 ]
 _PHASE_COLUMNS = [
     "phase",

@@ -16,6 +16,7 @@ from gr_notebook.messages import (
     MESSAGE_OVERHEAD,
     ContentBlock,
     Message,
+    ToolResultBlock,
     approx_tokens,
     message_tokens,
 )
@@ -25,6 +26,7 @@ from gr_notebook.todos import TodoList
 
 __all__ = ["CompactionStats", "ContextManager", "build_recap"]
 
+PRUNE_KEEP = 5
 RECENT_PHASES = 5
 RECENT_ACCOMPLISHMENTS = 6
 RECENT_NOTES = 4
@@ -45,6 +47,8 @@ class ContextManager:
     def __init__(self) -> None:
         self._summary: Message | None = None
         self._summary_tokens = 0
+        self._recap: str | None = None
+        self._progress: str | None = None
         self._messages: list[Message] = []
         self._message_tokens: list[int] = []
         self._conversation_tokens = 0
@@ -106,12 +110,50 @@ class ContextManager:
         ever parted from its tool_result."""
         before = self._summary_tokens + self._conversation_tokens
         removed = len(self._messages)
-        self._summary = Message.user(recap)
-        self._summary_tokens = message_tokens(self._summary)
+        self._recap, self._progress = recap, None
+        self._set_summary()
         self._messages.clear()
         self._message_tokens.clear()
         self._conversation_tokens = 0
         return CompactionStats(removed, before, self._summary_tokens)
+
+    def prune(self, progress: str, keep: int = PRUNE_KEEP) -> CompactionStats:
+        """Seed 003's pruning: layer 4 gains ``progress`` (after the phase recap, if any)
+        and layer 5 keeps its last ``keep`` messages. A kept message never holds a
+        tool_result whose tool_use was dropped: the window starts later instead."""
+        before = self._summary_tokens + self._conversation_tokens
+        start = max(len(self._messages) - keep, 0)
+        while start < len(self._messages) and _holds_results(self._messages[start]):
+            if start == 0:
+                break  # its tool_use is already gone (a compaction): nothing to part
+            start += 1
+        removed = start
+        del self._messages[:start]
+        del self._message_tokens[:start]
+        self._conversation_tokens = sum(self._message_tokens)
+        self._progress = progress
+        self._set_summary()
+        after = self._summary_tokens + self._conversation_tokens
+        return CompactionStats(removed, before, after)
+
+    def release(self) -> None:
+        """Forget layers 4-5 (an idle, finished run); the events keep the history."""
+        self._recap = self._progress = None
+        self._set_summary()
+        self._messages.clear()
+        self._message_tokens.clear()
+        self._conversation_tokens = 0
+
+    def _set_summary(self) -> None:
+        parts = [p for p in (self._recap, self._progress) if p]
+        self._summary = Message.user("\n\n".join(parts)) if parts else None
+        self._summary_tokens = message_tokens(self._summary) if self._summary else 0
+
+
+def _holds_results(message: Message) -> bool:
+    return message.role == "user" and any(
+        isinstance(block, ToolResultBlock) for block in message.content
+    )
 
 
 def _prepend(summary: Message, messages: tuple[Message, ...]) -> tuple[Message, ...]:

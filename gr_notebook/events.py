@@ -42,6 +42,10 @@ EVENT_KINDS: Final = frozenset(
         "completion_check",
         "intervention",
         "intervention_skipped",
+        "task_assessed",
+        "confirmation",
+        "conversation_pruned",
+        "conversation_released",
         "run_finished",
         "error",
     }

@@ -24,6 +24,7 @@ from gr_notebook.guardrails.interventions import (
     InterventionConfig,
     InterventionEngine,
 )
+from gr_notebook.guardrails.regulation import RegulationSettings, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
@@ -74,6 +75,7 @@ class Loop:
         clock: Callable[[], float],
         guardrails: GuardrailSpec | None = None,
         interventions: InterventionConfig | None = None,
+        regulation: RegulationSettings | None = None,
         name: str = "agent",
         run_id: str = "",
     ) -> None:
@@ -102,6 +104,19 @@ class Loop:
             run_id=run_id,
         )
         self.interventions = InterventionEngine(interventions) if interventions else None
+        self.regulation = (
+            SelfRegulation(
+                table=regulation.table,
+                usage=self.usage,
+                emit=self.emit,
+                workspace=workspace,
+                confirm=regulation.confirm,
+                confirm_above=regulation.confirm_above,
+                run_id=run_id,
+            )
+            if regulation
+            else None
+        )
         self._intervention: InterventionCheck | None = None  # the highest tier this turn
         self._give_up: StopVerdict | None = None
         self._refused_calls = 0  # job_complete calls refused in the current turn
@@ -142,6 +157,17 @@ class Loop:
     @property
     def max_iterations(self) -> int:
         return self.budget.max_iterations
+
+    @property
+    def tokens_budget(self) -> int | None:
+        """The budget the meters show: the assessed one, else the run's hard limit."""
+        assessed = self.regulation.assessment if self.regulation else None
+        return assessed.token_budget if assessed else self.budget.max_tokens
+
+    @property
+    def iterations_max(self) -> int:
+        assessed = self.regulation.assessment if self.regulation else None
+        return assessed.max_iterations if assessed else self.budget.max_iterations
 
     def usage(self) -> BudgetUsage:
         """What the run has used of its budget, now."""
@@ -204,6 +230,7 @@ class Loop:
         self.tokens += (
             usage.input_tokens + usage.output_tokens if usage else request.estimated_tokens
         )
+        spent = self.usage()
         self.emit(
             "model_call",
             {
@@ -219,6 +246,10 @@ class Loop:
                 "text": _clip(response.text),
                 "duration_s": time.perf_counter() - started,
                 "model": response.model or self.model.name,
+                "tokens_used": self.tokens,
+                "tokens_budget": self.tokens_budget,
+                "iterations_used": spent.iterations,
+                "iterations_max": self.iterations_max,
             },
         )
         return response
@@ -247,6 +278,8 @@ class Loop:
         stopped = self._intervene()
         if stopped is not None:
             return stopped
+        if self.regulation is not None and self.regulation.pending_prune is not None:
+            self._prune()
         if self.phases.compaction_due:
             self.phases.compaction_due = False
             if self.compaction:
@@ -277,6 +310,21 @@ class Loop:
         blocks = self.guards.after_call(
             use.name, use.input, is_error=output.is_error, turn=self.turn
         )
+        if self.regulation is not None and use.name == "read_file" and not output.is_error:
+            redundant = self.regulation.on_read(
+                str(use.input.get("path", "")), turn=self.turn, call_index=self.guards.calls
+            )
+            if redundant is not None:
+                self.emit(
+                    "feedback",
+                    {
+                        **redundant.to_json(),
+                        "text": redundant.render(),
+                        "tool": use.name,
+                        "config": None,
+                    },
+                )
+                blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
@@ -295,7 +343,9 @@ class Loop:
                 if verdict.give_up:
                     self._give_up = verdict
                 return ToolOutput(self._refusal(verdict), True)
-        context = ToolContext(self.phases.workspace, self.phases, self.clock, self.turn)
+        context = ToolContext(
+            self.phases.workspace, self.phases, self.clock, self.turn, regulation=self.regulation
+        )
         try:
             output = await self.registry.invoke(tool, context, use.input)
             if not output.is_error:
@@ -425,12 +475,31 @@ class Loop:
             ),
         )
         stats = self.context.compact(recap)
+        if self.regulation is not None:
+            self.regulation.note_pruned()
         self.emit(
             "compaction",
             {
                 "messages_removed": stats.messages_removed,
                 "tokens_before": stats.tokens_before,
                 "tokens_after": stats.tokens_after,
+            },
+        )
+
+    def _prune(self) -> None:
+        """After summarize_progress: its summary and the last 5 messages stay."""
+        assert self.regulation is not None
+        summary, self.regulation.pending_prune = self.regulation.pending_prune, None
+        assert summary is not None
+        stats = self.context.prune(summary.render())
+        self.regulation.note_pruned()
+        self.emit(
+            "conversation_pruned",
+            {
+                "messages_removed": stats.messages_removed,
+                "tokens_before": stats.tokens_before,
+                "tokens_after": stats.tokens_after,
+                **summary.to_json(),
             },
         )
 

@@ -68,6 +68,7 @@ class Run:
         self._loop: Loop | None = None
         self._task: asyncio.Task[Run] | None = None
         self._totals = _Totals()
+        self._released = False
         events.subscribe(self._totals.add)
 
     # -- state ----------------------------------------------------------------------------------
@@ -163,6 +164,28 @@ class Run:
         if not issue.strip():
             raise RunError("say what is wrong: run.rewind('the approach fails because …')")
         self._live_loop("rewind").request_rewind(issue, reset_policies=reset_policies)
+
+    # -- kernel hygiene -------------------------------------------------------------------------
+
+    @property
+    def conversation_released(self) -> bool:
+        return self._released
+
+    def release_conversation(self) -> None:
+        """Free the finished run's in-memory conversation (a long-lived kernel holds many
+        runs); events, the store and the workspace keep everything else."""
+        if not self.done:
+            raise RunError(f"cannot release run {self.run_id}: it is still {self.state}")
+        if self._released or self._loop is None:
+            return
+        messages = len(self._loop.context.messages)
+        self._loop.context.release()
+        self._released = True
+        self._loop.emit("conversation_released", {"messages": messages})
+
+    def _release_when_idle(self, after_s: float) -> None:
+        """A finished run is idle from its end: release ``after_s`` seconds later."""
+        asyncio.get_running_loop().call_later(after_s, self.release_conversation)
 
     # -- guardrail state ------------------------------------------------------------------------
 

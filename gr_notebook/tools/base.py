@@ -17,6 +17,7 @@ from gr_notebook.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.policy import ToolPolicy
+    from gr_notebook.guardrails.regulation import SelfRegulation
     from gr_notebook.phases import PhaseController
     from gr_notebook.workspace import Workspace
 
@@ -38,6 +39,8 @@ class ToolContext:
     clock: Callable[[], float]
     turn: int = 0
     source: str = "model"
+    regulation: SelfRegulation | None = None
+    """The run's self-regulation state, when the agent has it on."""
 
 
 Handler: TypeAlias = Callable[

@@ -1,0 +1,180 @@
+"""Seed 003's budget table: what ``assess_task`` allocates to each kind of task.
+
+The allocation grows with the number of files the agent expects to touch, linearly from
+the task type's typical file count, and at most ``max_multiplier`` times (2× in the seed):
+
+    multiplier = clamp(estimated_files / typical_files, 1, max_multiplier)
+    token_budget = base_tokens × multiplier, rounded up to a thousand
+    max_iterations = ceil(base_iterations × multiplier)
+
+So an audit of 10 files or fewer gets the base 80K tokens and 20 iterations, 15 files get
+120K and 30, and 20 files or more get the cap of 160K and 40.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gr_notebook.errors import ConfigError, ToolError
+from gr_notebook.validation import whole_number
+
+__all__ = ["DEFAULT_BUDGETS", "BudgetTable", "TaskAssessment", "TaskBudget"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskBudget:
+    """One row of the table."""
+
+    tokens: int
+    iterations: int
+    typical_files: int = 1
+    """Files a task of this type usually touches; more than this scales the budget up."""
+
+    def __post_init__(self) -> None:
+        whole_number(self.tokens, "tokens")
+        whole_number(self.iterations, "iterations")
+        whole_number(self.typical_files, "typical_files")
+
+
+DEFAULT_BUDGETS: Mapping[str, TaskBudget] = MappingProxyType(
+    {
+        "simple_query": TaskBudget(10_000, 3, 1),
+        "file_edit": TaskBudget(30_000, 8, 2),
+        "multi_file_refactor": TaskBudget(60_000, 15, 5),
+        "codebase_audit": TaskBudget(80_000, 20, 10),
+        "exploration": TaskBudget(40_000, 10, 5),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAssessment:
+    """What ``assess_task`` allocated, and from what."""
+
+    task_type: str
+    estimated_files: int
+    estimated_iterations: int
+    strategy: str
+    multiplier: float
+    token_budget: int
+    max_iterations: int
+    guidance: str
+    turn: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_type": self.task_type,
+            "estimated_files": self.estimated_files,
+            "estimated_iterations": self.estimated_iterations,
+            "strategy": self.strategy,
+            "multiplier": self.multiplier,
+            "token_budget": self.token_budget,
+            "max_iterations": self.max_iterations,
+            "guidance": self.guidance,
+            "turn": self.turn,
+        }
+
+
+def _row(name: str, value: object) -> TaskBudget:
+    if isinstance(value, TaskBudget):
+        return value
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        return TaskBudget(*value)
+    raise ConfigError(
+        f"budget table row {name!r} takes gr.TaskBudget(tokens, iterations, typical_files) "
+        f"or a (tokens, iterations[, typical_files]) tuple, got {value!r}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetTable:
+    """Task types and their base budgets; ``gr.BudgetTable({"data_cleaning": (50_000, 12,
+    4)})`` replaces the table, ``BudgetTable().with_type(...)`` extends it."""
+
+    budgets: Mapping[str, TaskBudget] = field(default_factory=lambda: DEFAULT_BUDGETS)
+    max_multiplier: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.budgets, Mapping) or not self.budgets:
+            raise ConfigError("a budget table needs at least one task type")
+        rows = {str(name): _row(str(name), value) for name, value in self.budgets.items()}
+        object.__setattr__(self, "budgets", MappingProxyType(rows))
+        m = self.max_multiplier
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 1 <= m < math.inf:
+            raise ConfigError(f"max_multiplier must be a number >= 1, got {m!r}")
+
+    @property
+    def task_types(self) -> tuple[str, ...]:
+        return tuple(self.budgets)
+
+    def with_type(
+        self, name: str, *, tokens: int, iterations: int, typical_files: int = 1
+    ) -> BudgetTable:
+        return BudgetTable(
+            {**self.budgets, name: TaskBudget(tokens, iterations, typical_files)},
+            self.max_multiplier,
+        )
+
+    def multiplier(self, task_type: str, estimated_files: int) -> float:
+        row = self.row(task_type)
+        return min(max(estimated_files / row.typical_files, 1.0), float(self.max_multiplier))
+
+    def row(self, task_type: str) -> TaskBudget:
+        try:
+            return self.budgets[task_type]
+        except KeyError:
+            raise ToolError(
+                f"unknown task_type {task_type!r}; use one of: {', '.join(self.budgets)}"
+            ) from None
+
+    def assess(
+        self,
+        task_type: str,
+        estimated_files: int,
+        estimated_iterations: int,
+        strategy: str = "",
+        *,
+        max_tokens: int | None = None,
+        max_iterations: int | None = None,
+        turn: int = 0,
+    ) -> TaskAssessment:
+        """The allocation for a task, within the run's hard limits when given."""
+        row = self.row(task_type)
+        multiplier = self.multiplier(task_type, estimated_files)
+        tokens = math.ceil(row.tokens * multiplier / 1000) * 1000
+        iterations = math.ceil(row.iterations * multiplier)
+        notes = []
+        if max_tokens is not None and tokens > max_tokens:
+            tokens = max_tokens
+            notes.append(f"capped at the run's hard limit of {max_tokens:,} tokens")
+        if max_iterations is not None and iterations > max_iterations:
+            iterations = max_iterations
+            notes.append(f"capped at the run's hard limit of {max_iterations} iterations")
+        guidance = (
+            f"Budget: {tokens:,} tokens and {iterations} iterations for a {task_type} over "
+            f"about {estimated_files} files (x{multiplier:.2g} the base). Read only what you "
+            "need (search before reading), call check_resources every 3-5 tool calls, and "
+            "call summarize_progress after more than 10 tool calls."
+        )
+        if notes:
+            guidance += " The budget is " + " and ".join(notes) + "."
+        if estimated_iterations > iterations:
+            guidance += (
+                f" Your estimate of {estimated_iterations} iterations is over the "
+                f"{iterations} allocated: narrow the scope or summarize as you go."
+            )
+        return TaskAssessment(
+            task_type=task_type,
+            estimated_files=estimated_files,
+            estimated_iterations=estimated_iterations,
+            strategy=strategy,
+            multiplier=round(multiplier, 3),
+            token_budget=tokens,
+            max_iterations=iterations,
+            guidance=guidance,
+            turn=turn,
+        )
