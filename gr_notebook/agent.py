@@ -20,16 +20,16 @@ from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget
+from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
-from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.interventions import InterventionConfig
+from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import (
     DEFAULT_CONFIRM_ABOVE,
     ConfirmerLike,
     RegulationSettings,
 )
-from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.models import resolve_model

@@ -240,6 +240,21 @@ class Store:
             for seq, kind, turn, phase, at, data in rows
         ]
 
+    def events_of_kind(self, *kinds: str) -> list[tuple[str, Event]]:
+        """``(run_id, event)`` for every stored event of these kinds, across all runs."""
+        if not kinds:
+            return []
+        marks = ", ".join("?" for _ in kinds)
+        rows, _ = self._execute(
+            "SELECT run_id, seq, kind, turn, phase, time, data FROM events "
+            f"WHERE kind IN ({marks}) ORDER BY run_id, seq",
+            kinds,
+        )
+        return [
+            (run_id, Event(seq, kind, turn, phase, at, MappingProxyType(json.loads(data))))
+            for run_id, seq, kind, turn, phase, at, data in rows
+        ]
+
     def run_ids(self) -> list[str]:
         """Newest first, matching :meth:`runs`."""
         rows, _ = self._execute("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC")

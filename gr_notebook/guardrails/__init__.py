@@ -7,7 +7,9 @@ the :class:`Budget` they are bypassed or bounded by.
 
 from __future__ import annotations
 
+from gr_notebook.guardrails.adaptive import BudgetSuggestion
 from gr_notebook.guardrails.budget import Budget, BudgetUsage, Deadline
+from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment, TaskBudget
 from gr_notebook.guardrails.completion import (
     CompositeChecker,
     FileOutputChecker,
@@ -46,13 +48,23 @@ from gr_notebook.guardrails.policy import (
     PolicyState,
     ToolPolicy,
 )
+from gr_notebook.guardrails.regulation import (
+    ConfirmationRequest,
+    Confirmer,
+    ProgressSummary,
+    ResourceReport,
+)
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import GuardrailSpec
 
 __all__ = [
     "Budget",
+    "BudgetSuggestion",
+    "BudgetTable",
     "BudgetUsage",
     "CompositeChecker",
+    "ConfirmationRequest",
+    "Confirmer",
     "Deadline",
     "DeadlineFeedback",
     "Feedback",
@@ -74,10 +86,14 @@ __all__ = [
     "PolicyMemory",
     "PolicyState",
     "ProgressSignal",
+    "ProgressSummary",
     "ProgressTracker",
     "ReadBeforeWritePolicy",
+    "ResourceReport",
     "SequentialDependencyPolicy",
     "StaticFeedbackProvider",
+    "TaskAssessment",
+    "TaskBudget",
     "TaskCompletionChecker",
     "TaskCompletionContext",
     "TaskCompletionResult",

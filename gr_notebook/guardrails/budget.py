@@ -7,9 +7,16 @@ it is the rule that ends a run and that lets a task-completion check be bypassed
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gr_notebook.validation import seconds, whole_number
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.adaptive import BudgetSuggestion
+    from gr_notebook.guardrails.budget_table import BudgetTable
+    from gr_notebook.store import Store
 
 __all__ = ["Budget", "BudgetUsage", "Deadline"]
 
@@ -34,6 +41,21 @@ class Budget:
 
     def usage(self, *, tokens: int, iterations: int, elapsed_s: float) -> BudgetUsage:
         return BudgetUsage(self, tokens, iterations, elapsed_s)
+
+    @staticmethod
+    def suggest(
+        task_type: str,
+        *,
+        store: Store | str | os.PathLike[str] | None = None,
+        percentile: int = 90,
+        table: BudgetTable | None = None,
+    ) -> BudgetSuggestion:
+        """Limits from the usage of past completed runs of ``task_type`` in the store (the
+        ``percentile``-th), shown with the numbers; the budget table's row when there are
+        none. Use the result's ``.budget`` in ``gr.Agent(budget=...)``."""
+        from gr_notebook.guardrails.adaptive import suggest_budget
+
+        return suggest_budget(task_type, store=store, percentile=percentile, table=table)
 
 
 @dataclass(frozen=True, slots=True)
