@@ -162,7 +162,7 @@ class TestTools:
     def test_regulation_options_are_checked(self) -> None:
         with pytest.raises(ConfigError, match="belong to self-regulation"):
             gr.Agent(self_regulation=False, budget_table=gr.BudgetTable(), store=False)
-        with pytest.raises(ConfigError, match="budget_table takes gr.BudgetTable"):
+        with pytest.raises(ConfigError, match=r"budget_table takes gr\.BudgetTable"):
             gr.Agent(budget_table={"x": 1}, store=False)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="confirm takes a function"):
             gr.Agent(confirm="yes", store=False)  # type: ignore[arg-type]
@@ -237,7 +237,7 @@ class TestRedundancy:
         read = gr.tool_call("read_file", path="instructions.md")
         model = gr.ScriptedModel([read, gr.tool_call("list_files"), read, gr.text("ok")])
         run = await make_agent(model).run("job")
-        first, second = results_of(run, "read_file")
+        first, _ = results_of(run, "read_file")
         assert "<feedback" not in first
         last_result = model.requests[3].messages[-1].content[0]
         assert isinstance(last_result, ToolResultBlock)
