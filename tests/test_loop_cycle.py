@@ -187,7 +187,12 @@ def test_context_stays_bounded_across_many_phases(make_agent: Callable[..., gr.A
 def test_without_compaction_context_grows(make_agent: Callable[..., gr.Agent]) -> None:
     def total(compaction: bool) -> int:
         agent = make_agent(
-            "simulated", max_iterations=2000, store=False, compaction=compaction, workspace=None
+            "simulated",
+            max_iterations=2000,
+            store=False,
+            compaction=compaction,
+            workspace=None,
+            self_regulation=False,  # pruning would hide what compaction alone does
         )
         return int(agent.run_sync(_instructions(8)).turns_df()["input_tokens"].sum())
 

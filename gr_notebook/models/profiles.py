@@ -81,7 +81,7 @@ class Quitter(Profile):
         if (
             task is not None
             and _in_work_phase(s)
-            and task.number > len(s.tasks) // 2
+            and task.number == len(s.tasks) // 2 + 1  # the halfway task, once
             and s.refused_stops == 0
             and not (s.last_calls and all(c.is_error for c in s.last_calls))
         ):

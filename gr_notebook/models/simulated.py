@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from gr_notebook import prompts
 from gr_notebook.errors import ModelSpecError
 from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models import habits
 from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 from gr_notebook.models.planner import plan_from_instructions, slug, work_text
 from gr_notebook.models.situation import Situation, Task
@@ -223,6 +224,37 @@ class Profile:
     def finish(self, s: Situation) -> ModelResponse:
         return respond("All done.", self.finish_calls(s))
 
+    # -- seed 003's resource management, when the tools are offered ----------------------------
+
+    def regulate(
+        self, s: Situation, response: ModelResponse, task_types: Sequence[str]
+    ) -> ModelResponse:
+        """Add the self-regulation calls the system prompt asks for to a working turn."""
+        uses = response.tool_uses
+        if "assess_task" not in s.tools or not uses or any(u.name == "job_complete" for u in uses):
+            return response
+        if s.last_calls and all(c.is_error for c in s.last_calls):
+            return response  # error handling reads the previous turn; keep it clean
+        before: list[tuple[str, Mapping[str, Any]]] = []
+        after: list[tuple[str, Mapping[str, Any]]] = []
+        assess = habits.assessment_for(s, task_types)
+        if assess is not None:
+            before.append(("assess_task", assess))
+        if self.checks_resources(s):
+            before.append(("check_resources", {}))
+        if self.summarizes(s):
+            after.append(("summarize_progress", habits.summary_for(s)))
+        if not before and not after:
+            return response
+        calls = [*before, *((u.name, u.input) for u in uses), *after]
+        return respond(response.text, calls)
+
+    def checks_resources(self, s: Situation) -> bool:
+        return habits.due_check(s)
+
+    def summarizes(self, s: Situation) -> bool:
+        return habits.due_summary(s)
+
 
 PROFILES: dict[str, type[Profile]] = {}
 
@@ -258,7 +290,9 @@ class SimulatedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self.latency:
             await asyncio.sleep(self.latency)
-        response = self.profile.act(Situation.read(request))
+        situation = Situation.read(request)
+        response = self.profile.act(situation)
+        response = self.profile.regulate(situation, response, _task_types(request))
         return finish_response(
             response, request, id_stem=f"sim_{request.turn:05d}", model=self.name
         )
@@ -272,6 +306,14 @@ def respond(text: str, calls: ToolCalls) -> ModelResponse:
     blocks: list[TextBlock | ToolUseBlock] = [TextBlock(text)]
     blocks += [ToolUseBlock("", name, dict(params)) for name, params in calls]
     return ModelResponse(tuple(blocks), "tool_use" if calls else "end_turn")
+
+
+def _task_types(request: ModelRequest) -> tuple[str, ...]:
+    for tool in request.tools:
+        if tool.name == "assess_task":
+            enum = tool.input_schema.get("properties", {}).get("task_type", {}).get("enum", ())
+            return tuple(enum)
+    return ()
 
 
 def _written_plan(calls: Sequence[Any], plan_file: str) -> Plan | None:

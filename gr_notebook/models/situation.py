@@ -59,6 +59,17 @@ class Situation:
     turn: int
     refused_stops: int = 0
     """Stops the completion checker refused since the latest workflow marker."""
+    tools: frozenset[str] = frozenset()
+    """The tools the request offers."""
+    strategy_checks: int = 0
+    """STRATEGY CHECK prompts (tier-1 interventions) in view."""
+
+    def calls_since(self, name: str) -> tuple[Call, ...]:
+        """The calls after the latest call of ``name``; every call when there is none."""
+        for index in range(len(self.calls) - 1, -1, -1):
+            if self.calls[index].name == name:
+                return self.calls[index + 1 :]
+        return self.calls
 
     @property
     def current(self) -> Task | None:
@@ -87,6 +98,7 @@ class Situation:
         last_text = ""
         assistant_index = -1
         refusals: list[int] = []
+        checks = 0
         for message in request.messages:
             if message.role == "assistant":
                 assistant_index += 1
@@ -103,6 +115,8 @@ class Situation:
                         marker, marker_text, marker_at = head, block.text, assistant_index
                     elif head == prompts.STOP_REFUSED_MARKER:
                         refusals.append(assistant_index)
+                    elif head == prompts.STRATEGY_CHECK_MARKER:
+                        checks += 1
                 if isinstance(block, ToolResultBlock) and block.content.startswith(
                     prompts.STOP_REFUSED_MARKER
                 ):
@@ -121,6 +135,8 @@ class Situation:
             calls_since_marker=since,
             turn=request.turn,
             refused_stops=sum(at >= marker_at for at in refusals),
+            tools=frozenset(t.name for t in request.tools),
+            strategy_checks=checks,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,10 +11,12 @@ from gr_notebook.plan import Plan
 from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
 
-__all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "WORKSPACE_TOOLS"]
+__all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "MAX_SEARCH_HITS", "WORKSPACE_TOOLS"]
 
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 200
+MAX_SEARCH_HITS = 50
+MAX_HIT_CHARS = 160
 
 _PATH = {"type": "string", "minLength": 1, "description": "Path relative to the workspace."}
 
@@ -81,6 +84,40 @@ def _list_files(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     return "\n".join(entries)
 
 
+def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+    """Matching lines, so the model reads only the files that matter (seed 003)."""
+    try:
+        pattern = re.compile(params["pattern"], re.IGNORECASE)
+    except re.error as exc:
+        raise ToolError(
+            f"pattern is not a valid regular expression ({exc}); escape special characters "
+            "such as ( or [ with a backslash"
+        ) from None
+    root = params.get("path", ".")
+    hits: list[str] = []
+    files = 0
+    for path in ctx.workspace.files(root):
+        name = ctx.workspace.relative(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # binary or unreadable: nothing to match
+        found = False
+        for number, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line):
+                found = True
+                if len(hits) < MAX_SEARCH_HITS:
+                    hits.append(f"{name}:{number}: {line.strip()[:MAX_HIT_CHARS]}")
+        files += found
+    if not hits:
+        return f"No lines under {root} match {params['pattern']!r}."
+    more = len(hits) >= MAX_SEARCH_HITS
+    head = f"{files} file{'s' if files != 1 else ''} match" + (
+        f" (first {MAX_SEARCH_HITS} lines shown; narrow the pattern or the path)" if more else ""
+    )
+    return head + ":\n" + "\n".join(hits)
+
+
 def _generate_summary(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     text = ctx.phases.generate_summary()
     rows = sum(1 for line in text.splitlines() if line.startswith("| ") and "---" not in line) - 1
@@ -133,6 +170,18 @@ WORKSPACE_TOOLS = (
         object_schema(path={**_PATH, "description": "Directory to list; default '.'."}),
         _list_files,
         docs="Lists files recursively with their sizes, skipping hidden directories.",
+    ),
+    Tool(
+        "search",
+        "Find the lines matching a regular expression in the workspace's files.",
+        object_schema(
+            ["pattern"],
+            pattern={"type": "string", "minLength": 1, "description": "Python regex."},
+            path={**_PATH, "description": "Directory (or file) to search; default '.'."},
+        ),
+        _search,
+        docs="Case-insensitive. Returns `path:line: text` for up to 50 lines and how many "
+        "files match. Search before reading, and read only the files that matter.",
     ),
     Tool(
         "generate_workspace_summary",

@@ -1,0 +1,98 @@
+"""How the simulated agent follows seed 003's RESOURCE MANAGEMENT rules, when its tools
+are offered: assess the task first, check resources every 5 tool calls, and summarize
+progress after more than 10, at the end of a task so no work in progress is pruned.
+
+Everything is decided from the request alone, like the rest of the simulated agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from gr_notebook.models.planner import derive_phases
+from gr_notebook.models.situation import Situation
+
+__all__ = ["assessment_for", "due_check", "due_summary", "summary_for", "task_type_of"]
+
+CHECK_EVERY = 5
+SUMMARIZE_AFTER = 10
+_COMPLETED = re.compile(r"^Task \d+ '(.*)' marked complete\.")
+_KEYWORDS = (
+    ("codebase_audit", ("audit",)),
+    ("multi_file_refactor", ("refactor", "rename across")),
+    ("file_edit", ("implement", "fix", "edit")),
+    ("exploration", ("explore", "research", "survey")),
+)
+
+
+def task_type_of(instructions: str, known: Sequence[str]) -> str:
+    lowered = instructions.lower()
+    for task_type, words in _KEYWORDS:
+        if task_type in known and any(w in lowered for w in words):
+            return task_type
+    return "exploration" if "exploration" in known else known[0]
+
+
+def assessment_for(s: Situation, known: Sequence[str]) -> dict[str, Any] | None:
+    """The assess_task call to make now, or None: once, in bootstrap, after reading the
+    instructions; a denied assessment is tried once more with half the scope."""
+    instructions = s.latest_read("instructions.md")
+    if s.phase_name != "Bootstrap" or instructions is None:
+        return None
+    tries = [c for c in s.calls if c.name == "assess_task"]
+    if any(not c.is_error for c in tries) or len(tries) >= 2:
+        return None
+    summary = s.latest_read("workspace_summary.md") or ""
+    files = max(sum(1 for line in summary.splitlines() if line.startswith("| ")) - 1, 1)
+    if tries:
+        files = max(files // 2, 1)
+    steps = sum(len(steps) for _, steps in derive_phases(instructions))
+    return {
+        "task_type": task_type_of(instructions, known),
+        "estimated_files": files,
+        "estimated_iterations": 2 * steps + 12,
+        "strategy": "Work through the plan phase by phase; search before reading, read only "
+        "the files that matter, and summarize after each batch of tasks.",
+    }
+
+
+def due_check(s: Situation) -> bool:
+    return len(s.calls_since("check_resources")) >= CHECK_EVERY
+
+
+def warned(s: Situation) -> bool:
+    """The latest resource check said to wrap up, and nothing was summarized since."""
+    for call in reversed(s.calls):
+        if call.name == "summarize_progress":
+            return False
+        if call.name == "check_resources" and not call.is_error:
+            return "WARNING" in (call.result or "")
+    return False
+
+
+def due_summary(s: Situation) -> bool:
+    """After a completed task, once more than 10 calls are in view; or when warned. Only
+    inside a list, past its first task, so a workflow prompt is never pruned unanswered."""
+    if s.current is None or s.current.number == 1:
+        return False  # between lists a workflow prompt is in view: never prune it away
+    finished_task = any(c.name == "todo_complete" and not c.is_error for c in s.last_calls)
+    return warned(s) or (
+        finished_task and len(s.calls_since("summarize_progress")) > SUMMARIZE_AFTER
+    )
+
+
+def summary_for(s: Situation) -> dict[str, Any]:
+    done = [m.group(1) for c in s.calls if (m := _COMPLETED.match(c.result or ""))]
+    files = [
+        str(c.input.get("path"))
+        for c in s.calls
+        if c.name == "read_file" and not c.is_error and c.input.get("path")
+    ]
+    return {
+        "key_findings": [f"Completed: {title}" for title in done[-10:]]
+        or [f"Working on: {s.current.title if s.current else s.phase_name}"],
+        "files_examined": list(dict.fromkeys(files)),
+        "next_steps": [t.title for t in s.tasks if not t.done][:10],
+    }
