@@ -78,6 +78,7 @@ from gr_notebook.run import Limits, Run, current_run
 from gr_notebook.store import Store
 from gr_notebook.todos import TodoItem, TodoList
 from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
+from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.workspace import Workspace
 
 if typing.TYPE_CHECKING:
@@ -112,6 +113,8 @@ __all__ = [
     "Budget",
     "BudgetSuggestion",
     "BudgetTable",
+    "CodeTest",
+    "CodingTask",
     "CompositeChecker",
     "ConfigError",
     "ConfirmationRequest",
@@ -182,6 +185,7 @@ __all__ = [
     "Usage",
     "Workspace",
     "WorkspaceError",
+    "coding_tools",
     "current_run",
     "replay_interventions",
     "runs_df",

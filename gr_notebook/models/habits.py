@@ -72,15 +72,15 @@ def warned(s: Situation) -> bool:
     return False
 
 
-def due_summary(s: Situation) -> bool:
-    """After a completed task, once more than 10 calls are in view; or when warned. Only
-    inside a list, past its first task, so a workflow prompt is never pruned unanswered."""
+def due_summary(s: Situation, *, eager: bool = True) -> bool:
+    """At a task boundary (a todo just completed, past the list's first task, so no
+    workflow prompt or work in progress is pruned away): when the latest resource check
+    warned, or, ``eager``, once more than 10 calls are in view."""
     if s.current is None or s.current.number == 1:
-        return False  # between lists a workflow prompt is in view: never prune it away
-    finished_task = any(c.name == "todo_complete" and not c.is_error for c in s.last_calls)
-    return warned(s) or (
-        finished_task and len(s.calls_since("summarize_progress")) > SUMMARIZE_AFTER
-    )
+        return False
+    if not any(c.name == "todo_complete" and not c.is_error for c in s.last_calls):
+        return False
+    return warned(s) or (eager and len(s.calls_since("summarize_progress")) > SUMMARIZE_AFTER)
 
 
 def summary_for(s: Situation) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from gr_notebook import prompts
 from gr_notebook.errors import ModelSpecError
 from gr_notebook.messages import TextBlock, ToolUseBlock
-from gr_notebook.models import habits
+from gr_notebook.models import auditing, habits
 from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 from gr_notebook.models.planner import plan_from_instructions, slug, work_text
 from gr_notebook.models.situation import Situation, Task
@@ -142,6 +142,10 @@ class Profile:
                 report = ("write_file", {"path": "report.md", "content": self.report(s)})
                 return [report], ("write_file", "report.md")
             return self.finish_calls(s), None
+        if auditing.is_audit_task(task):
+            return auditing.audit_work(s, task)
+        if title.startswith("Write the audit report"):
+            return auditing.report_work(s)
         path = f"work/phase_{s.phase_number:02d}/{task.number:02d}_{slug(title)}.md"
         calls: list[tuple[str, Mapping[str, Any]]] = [
             (
@@ -366,5 +370,6 @@ def _error_streak(s: Situation) -> int:
 
 
 from gr_notebook.models import profiles as _profiles  # noqa: E402  (registers them)
+from gr_notebook.models import struggles as _struggles  # noqa: E402
 
-del _profiles
+del _profiles, _struggles
