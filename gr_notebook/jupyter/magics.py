@@ -13,7 +13,8 @@ import keyword
 import re
 import shlex
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython import display as ipython_display
 from IPython.core import magic_arguments as ma
@@ -23,8 +24,12 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import GrNotebookError, ModelSpecError
+from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
 from gr_notebook.jupyter.cells import TopLevelAwait
 from gr_notebook.run import Run, current_run
+
+if TYPE_CHECKING:
+    from gr_notebook.jupyter.confirm import WidgetConfirmer
 
 __all__ = ["AgentMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -36,6 +41,7 @@ magic_arguments = cast(Callable[[], Callable[[F], F]], ma.magic_arguments)
 argument = cast(Callable[..., Callable[[F], F]], ma.argument)
 
 AGENT_ACTIONS = ("status", "stop", "pause", "resume")
+CONFIRM_TIMEOUT_S = 300.0  # how long the Approve/Deny buttons %%agent shows wait for a click
 # --run VAR is an option only as the first or last word: free text may mention "--run".
 _RUN_FIRST = re.compile(r"^\s*--run(?:\s+|=)(\S+)(?:\s+|$)")
 _RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
@@ -60,6 +66,12 @@ AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instr
 {_PARSER.format_help().strip()}
 
 As a line magic, %agent controls a run: %agent status|stop|pause|resume [--run VAR].
+
+A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens by default)
+waits for Approve or Deny in the dashboard; no answer in {CONFIRM_TIMEOUT_S:g} s denies. A cell
+that blocks the kernel (%%agent inside %%time or %%capture, or a shell without top-level
+await) cannot receive the click, so there such a budget is denied at once. An agent built
+with gr.Agent(confirm=...) keeps its own confirmer.
 """
 
 
@@ -132,6 +144,15 @@ class AgentMagics(Magics):
         else:
             self._run_blocking(agent, cell.strip(), args.out)
 
+    def _confirmer(self) -> WidgetConfirmer | None:
+        """Approve/Deny buttons for a run that does not block the kernel (callers ask only
+        then); none outside a kernel, where no widget shows and no click can come."""
+        if getattr(self.shell, "kernel", None) is None:
+            return None
+        from gr_notebook.jupyter.confirm import WidgetConfirmer
+
+        return WidgetConfirmer(timeout=CONFIRM_TIMEOUT_S)
+
     def _parse(self, line: str, cell: str) -> Any:
         try:
             argv = shlex.split(line)
@@ -199,7 +220,7 @@ class AgentMagics(Magics):
             ) from None
         # A fresh context: the task's output is attributed to the cell running when it
         # happens, not to this one, which will have finished (ipykernel 7).
-        run = _person(lambda: agent.start(instructions, context=contextvars.Context()))
+        run = _launch(agent, instructions, self._confirmer(), context=contextvars.Context())
         self._namespace[out] = run
         display(Dashboard.for_run(run))
         print(
@@ -211,9 +232,11 @@ class AgentMagics(Magics):
         """The fallback for shells without top-level await: block the loop with nest-asyncio.
 
         The kernel cannot serve widget clicks meanwhile; :class:`TopLevelAwait` routes
-        top-level cells through :meth:`run_async` instead wherever it can.
+        top-level cells through :meth:`run_async` instead wherever it can. No Approve/Deny
+        buttons here: nothing could click them, and a request that waits out a timeout in a
+        frozen cell helps no one, so a large budget is denied at once, on the timeline.
         """
-        run_blocking(self._run_async(agent, instructions, out))
+        run_blocking(self._run_async(agent, instructions, out, confirmer=None))
 
     async def run_async(self, line: str, cell: str) -> None:
         """``%%agent`` as top-level ``await``: the kernel keeps serving the dashboard's
@@ -221,7 +244,7 @@ class AgentMagics(Magics):
         args = self._parse(line, cell)
         agent = self._agent_for(args)
         if not args.background:
-            await self._run_async(agent, cell.strip(), args.out)
+            await self._run_async(agent, cell.strip(), args.out, confirmer=self._confirmer())
         elif getattr(self.shell, "kernel", None) is None:
             # A terminal runs each cell's loop only while the cell runs: the task would freeze.
             raise UsageError(
@@ -231,10 +254,12 @@ class AgentMagics(Magics):
         else:
             self._start_background(agent, cell.strip(), args.out)
 
-    async def _run_async(self, agent: Agent, instructions: str, out: str) -> None:
+    async def _run_async(
+        self, agent: Agent, instructions: str, out: str, *, confirmer: WidgetConfirmer | None
+    ) -> None:
         from gr_notebook.jupyter.widgets import Dashboard
 
-        run = _person(lambda: agent.start(instructions))
+        run = _launch(agent, instructions, confirmer)
         self._namespace[out] = run
         display(Dashboard.for_run(run))
         try:
@@ -321,6 +346,31 @@ def _split_action(rest: str) -> tuple[str, str]:
     """``"add  Check the index"`` → ``("add", "Check the index")``; any whitespace splits."""
     parts = rest.split(None, 1)
     return (parts[0], parts[1].strip()) if len(parts) == 2 else (rest.strip(), "")
+
+
+def _launch(
+    agent: Agent,
+    instructions: str,
+    confirmer: WidgetConfirmer | None,
+    *,
+    context: contextvars.Context | None = None,
+) -> Run:
+    """Start the run. A self-regulating agent without a confirmer of its own borrows
+    ``confirmer`` for this run only: the person's agent object is left as it was, and a
+    confirmer they set is never replaced. The confirmer's prompts go to the run's dashboard.
+    """
+    settings = agent.regulation
+    if confirmer is None or settings is None or settings.confirm is not None:
+        return _person(lambda: agent.start(instructions, context=context))
+    agent.regulation = replace(settings, confirm=confirmer)
+    try:  # start() builds the run's loop, which keeps these settings, before it returns
+        run = _person(lambda: agent.start(instructions, context=context))
+    finally:
+        agent.regulation = settings
+    from gr_notebook.jupyter.widgets import Dashboard
+
+    confirmer.show = Dashboard.for_run(run).show_prompt
+    return run
 
 
 def _person(action: Callable[[], T]) -> T:

@@ -15,6 +15,7 @@ from gr_notebook.jupyter.state import (
     Level,
     Meter,
     TimelineEntry,
+    Tone,
     plural,
 )
 from gr_notebook.plan import Plan
@@ -22,6 +23,8 @@ from gr_notebook.todos import TodoList
 
 __all__ = [
     "LEVEL_COLOURS",
+    "STATE_COLOURS",
+    "TONE_STYLES",
     "render_dashboard",
     "render_feedback",
     "render_header",
@@ -49,6 +52,7 @@ STATE_COLOURS = {
     "cancelled": "#616161",
     "budget_exhausted": "#ef6c00",
     "incomplete": "#ef6c00",
+    "stuck": "#ad1457",  # tier 3: the interventions gave up on the run
 }
 EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
@@ -66,7 +70,18 @@ TIMELINE_ICONS = {
     "policy_decision": "⛔",
     "completion_check": "✋",
     "policies_reset": "↺",
+    "intervention": "⚑",
+    "intervention_skipped": "·",
+    "task_assessed": "⚖",
+    "confirmation": "⊘",
+    "conversation_pruned": "✂",
     "run_finished": "■",
+}
+TONE_STYLES: dict[Tone, str] = {
+    "plain": "",
+    "muted": "color:#9e9e9e",
+    "notice": "color:#e65100;font-weight:600",
+    "alert": "color:#c62828;font-weight:700",
 }
 MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.35"
 PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
@@ -204,9 +219,10 @@ def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) 
         body = "<i style='color:#757575'>Nothing yet.</i>"
     else:
         rows = "".join(
-            f"<li class='gr-event gr-event-{escape(e.kind)}' style='list-style:none'>"
-            f"<span style='color:#9e9e9e;display:inline-block;min-width:5.5em'>turn {e.turn}</span>"
-            f"{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
+            f"<li class='gr-event gr-event-{escape(e.kind)} gr-tone-{e.tone}' "
+            f"style='list-style:none;{TONE_STYLES[e.tone]}'>"
+            f"<span style='color:#9e9e9e;font-weight:400;display:inline-block;min-width:5.5em'>"
+            f"turn {e.turn}</span>{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
             for e in entries
         )
         body = f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"

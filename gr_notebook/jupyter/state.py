@@ -1,18 +1,28 @@
 """What a dashboard shows, as plain values: meters, timeline entries, feedback blocks.
 
 A :class:`RunTracker` follows a run's events and keeps only the last few timeline and
-feedback entries, so building a :class:`DashboardState` costs the same at turn 2,000 as at
-turn 20. Everything here is pure: renderers and tests take these values, no kernel needed.
+feedback entries, plus the latest budget the events announced, so building a
+:class:`DashboardState` costs the same at turn 2,000 as at turn 20. Everything here is pure:
+renderers and tests take these values, no kernel needed.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from gr_notebook.events import Event
+from gr_notebook.jupyter.timeline import (
+    TIMELINE_KINDS,
+    Tone,
+    describe,
+    describe_held_off,
+    plural,
+    tone_of,
+    worth_a_line,
+)
 from gr_notebook.plan import Plan
 from gr_notebook.todos import TodoList
 
@@ -27,6 +37,7 @@ __all__ = [
     "Meter",
     "RunTracker",
     "TimelineEntry",
+    "Tone",
     "describe",
     "meter_level",
     "plural",
@@ -39,7 +50,6 @@ WARN_AT = 0.5
 HIGH_AT = 0.8
 TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
-MAX_TEXT = 160
 MAX_BLOCK = 1_000
 
 
@@ -80,6 +90,7 @@ class TimelineEntry:
     turn: int
     kind: str
     text: str
+    tone: Tone = "plain"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,106 +160,13 @@ class DashboardState:
         return self.state not in ("running", "pausing", "stopping")
 
 
-def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _list_name(kind: Any, number: Any, name: Any) -> str:
-    if kind == "bootstrap":
-        return "Bootstrap"
-    if kind == "job_completion":
-        return "Job completion"
-    return f"Phase {number}" + (f" '{name}'" if name else "")
-
-
-def _phase_transition(d: Mapping[str, Any]) -> str:
-    what = _list_name(d.get("kind"), d.get("from_phase", "?"), d.get("name"))
-    text = f"{what} {d.get('outcome', 'ended')}: {d.get('done', 0)}/{d.get('tasks', 0)} tasks"
-    return text + (f" → {d['archive']}" if d.get("archive") else "")
-
-
-def _compaction(d: Mapping[str, Any]) -> str:
-    return (
-        f"Compacted: {d.get('messages_removed', 0)} messages folded into a recap, "
-        f"conversation {d.get('tokens_before', 0):,} → {d.get('tokens_after', 0):,} tokens"
-    )
-
-
-def _error(d: Mapping[str, Any]) -> str:
-    where = d.get("tool") or d.get("source", "run")
-    kind = f"{d['error_type']}: " if d.get("error_type") else ""
-    return f"Error in {where}: {kind}{d.get('message', '')}"
-
-
-def _run_finished(d: Mapping[str, Any]) -> str:
-    reason = f" ({d['reason']})" if d.get("reason") else ""
-    return f"Run {d.get('status', 'finished')}{reason} after {plural(d.get('turns', 0), 'turn')}"
-
-
-def _policy_decision(d: Mapping[str, Any]) -> str:
-    return (
-        f"Denied {d.get('tool', 'a tool')} by {d.get('policy', 'a policy')}: {d.get('reason', '')}"
-    )
-
-
-def _completion_check(d: Mapping[str, Any]) -> str:
-    stop = "job_complete" if d.get("stop") == "job_complete" else "the final reply"
-    if d.get("bypassed"):
-        return f"Stop by {stop} allowed unchecked: {d['bypassed']}"
-    feedback = str(d.get("feedback") or "").replace("<blocker>", "").replace("</blocker>", "")
-    ending = " — giving up" if d.get("give_up") else ""
-    return f"Stop by {stop} refused ({d.get('refusals', 1)} in a row){ending}: {feedback}"
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
-_DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "run_started": lambda d: f"Run started on {d.get('model', 'a model')}",
-    "phase_started": lambda d: (
-        f"{_list_name(d.get('kind'), d.get('phase', '?'), d.get('name'))} started"
-    ),
-    "phase_transition": _phase_transition,
-    "compaction": _compaction,
-    "rewind": lambda d: f"Rewind by the {d.get('source', 'model')}: {d.get('issue', '')}",
-    "stuck_checkpoint": lambda d: "Stuck checkpoint: the todo list has not changed",
-    "run_paused": lambda d: "Paused",
-    "run_resumed": lambda d: "Resumed",
-    "job_complete": lambda d: f"Job complete: {d.get('summary', '')}",
-    "error": _error,
-    "policy_decision": _policy_decision,
-    "completion_check": _completion_check,
-    "policies_reset": lambda d: f"Policy memory reset by the {d.get('source', 'model')}",
-    "run_finished": _run_finished,
-}
-
-#: Kinds that reach the timeline only sometimes: a denial, not every allowed call; a refused
-#: or bypassed stop, not one that was simply allowed.
-_NOTEWORTHY: dict[str, Callable[[Mapping[str, Any]], bool]] = {
-    "policy_decision": lambda d: d.get("allowed") is False,
-    "completion_check": lambda d: d.get("complete") is not True,
-}
-
-#: Event kinds that appear on the timeline; later layers add theirs with :func:`describe`.
-TIMELINE_KINDS = frozenset(_DESCRIBERS)
-
-
-def describe(event: Event) -> str:
-    """One line for the timeline; unknown kinds fall back to the kind and its data."""
-    describer = _DESCRIBERS.get(event.kind)
-    if describer is not None:
-        return _clip(describer(event.data))
-    return _clip(f"{event.kind}: {dict(event.data)}")
-
-
-def _always(data: Mapping[str, Any]) -> bool:
-    return True
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class RunTracker:
-    """Follows a run's events, keeping the bounded lists a dashboard shows."""
+    """Follows a run's events, keeping the bounded lists a dashboard shows and the budget
+    the latest events announced (an approved assessment replaces the run's own limits)."""
 
     def __init__(
         self,
@@ -258,27 +176,83 @@ class RunTracker:
         kinds: frozenset[str] = TIMELINE_KINDS,
     ) -> None:
         self.kinds = kinds
-        self.timeline: deque[TimelineEntry] = deque(maxlen=timeline_size)
+        self.timeline_size = timeline_size
+        self.timeline: deque[TimelineEntry] = deque()
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
         self.timeline_total = 0
         self.feedback_total = 0
+        self.tokens_budget: int | None = None
+        """The token budget the latest event announced; ``None`` until one does."""
+        self.iterations_max: int | None = None
+        self.assessed = False
+        """An approved ``assess_task`` set the budget (rather than the run's limits)."""
+        self._held: tuple[Any, Any, int] | None = None
+        """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
     def add(self, event: Event) -> bool:
         """Take one event; True when it changed what the timeline or feedback panel shows."""
-        if event.kind == "feedback":
+        kind, data = event.kind, event.data
+        if kind == "model_call":
+            if "tokens_budget" in data:
+                self.tokens_budget = _int_or_none(data["tokens_budget"])
+            if "iterations_max" in data:
+                self.iterations_max = _int_or_none(data["iterations_max"])
+            return False
+        if kind == "task_assessed" and data.get("approved") is True:
+            self.tokens_budget = _int_or_none(data.get("token_budget"))
+            self.iterations_max = _int_or_none(data.get("max_iterations"))
+            self.assessed = True
+        if kind == "feedback":
             self.feedback.append(FeedbackEntry.from_event(event))
             self.feedback_total += 1
             return True
-        if event.kind in self.kinds and _NOTEWORTHY.get(event.kind, _always)(event.data):
-            self.timeline.append(TimelineEntry(event.seq, event.turn, event.kind, describe(event)))
-            self.timeline_total += 1
-            return True
-        return False
+        if kind not in self.kinds or not worth_a_line(kind, data):
+            return False
+        entry = TimelineEntry(event.seq, event.turn, kind, describe(event), tone_of(kind, data))
+        held, self._held = self._held, None
+        if kind == "intervention_skipped":
+            reason, step = data.get("skip_reason"), data.get("step", "?")
+            if held is not None and held[0] == reason and self.timeline:
+                # Checks held off in a row for one reason share a line: a healthy run's
+                # check every few steps must not push the interventions off the timeline.
+                first, count = held[1], held[2] + 1
+                text = describe_held_off(data, first_step=first, count=count)
+                self.timeline[-1] = replace(entry, text=text)
+                self._held = (reason, first, count)
+                return True
+            self._held = (reason, step, 1)
+        self.timeline.append(entry)
+        self.timeline_total += 1
+        if len(self.timeline) > self.timeline_size:
+            self._make_room()
+        return True
 
-    def snapshot(self, run: Run) -> DashboardState:
+    def _make_room(self) -> None:
+        """Drop the oldest muted line (a held-off check) before any other, so a healthy
+        run's checks every few steps never push a pause, a phase or an intervention off the
+        timeline; the newest line always stays. Costs the timeline's length, not the run's."""
+        for i in range(len(self.timeline) - 1):
+            if self.timeline[i].tone == "muted":
+                del self.timeline[i]
+                return
+        self.timeline.popleft()
+
+    def meters(self, run: Run) -> tuple[Meter, ...]:
+        """Tokens against the budget the events announced, else the run's limits;
+        iterations likewise; the context against the model's window."""
         summary = run.summary()
         limits = run.limits
         tokens = summary["input_tokens"] + summary["output_tokens"]
+        budget = self.tokens_budget if self.tokens_budget is not None else limits.token_budget
+        cap = self.iterations_max if self.iterations_max is not None else limits.max_iterations
+        basis = " (assessed)" if self.assessed else ""
+        return (
+            Meter(f"Tokens used{basis}", tokens, budget, "tokens"),
+            Meter(f"Iterations{basis}", summary["turns"], cap, "turns"),
+            Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
+        )
+
+    def snapshot(self, run: Run) -> DashboardState:
         job = run.job
         return DashboardState(
             run_id=run.run_id,
@@ -286,11 +260,7 @@ class RunTracker:
             reason=run.reason,
             todos=run.todos,
             plan=run.plan,
-            meters=(
-                Meter("Tokens used", tokens, limits.token_budget, "tokens"),
-                Meter("Iterations", summary["turns"], limits.max_iterations, "turns"),
-                Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
-            ),
+            meters=self.meters(run),
             timeline=tuple(reversed(self.timeline)),
             timeline_total=self.timeline_total,
             feedback=tuple(reversed(self.feedback)),

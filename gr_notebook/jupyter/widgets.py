@@ -182,6 +182,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.feedback = w.HTML()
         self.timeline = w.HTML()
         self.log_panel = w.HTML()
+        self.prompts = w.VBox()
+        """Questions for the person, e.g. a :class:`WidgetConfirmer`'s, next to the controls."""
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger")
         self.pause_button = w.Button(description="Pause", icon="pause")
         self.issue = w.Text(placeholder="What is wrong? Type it, then press Rewind")
@@ -200,6 +202,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
                 w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
                 self.feedback,
                 self.timeline,
+                self.prompts,
                 controls,
                 self.log_panel,
             ],
@@ -248,6 +251,11 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.log_panel.value = (
             f"<div class='gr-log' style='font-size:11px;color:#616161'>{lines}</div>"
         )
+
+    def show_prompt(self, prompt: w.Widget) -> None:
+        """Put a question in the dashboard: it shows in the run's own cell, also for a
+        background run whose output would otherwise land in whichever cell runs next."""
+        self.prompts.children = (*self.prompts.children, prompt)
 
     # -- controls -----------------------------------------------------------------------------
 
