@@ -13,6 +13,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +138,19 @@ class Agent:
         """Like :meth:`run`, without ``await``; also inside a running loop (a Jupyter cell)."""
         return run_blocking(self.run(instructions))
 
-    def start(self, instructions: str, *, context: contextvars.Context | None = None) -> Run:
+    def start(
+        self,
+        instructions: str,
+        *,
+        context: contextvars.Context | None = None,
+        confirm: ConfirmerLike | None = None,
+    ) -> Run:
         """Start a job as a task on the running event loop and return its live handle.
 
         ``context`` is the :mod:`contextvars` context the run's task runs in; the default is
         a copy of the caller's. A notebook passes a fresh one so that output from the task
-        is not attributed to the cell that launched it.
+        is not attributed to the cell that launched it. ``confirm`` answers this run's large
+        assessments when the agent has no confirmer of its own.
         """
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
@@ -181,7 +189,11 @@ class Agent:
             clock=self.clock,
             guardrails=self.guardrails,
             interventions=self.interventions,
-            regulation=self.regulation,
+            regulation=(
+                replace(self.regulation, confirm=confirm)
+                if confirm is not None and self.regulation and self.regulation.confirm is None
+                else self.regulation
+            ),
             name=self.name,
             run_id=run_id,
         )

@@ -9,13 +9,13 @@ with the reason recorded and the workspace left as it was.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.context import ContextManager, build_recap
+from gr_notebook.eventdata import clip, clip_json
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.feedback import render_feedback
@@ -46,10 +46,6 @@ __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetect
 RunStatus: TypeAlias = Literal[
     "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
 ]
-
-MAX_EVENT_TEXT = 400
-MAX_EVENT_ITEMS = 50
-MAX_EVENT_DEPTH = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +102,7 @@ class Loop:
         self.interventions = InterventionEngine(interventions) if interventions else None
         self.regulation = (
             SelfRegulation(
-                table=regulation.table,
-                usage=self.usage,
-                emit=self.emit,
-                workspace=workspace,
-                confirm=regulation.confirm,
-                confirm_above=regulation.confirm_above,
-                run_id=run_id,
+                regulation, usage=self.usage, emit=self.emit, workspace=workspace, run_id=run_id
             )
             if regulation
             else None
@@ -243,7 +233,7 @@ class Loop:
                 "messages": len(request.messages),
                 "stop_reason": response.stop_reason,
                 "tool_calls": len(response.tool_uses),
-                "text": _clip(response.text),
+                "text": clip(response.text),
                 "duration_s": time.perf_counter() - started,
                 "model": response.model or self.model.name,
                 "tokens_used": self.tokens,
@@ -258,7 +248,7 @@ class Loop:
         if not response.content:
             return self._fail_response("the model returned an empty response")
         if response.stop_reason == "refusal":
-            return self._fail_response(f"the model refused: {_clip(response.text)}")
+            return self._fail_response(f"the model refused: {clip(response.text)}")
         self.context.append(response.message())
         uses = response.tool_uses
         if not uses:
@@ -298,9 +288,9 @@ class Loop:
             {
                 "tool": use.name,
                 "tool_use_id": use.id,
-                "input": _clip_json(use.input),
+                "input": clip_json(use.input),
                 "is_error": output.is_error,
-                "result": _clip(output.content),
+                "result": clip(output.content),
                 "duration_s": time.perf_counter() - started,
             },
         )
@@ -315,15 +305,7 @@ class Loop:
                 str(use.input.get("path", "")), turn=self.turn, call_index=self.guards.calls
             )
             if redundant is not None:
-                self.emit(
-                    "feedback",
-                    {
-                        **redundant.to_json(),
-                        "text": redundant.render(),
-                        "tool": use.name,
-                        "config": None,
-                    },
-                )
+                self.emit("feedback", redundant.event_data(use.name, None))
                 blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
@@ -417,7 +399,7 @@ class Loop:
         return LoopOutcome(
             "incomplete",
             f"the stop was refused {self.guards.refusals} times in a row"
-            + (f": {_clip(first, 200)}" if first else ""),
+            + (f": {clip(first, 200)}" if first else ""),
         )
 
     # -- interventions (seed 004) ---------------------------------------------------------------
@@ -505,7 +487,7 @@ class Loop:
 
     def _inject(self, texts: list[str]) -> None:
         for text in texts:
-            self.emit("prompt_injected", {"text": _clip(text), "marker": marker_of(text)})
+            self.emit("prompt_injected", {"text": clip(text), "marker": marker_of(text)})
         self.context.append_user([TextBlock(t) for t in texts])
 
     def _apply_rewinds(self) -> None:
@@ -517,26 +499,3 @@ class Loop:
             if reset:
                 self._reset_policies("person")
             self._inject(self.phases.take_prompts())
-
-
-def _clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _clip_json(value: Any, depth: int = 0) -> Any:
-    """Tool inputs as stored in events: strings, lists and nesting shortened, so an event
-    stays small whatever the model sends."""
-    if isinstance(value, str):
-        return _clip(value)
-    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_EVENT_DEPTH:
-        return _clip(json.dumps(value, default=str))
-    if isinstance(value, Mapping):
-        return {str(k): _clip_json(v, depth + 1) for k, v in list(value.items())[:MAX_EVENT_ITEMS]}
-    if isinstance(value, (list, tuple)):
-        items = [_clip_json(v, depth + 1) for v in value[:MAX_EVENT_ITEMS]]
-        if len(value) > MAX_EVENT_ITEMS:
-            items.append(f"… {len(value) - MAX_EVENT_ITEMS} more")
-        return items
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return _clip(repr(value))

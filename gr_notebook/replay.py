@@ -79,7 +79,8 @@ def replay_interventions(
     import pandas as pd
 
     events = _events_of(run_or_events)
-    checks, turns = _replay(events, config or InterventionConfig())
+    turns = [e.turn for e in events if e.kind == "tool_call"]
+    checks = replay_steps(InterventionEngine(config), recorded_steps(events))
     rows = [
         {**_row(check), "turn": turns[check.step - 1]}
         for check in checks
@@ -139,13 +140,6 @@ def sweep_interventions(
             )
     columns = _SWEEP_COLUMNS[:2] + names + _SWEEP_COLUMNS[2:]
     return pd.DataFrame(rows, columns=columns)
-
-
-def _replay(
-    events: list[Event], config: InterventionConfig
-) -> tuple[list[InterventionCheck], list[int]]:
-    turns = [e.turn for e in events if e.kind == "tool_call"]
-    return replay_steps(InterventionEngine(config), recorded_steps(events)), turns
 
 
 def _row(check: InterventionCheck) -> dict[str, Any]:

@@ -76,6 +76,12 @@ class Feedback:
         object.__setattr__(self, "observations", tuple(self.observations))
         object.__setattr__(self, "suggestions", tuple(self.suggestions))
 
+    def event_data(self, tool: str, config: int | None) -> dict[str, Any]:
+        """The ``feedback`` event: the block's fields, its text as the model read it, the
+        tool call that triggered it and the provider configuration's index (None for the
+        system's own feedback)."""
+        return {**self.to_json(), "text": self.render(), "tool": tool, "config": config}
+
     def render(self) -> str:
         """The block the model reads, with XML special characters escaped."""
         lines = [f"<feedback provider='{escape(self.provider_name, _QUOTES)}'>"]

@@ -168,21 +168,19 @@ class SelfRegulation:
 
     def __init__(
         self,
+        settings: RegulationSettings,
         *,
-        table: BudgetTable,
         usage: Callable[[], BudgetUsage],
         emit: Callable[[str, Mapping[str, Any]], None],
         workspace: Workspace,
-        confirm: ConfirmerLike | None = None,
-        confirm_above: int = DEFAULT_CONFIRM_ABOVE,
         run_id: str = "",
     ) -> None:
-        self.table = table
+        self.table = settings.table
+        self.confirm = settings.confirm
+        self.confirm_above = settings.confirm_above
         self.usage = usage
         self.emit = emit
         self.workspace = workspace
-        self.confirm = confirm
-        self.confirm_above = confirm_above
         self.run_id = run_id
         self.assessment: TaskAssessment | None = None
         self.summaries: list[ProgressSummary] = []

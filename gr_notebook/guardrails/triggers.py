@@ -149,7 +149,7 @@ class FeedbackRunner:
         )
         self._emit(
             "feedback",
-            {**block.to_json(), "text": block.render(), "tool": tool, "config": index},
+            block.event_data(tool, index),
         )
         return True, block
 

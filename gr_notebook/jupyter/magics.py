@@ -13,7 +13,6 @@ import keyword
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython import display as ipython_display
@@ -355,21 +354,13 @@ def _launch(
     *,
     context: contextvars.Context | None = None,
 ) -> Run:
-    """Start the run. A self-regulating agent without a confirmer of its own borrows
-    ``confirmer`` for this run only: the person's agent object is left as it was, and a
-    confirmer they set is never replaced. The confirmer's prompts go to the run's dashboard.
-    """
-    settings = agent.regulation
-    if confirmer is None or settings is None or settings.confirm is not None:
-        return _person(lambda: agent.start(instructions, context=context))
-    agent.regulation = replace(settings, confirm=confirmer)
-    try:  # start() builds the run's loop, which keeps these settings, before it returns
-        run = _person(lambda: agent.start(instructions, context=context))
-    finally:
-        agent.regulation = settings
-    from gr_notebook.jupyter.widgets import Dashboard
+    """Start the run. A self-regulating agent without a confirmer of its own uses
+    ``confirmer`` for this run; its prompts go to the run's dashboard."""
+    run = _person(lambda: agent.start(instructions, context=context, confirm=confirmer))
+    if confirmer is not None:
+        from gr_notebook.jupyter.widgets import Dashboard
 
-    confirmer.show = Dashboard.for_run(run).show_prompt
+        confirmer.show = Dashboard.for_run(run).show_prompt
     return run
 
 

@@ -43,7 +43,7 @@ def audit_work(s: Situation, task: Task) -> Work:
             return [("search", {"pattern": AUDIT_PATTERN, "path": folder})], None
         return [("list_files", {"path": folder})], None
     wanted = _hit_files(found) if regulated else _listed_files(found)
-    read = {str(c.input.get("path")): c.result or "" for c in since if _ok(c, "read_file")}
+    read = {str(c.input.get("path")): c.result or "" for c in since if c.ok("read_file")}
     unread = [p for p in wanted if p not in read]
     if unread:
         return [("read_file", {"path": p}) for p in unread[:READS_PER_TURN]], None
@@ -69,7 +69,7 @@ def report_work(s: Situation) -> Work:
     if listing is None:
         return [("list_files", {"path": "work"})], None
     wanted = [p for p in _listed_files(listing) if "audit" in p]
-    read = {str(c.input.get("path")): c.result or "" for c in since if _ok(c, "read_file")}
+    read = {str(c.input.get("path")): c.result or "" for c in since if c.ok("read_file")}
     unread = [p for p in wanted if p not in read]
     if unread:
         return [("read_file", {"path": p}) for p in unread[:READS_PER_TURN]], None
@@ -81,13 +81,9 @@ def report_work(s: Situation) -> Work:
     return [("write_file", {"path": REPORT_FILE, "content": content})], ("write_file", REPORT_FILE)
 
 
-def _ok(call: Call, name: str) -> bool:
-    return call.name == name and not call.is_error
-
-
 def _last(calls: Sequence[Call], name: str, folder: str) -> Call | None:
     for call in reversed(calls):
-        if _ok(call, name) and call.input.get("path") == folder:
+        if call.ok(name) and call.input.get("path") == folder:
             return call
     return None
 

@@ -24,7 +24,6 @@ from gr_notebook.models.situation import Call, Situation
 __all__ = ["Impatient", "Quitter", "Reckless"]
 
 _READ_HINT = re.compile(r"with read_file\('([^']+)'\)")
-_NOT_WORK = ("Bootstrap", "Job Completion")
 
 
 @register_profile
@@ -39,7 +38,7 @@ class Reckless(Profile):
         if path is not None:
             return respond(f"I will read {path} first.", [("read_file", {"path": path})])
         task = s.current
-        if task is not None and task.number == 1 and _in_work_phase(s):
+        if task is not None and task.number == 1 and s.in_work_phase:
             line = f"- Starting phase {s.phase_number}: {s.phase_name}"
             tries = [c for c in s.calls if _writes(c, NOTES_FILE, line)]
             done = any(not c.is_error for c in tries)
@@ -80,17 +79,13 @@ class Quitter(Profile):
         task = s.current
         if (
             task is not None
-            and _in_work_phase(s)
+            and s.in_work_phase
             and task.number == len(s.tasks) // 2 + 1  # the halfway task, once
             and s.refused_stops == 0
-            and not (s.last_calls and all(c.is_error for c in s.last_calls))
+            and not s.erring
         ):
             return respond("That should be enough; the rest is straightforward. Done.", [])
         return super().act(s)
-
-
-def _in_work_phase(s: Situation) -> bool:
-    return s.phase_number >= 1 and s.phase_name not in _NOT_WORK
 
 
 def _read_hint(calls: tuple[Call, ...]) -> str | None:

@@ -44,7 +44,7 @@ class Profile:
         self.seed = seed
 
     def act(self, s: Situation) -> ModelResponse:
-        if s.last_calls and all(c.is_error for c in s.last_calls):
+        if s.erring:
             handled = self.on_error(s)
             if handled is not None:
                 return handled
@@ -237,7 +237,7 @@ class Profile:
         uses = response.tool_uses
         if "assess_task" not in s.tools or not uses or any(u.name == "job_complete" for u in uses):
             return response
-        if s.last_calls and all(c.is_error for c in s.last_calls):
+        if s.erring:
             return response  # error handling reads the previous turn; keep it clean
         before: list[tuple[str, Mapping[str, Any]]] = []
         after: list[tuple[str, Mapping[str, Any]]] = []

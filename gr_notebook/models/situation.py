@@ -20,6 +20,7 @@ __all__ = ["Call", "Situation", "Task"]
 
 _ITEM = re.compile(r"^\[([ x])\] (\d+)\. (.*?)(?:\s{6}← CURRENT)?$")
 _PHASE = re.compile(r"^Phase: (.*?)(?: \((\d+) of (\d+)\))?$")
+_NOT_WORK = ("Bootstrap", "Job Completion")
 _PLAN_FILE = re.compile(r"the strategy is in (\S+?)\.?$", re.MULTILINE)
 
 
@@ -40,6 +41,10 @@ class Call:
     is_error: bool
     turn_index: int
     """Index of the assistant message that made it, counted from the start of layer 5."""
+
+    def ok(self, name: str) -> bool:
+        """A successful call of ``name``."""
+        return self.name == name and not self.is_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,17 @@ class Situation:
     @property
     def current(self) -> Task | None:
         return next((t for t in self.tasks if not t.done), None)
+
+    @property
+    def in_work_phase(self) -> bool:
+        """A phase of the plan, not the bootstrap or job-completion list."""
+        return self.phase_number >= 1 and self.phase_name not in _NOT_WORK
+
+    @property
+    def erring(self) -> bool:
+        """Every call of the previous turn failed."""
+        last = self.last_calls
+        return bool(last) and all(c.is_error for c in last)
 
     @property
     def last_calls(self) -> tuple[Call, ...]:

@@ -20,28 +20,15 @@ from typing import ClassVar
 from gr_notebook.models import habits
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.models.simulated import Profile, register_profile, respond
-from gr_notebook.models.situation import Call, Situation, Task
+from gr_notebook.models.situation import Situation, Task
 
 __all__ = ["Drifter", "Implementer", "Looper", "StuckReader", "TokenHog"]
 
-_NOT_WORK = ("Bootstrap", "Job Completion")
 _MISSING = re.compile(r"'([^']+)'")
 PARTS = 12
 TESTS_EVERY = 4
 MAX_START_OVERS = 3
 HOG_READS_PER_TURN = 3
-
-
-def _in_work_phase(s: Situation) -> bool:
-    return s.phase_number >= 1 and s.phase_name not in _NOT_WORK
-
-
-def _erring(s: Situation) -> bool:
-    return bool(s.last_calls) and all(c.is_error for c in s.last_calls)
-
-
-def _ok(call: Call, name: str) -> bool:
-    return call.name == name and not call.is_error
 
 
 @register_profile
@@ -74,9 +61,9 @@ class Drifter(Profile):
             task is not None
             and task.number == 1
             and s.phase_number == 1
-            and _in_work_phase(s)
+            and s.in_work_phase
             and s.strategy_checks == 0
-            and not _erring(s)
+            and not s.erring
         ):
             wander = [
                 ("list_files", {}),
@@ -96,12 +83,12 @@ class TokenHog(Profile):
 
     def act(self, s: Situation) -> ModelResponse:
         task = s.current
-        if task is not None and _in_work_phase(s) and not _erring(s):
+        if task is not None and s.in_work_phase and not s.erring:
             since = s.calls_since("todo_complete")
-            listing = next((c for c in reversed(since) if _ok(c, "list_files")), None)
+            listing = next((c for c in reversed(since) if c.ok("list_files")), None)
             if listing is None:
                 return respond("Listing the reference data.", [("list_files", {"path": "data"})])
-            read = {str(c.input.get("path")) for c in since if _ok(c, "read_file")}
+            read = {str(c.input.get("path")) for c in since if c.ok("read_file")}
             files = [line.split("  (")[0] for line in (listing.result or "").splitlines()]
             todo = [p for p in files if p.startswith("data/") and p not in read]
             todo = [p for p in todo if not self._known(s, p)]
@@ -114,7 +101,7 @@ class TokenHog(Profile):
     def _known(s: Situation, path: str) -> bool:
         """Told a read was redundant, it trusts the copy still in view."""
         return any(
-            _ok(c, "read_file")
+            c.ok("read_file")
             and c.input.get("path") == path
             and "provider='Redundancy'" in (c.result or "")
             for c in s.calls
@@ -133,20 +120,20 @@ class Implementer(Profile):
 
     def act(self, s: Situation) -> ModelResponse:
         task = s.current
-        if task is not None and task.title.startswith("Implement") and not _erring(s):
+        if task is not None and task.title.startswith("Implement") and not s.erring:
             return self.implement(s, task)
         return super().act(s)
 
     def implement(self, s: Situation, task: Task) -> ModelResponse:
         in_task = s.calls_since("todo_complete")
-        starts = sum(_ok(c, "start_over") for c in in_task)
+        starts = sum(c.ok("start_over") for c in in_task)
         told = s.strategy_checks >= starts > 0 and starts < MAX_START_OVERS
         if starts == 0 or told:
             strategy = "two-phase topological sort" if starts == 0 else "a simpler propagation"
             return respond(f"Starting over: {strategy}.", [("start_over", {"strategy": strategy})])
         since = s.calls_since("start_over")
         parts = sum(
-            _ok(c, "write_file") and str(c.input.get("path", "")).startswith("src/parts/")
+            c.ok("write_file") and str(c.input.get("path", "")).startswith("src/parts/")
             for c in since
         )
         if parts < PARTS:
@@ -160,7 +147,7 @@ class Implementer(Profile):
             if n % TESTS_EVERY == 0:
                 calls.append(("run_tests", {}))
             return respond(f"Implementing part {n} of {PARTS}.", calls)
-        tests = next((c for c in reversed(since) if _ok(c, "run_tests")), None)
+        tests = next((c for c in reversed(since) if c.ok("run_tests")), None)
         if tests is None:
             return respond("Running the tests.", [("run_tests", {})])
         failing = [ln for ln in (tests.result or "").splitlines() if ln.startswith("FAILED")]
@@ -183,7 +170,7 @@ class StuckReader(Profile):
 
     def act(self, s: Situation) -> ModelResponse:
         task = s.current
-        if task is not None and _in_work_phase(s) and not _erring(s):
+        if task is not None and s.in_work_phase and not s.erring:
             cycle = [
                 ("read_file", {"path": "instructions.md"}),
                 ("read_file", {"path": s.plan_file}),
