@@ -6,6 +6,7 @@ pandas nor anthropic. The notebook face loads with ``%load_ext gr_notebook``.
 
 from __future__ import annotations
 
+import logging
 import typing
 
 from gr_notebook.agent import Agent
@@ -194,3 +195,7 @@ __all__ = [
     "tool_call",
     "tool_calls",
 ]
+
+# A library logs and the application decides where it goes: without a handler of its own,
+# an intervention's warnings would reach stderr through logging's last resort.
+logging.getLogger("gr_notebook").addHandler(logging.NullHandler())

@@ -97,7 +97,7 @@ _CODE_WORDS = (
 )
 
 
-def audit_job(files_per_module: int = 10, lines_per_file: int = 120, seed: int = 0) -> ExampleJob:
+def audit_job(files_per_module: int = 10, lines_per_file: int = 160, seed: int = 0) -> ExampleJob:
     """A codebase of ``6 × files_per_module`` Python files with a few planted issues."""
     rng = random.Random(seed)
     files: dict[str, str] = {}

@@ -18,6 +18,7 @@ from gr_notebook.guardrails.interventions import (
     InterventionEngine,
     ToolStep,
     pass_count_and_todos,
+    pass_count_todos_and_first_reads,
     replay_steps,
 )
 
@@ -260,6 +261,48 @@ def test_default_signal_reads_both_pass_count_formats() -> None:
     assert signal("no tests ran") is None
     assert signal("3 passed", err=True) is None
     assert signal("", tool="todo_complete") is True
+
+
+class TestFirstReads:
+    def test_a_step_is_novel_on_its_first_successful_call_with_that_input(self) -> None:
+        seen: list[bool] = []
+
+        def spy(step: ToolStep) -> None:
+            seen.append(step.novel)
+
+        engine = InterventionEngine(InterventionConfig(progress_signal=spy))
+        for path, err in [("a", False), ("a", False), ("b", True), ("b", False), ("b", False)]:
+            engine.observe("read_file", {"path": path}, "text", is_error=err)
+        engine.observe("list_files", {"path": "a"}, "a", is_error=False)
+        assert seen == [True, False, False, True, False, True]
+
+    def test_novelty_is_keyed_as_events_record_the_input(self) -> None:
+        engine = InterventionEngine()
+        long = "x" * 5000
+        engine.observe("write_file", {"path": "f", "content": long}, "ok", is_error=False)
+        # Same first 400 characters: the event log cannot tell the two apart, so neither can
+        # the engine, and a replay from events decides exactly as the live run did.
+        engine.observe("write_file", {"path": "f", "content": long + "y"}, "ok", is_error=False)
+        assert len(engine.tracker.seen) == 1
+
+    def test_reading_new_files_is_progress_rereading_is_not(self) -> None:
+        config = InterventionConfig(progress_signal=pass_count_todos_and_first_reads)
+        auditor = [("read_file", {"path": f"src/f{i}.py"}, "...", False) for i in range(40)]
+        assert not any(c.fired for c in replay_steps(InterventionEngine(config), auditor))
+        assert [c.step for c in replay_steps(InterventionEngine(), auditor) if c.fired] == [15, 30]
+        circling = [("read_file", {"path": f"src/f{i % 3}.py"}, "...", False) for i in range(40)]
+        checks = replay_steps(InterventionEngine(config), circling)
+        assert [(c.step, c.tier) for c in checks if c.fired] == [(20, 1), (35, 2)]
+
+    def test_the_reading_signal_still_counts_passes_and_todos(self) -> None:
+        def signal(tool: str, result: str, novel: bool) -> object:
+            return pass_count_todos_and_first_reads(ToolStep(1, tool, {}, result, False, novel))
+
+        assert signal("run_tests", "4 passed", novel=False) == 4.0
+        assert signal("todo_complete", "", novel=False) is True
+        assert signal("read_file", "", novel=True) is True
+        assert signal("read_file", "", novel=False) is None
+        assert signal("list_files", "", novel=True) is None
 
 
 def test_log_lines_use_the_seed_wording(caplog: pytest.LogCaptureFixture) -> None:

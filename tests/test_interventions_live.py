@@ -8,6 +8,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
+from gr_notebook.guardrails import pass_count_todos_and_first_reads
 from tests.conftest import bootstrap_script
 
 Factory = Callable[..., gr.Agent]
@@ -117,6 +118,18 @@ class TestReplay:
         assert replayed.turn.tolist() == live.turn.tolist()
         only_fired = gr.replay_interventions(run)
         assert only_fired[["step", "tier"]].values.tolist() == [[15, 1], [30, 2], [50, 3]]
+
+    async def test_replay_sees_first_reads_as_the_live_run_did(self, make_agent: Factory) -> None:
+        config = gr.InterventionConfig(progress_signal=pass_count_todos_and_first_reads)
+        reads = [gr.tool_call("write_file", path=f"f{i}.md", content="x") for i in range(12)]
+        reads += [gr.tool_call("read_file", path=f"f{i % 12}.md") for i in range(60)]
+        run = await make_agent(gr.ScriptedModel(reads), interventions=config, stuck_turns=None).run(
+            "job"
+        )
+        live = run.interventions_df()
+        assert live.query("fired").step.tolist() == [40, 55]  # 12 new files, then circles
+        replayed = gr.replay_interventions(run, config, include_skipped=True)
+        assert replayed.drop(columns="turn").equals(live.drop(columns="turn"))
 
     async def test_replay_answers_what_other_settings_would_have_done(
         self, make_agent: Factory

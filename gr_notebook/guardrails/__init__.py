@@ -38,6 +38,7 @@ from gr_notebook.guardrails.interventions import (
     ProgressTracker,
     ToolStep,
     pass_count_and_todos,
+    pass_count_todos_and_first_reads,
 )
 from gr_notebook.guardrails.paths import canonical_path
 from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
@@ -102,5 +103,6 @@ __all__ = [
     "ToolStep",
     "canonical_path",
     "pass_count_and_todos",
+    "pass_count_todos_and_first_reads",
     "render_feedback",
 ]

@@ -12,6 +12,7 @@ The engine is pure (no clock, no I/O besides logging), so the loop drives it liv
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import deque
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.eventdata import clip_json
 from gr_notebook.validation import whole_number
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "SkipReason",
     "ToolStep",
     "pass_count_and_todos",
+    "pass_count_todos_and_first_reads",
 ]
 
 logger = logging.getLogger("gr_notebook")
@@ -53,6 +56,9 @@ class ToolStep:
     input: Mapping[str, Any]
     result: str
     is_error: bool
+    novel: bool = False
+    """The run's first successful call of this tool with this input (as events record
+    it): a first look at a file, say, rather than the fifth."""
 
 
 ProgressSignal: TypeAlias = Callable[[ToolStep], "float | bool | None"]
@@ -72,6 +78,16 @@ def pass_count_and_todos(step: ToolStep) -> float | bool | None:
         if match:
             return float(match.group(1) or match.group(2))
     return None
+
+
+def pass_count_todos_and_first_reads(step: ToolStep) -> float | bool | None:
+    """:func:`pass_count_and_todos`, and the first read of each file, for jobs where reading
+    is the work (an audit, a review): taking in a file not seen before is gathering
+    information, re-reading the same ones is going round in circles (decision 96)."""
+    signal = pass_count_and_todos(step)
+    if signal is None and step.novel and step.tool == "read_file":
+        return True
+    return signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +221,8 @@ class ProgressTracker:
     best_score: float = 0.0
     fresh_window: bool = False
     """Progress, or a reset, since the previous check: the next check is not stuck."""
+    seen: set[int] = field(default_factory=set)
+    """Hashes of the successful calls so far, tool and input: what makes a step ``novel``."""
 
 
 class InterventionEngine:
@@ -237,12 +255,17 @@ class InterventionEngine:
         t, c = self.tracker, self.config
         t.step += 1
         t.recent_tools.append(tool)
+        novel = False
         if not is_error:
             if tool in c.reset_tools:
                 self.note_reset()
             if tool in c.edit_tools:
                 t.code_edit_count += 1
-        self._read_progress(ToolStep(t.step, tool, params, result, is_error))
+            # Keyed as events record the input, so that a replay sees the same novelty.
+            key = hash((tool, json.dumps(clip_json(params), sort_keys=True, default=str)))
+            novel = key not in t.seen
+            t.seen.add(key)
+        self._read_progress(ToolStep(t.step, tool, params, result, is_error, novel))
         if t.step % c.check_every or self.stopped:
             return None
         return self._check()
