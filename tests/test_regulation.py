@@ -346,7 +346,7 @@ class TestAdaptiveBudgets:
         assert suggestion.budget.max_tokens >= max(suggestion.tokens)
         assert suggestion.budget.max_tokens % 1000 == 0
         text = str(suggestion)
-        assert "p90 of 5 completed runs; 1 unfinished runs left out" in text
+        assert "p90 of 5 completed runs; 1 unfinished run left out" in text
         assert f"max {max(suggestion.tokens):,}" in text
         p50 = gr.Budget.suggest("codebase_audit", store=store, percentile=50)
         assert p50.budget.max_iterations == 4

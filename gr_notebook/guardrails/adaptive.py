@@ -18,6 +18,7 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.wording import plural
 
 __all__ = ["BudgetSuggestion", "suggest_budget"]
 
@@ -42,9 +43,9 @@ class BudgetSuggestion:
                 f"numbers: max_tokens={b.max_tokens:,}, max_iterations={b.max_iterations}"
             )
         n = len(self.tokens)
-        left_out = f"; {self.skipped} unfinished runs left out" if self.skipped else ""
+        left_out = f"; {plural(self.skipped, 'unfinished run')} left out" if self.skipped else ""
         return (
-            f"{self.task_type}: p{self.percentile} of {n} completed run{'s' if n != 1 else ''}"
+            f"{self.task_type}: p{self.percentile} of {plural(n, 'completed run')}"
             f"{left_out}\n"
             f"  max_tokens={b.max_tokens:,} (used: median {_median(self.tokens):,.0f}, "
             f"min {min(self.tokens):,}, max {max(self.tokens):,})\n"

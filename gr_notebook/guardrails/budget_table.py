@@ -155,8 +155,8 @@ class BudgetTable:
             iterations = max_iterations
             notes.append(f"capped at the run's hard limit of {max_iterations} iterations")
         guidance = (
-            f"Budget: {tokens:,} tokens and {iterations} iterations for a {task_type} over "
-            f"about {estimated_files} files (x{multiplier:.2g} the base). Read only what you "
+            f"Budget: {tokens:,} tokens and {iterations} iterations for the {task_type} task "
+            f"over about {estimated_files} files (x{multiplier:.2g} the base). Read only what you "
             "need (search before reading), call check_resources every 3-5 tool calls, and "
             "call summarize_progress after more than 10 tool calls."
         )

@@ -16,10 +16,10 @@ from gr_notebook.jupyter.state import (
     Meter,
     TimelineEntry,
     Tone,
-    plural,
 )
 from gr_notebook.plan import Plan
 from gr_notebook.todos import TodoList
+from gr_notebook.wording import plural
 
 __all__ = [
     "LEVEL_COLOURS",
@@ -148,7 +148,7 @@ def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:
         )
     hidden = len(phases) - start - len(shown)
     if hidden:
-        items.append(_more_row(f"○ {hidden} more phase{'s' if hidden != 1 else ''}"))
+        items.append(_more_row(f"○ {plural(hidden, 'more phase')}"))
     body = f"<ul style='margin:0;padding-left:4px'>{''.join(items)}</ul>"
     title = plan.title if plan.title.lower().startswith("plan") else f"Plan: {plan.title}"
     return _panel("gr-plan", title if plan.title else "Plan", body)

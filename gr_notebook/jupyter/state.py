@@ -19,7 +19,6 @@ from gr_notebook.jupyter.timeline import (
     Tone,
     describe,
     describe_held_off,
-    plural,
     tone_of,
     worth_a_line,
 )
@@ -40,7 +39,6 @@ __all__ = [
     "Tone",
     "describe",
     "meter_level",
-    "plural",
 ]
 
 Level: TypeAlias = Literal["none", "ok", "warn", "high"]

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.events import Event
+from gr_notebook.wording import plural
 
 __all__ = [
     "TIMELINE_KINDS",
     "Tone",
     "describe",
     "describe_held_off",
-    "plural",
     "tone_of",
     "worth_a_line",
 ]
@@ -126,10 +126,6 @@ def _confirmation(d: Mapping[str, Any]) -> str:
         f"{d.get('estimated_tokens', 0):,} tokens (confirm above {d.get('threshold', 0):,}): "
         f"{d.get('by', 'not confirmed')}"
     )
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {

@@ -10,6 +10,7 @@ from gr_notebook.errors import ToolError
 from gr_notebook.plan import Plan
 from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.wording import plural
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "MAX_SEARCH_HITS", "WORKSPACE_TOOLS"]
 
@@ -112,7 +113,7 @@ def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     if not hits:
         return f"No lines under {root} match {params['pattern']!r}."
     more = len(hits) >= MAX_SEARCH_HITS
-    head = f"{files} file{'s' if files != 1 else ''} match" + (
+    head = f"{plural(files, 'file')} match" + (
         f" (first {MAX_SEARCH_HITS} lines shown; narrow the pattern or the path)" if more else ""
     )
     return head + ":\n" + "\n".join(hits)
