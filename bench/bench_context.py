@@ -73,6 +73,9 @@ def run_once(instructions: str, *, compaction: bool) -> ContextResult:
             compaction=compaction,
             store=False,
             stuck_turns=None,
+            # Compaction alone: with seed 003's tools the agent would also prune its own
+            # context, on both sides (bench_regulation.py measures that).
+            self_regulation=False,
         )
         started = time.perf_counter()
         run = agent.run_sync(instructions)
