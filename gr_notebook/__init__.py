@@ -66,6 +66,8 @@ from gr_notebook.models import (
     Model,
     ModelRequest,
     ModelResponse,
+    Price,
+    PriceTable,
     ScriptedModel,
     text,
     tool_call,
@@ -84,6 +86,7 @@ from gr_notebook.workspace import Workspace
 
 if typing.TYPE_CHECKING:
     from gr_notebook.jupyter.widgets import Dashboard
+    from gr_notebook.models.anthropic_model import AnthropicModel
 
 __version__ = "0.1.0"
 
@@ -106,11 +109,16 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.jupyter.widgets import Dashboard
 
         return Dashboard
+    if name == "AnthropicModel":  # and so does the anthropic SDK
+        from gr_notebook.models.anthropic_model import AnthropicModel
+
+        return AnthropicModel
     raise AttributeError(f"module 'gr_notebook' has no attribute {name!r}")
 
 
 __all__ = [
     "Agent",
+    "AnthropicModel",
     "Budget",
     "BudgetSuggestion",
     "BudgetTable",
@@ -151,6 +159,8 @@ __all__ = [
     "PolicyContext",
     "PolicyDecision",
     "PolicyState",
+    "Price",
+    "PriceTable",
     "ProgressSummary",
     "ReadBeforeWritePolicy",
     "ResourceReport",

@@ -43,6 +43,7 @@ _TURN_COLUMNS = [
     "layer5_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "cost_usd",
     "stop_reason",
     "tool_calls",
     "duration_s",
@@ -119,7 +120,9 @@ def turns_df(events: Iterable[Event]) -> pd.DataFrame:
         for e in events
         if e.kind == "model_call"
     ]
-    return pd.DataFrame(rows, columns=_TURN_COLUMNS)
+    frame = pd.DataFrame(rows, columns=_TURN_COLUMNS)
+    frame["cost_usd"] = frame["cost_usd"].astype(float)  # None (no price) reads as NaN
+    return frame
 
 
 def phases_df(events: Iterable[Event]) -> pd.DataFrame:

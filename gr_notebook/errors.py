@@ -7,7 +7,10 @@
     ├── ToolError           a tool call failed; the loop turns it into an is_error tool_result
     ├── ModelError          a model call failed; the run ends as "failed"
     │   ├── ScriptExhausted a ScriptedModel has no responses left
-    │   └── ModelSpecError  a model spec string names no known model or profile
+    │   ├── ModelSpecError  a model spec string names no known model or profile
+    │   ├── NetworkDisabled a request would leave this machine while the guard is on
+    │   └── RequestOverBudget a counted request would go over the token limit; the run
+    │                       ends "budget_exhausted" without sending it
     ├── StoreError          the run store cannot be opened or written
     ├── ConfigError         an Agent, Tool or Toolset was defined in a way that cannot work
     └── RunError            a Run was used the wrong way (e.g. waited on before it started)
@@ -24,7 +27,9 @@ __all__ = [
     "GrNotebookError",
     "ModelError",
     "ModelSpecError",
+    "NetworkDisabled",
     "PlanError",
+    "RequestOverBudget",
     "RunError",
     "ScriptExhausted",
     "StoreError",
@@ -64,6 +69,19 @@ class ScriptExhausted(ModelError):
 
 class ModelSpecError(ModelError, ValueError):
     """A model spec string names no known model or profile."""
+
+
+class NetworkDisabled(ModelError):
+    """A request would leave this machine while the network guard is on."""
+
+
+class RequestOverBudget(ModelError):
+    """A request, counted before sending, would go over the run's token limit."""
+
+    def __init__(self, message: str, *, needed: int, remaining: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.remaining = remaining
 
 
 class StoreError(GrNotebookError):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.context import ContextManager, build_recap
+from gr_notebook.errors import RequestOverBudget
 from gr_notebook.eventdata import clip, clip_json
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
@@ -29,6 +30,7 @@ from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
+from gr_notebook.models.call_context import CallContext, calling
 from gr_notebook.phases import JobResult, PhaseController
 from gr_notebook.prompts import (
     marker_of,
@@ -209,16 +211,28 @@ class Loop:
             self.system_prompt, self.phases.todos, self.registry.specs(), turn=self.turn
         )
         started = time.perf_counter()
+        limit = self.budget.max_tokens
+        call = CallContext(self.emit, None if limit is None else max(0, limit - self.tokens))
         try:
-            response = await self.model.complete(request)
+            with calling(call):
+                response = await self.model.complete(request)
         except asyncio.CancelledError:
             raise
+        except RequestOverBudget as exc:
+            self.emit("request_over_budget", {"needed": exc.needed, "remaining": exc.remaining})
+            return LoopOutcome("budget_exhausted", str(exc))
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
         usage = response.usage
         layers = request.layer_tokens
+        # Every prompt token counts, cached or not: the budget measures what the model read.
         self.tokens += (
-            usage.input_tokens + usage.output_tokens if usage else request.estimated_tokens
+            usage.input_tokens
+            + usage.cache_creation_input_tokens
+            + usage.cache_read_input_tokens
+            + usage.output_tokens
+            if usage
+            else request.estimated_tokens
         )
         spent = self.usage()
         self.emit(
@@ -236,6 +250,7 @@ class Loop:
                 "text": clip(response.text),
                 "duration_s": time.perf_counter() - started,
                 "model": response.model or self.model.name,
+                "cost_usd": response.extra.get("cost_usd"),
                 "tokens_used": self.tokens,
                 "tokens_budget": self.tokens_budget,
                 "iterations_used": spent.iterations,

@@ -1,6 +1,14 @@
-"""Models: one small protocol, offline implementations, and spec-string resolution."""
+"""Models: one small protocol, offline implementations, the Anthropic adapter, and
+spec-string resolution.
+
+``ALLOW_NETWORK`` is the network guard: set it to False (or start Python with
+``GR_NOTEBOOK_ALLOW_NETWORK=0``) and any model request to a host other than this machine
+fails at once.
+"""
 
 from __future__ import annotations
+
+import typing
 
 from gr_notebook.errors import ModelSpecError
 from gr_notebook.models.base import (
@@ -11,13 +19,24 @@ from gr_notebook.models.base import (
     SystemBlock,
     ToolSpec,
 )
+from gr_notebook.models.network import allow_network_default
+from gr_notebook.models.pricing import Price, PriceTable
 from gr_notebook.models.scripted import ScriptedModel, text, tool_call, tool_calls
 
+if typing.TYPE_CHECKING:
+    from gr_notebook.models.anthropic_model import AnthropicModel
+
+ALLOW_NETWORK: bool = allow_network_default()
+
 __all__ = [
+    "ALLOW_NETWORK",
+    "AnthropicModel",
     "FunctionModel",
     "Model",
     "ModelRequest",
     "ModelResponse",
+    "Price",
+    "PriceTable",
     "ScriptedModel",
     "SystemBlock",
     "ToolSpec",
@@ -53,13 +72,22 @@ def resolve_model(spec: object) -> Model:
             from gr_notebook.models.simulated import SimulatedModel
 
             return SimulatedModel(profile=arg or "diligent")
+        if kind == "anthropic":
+            if not arg.strip():
+                raise ModelSpecError(
+                    "'anthropic' needs a model id: 'anthropic:<model-id>', e.g. "
+                    "'anthropic:claude-sonnet-4-5'"
+                )
+            from gr_notebook.models.anthropic_model import AnthropicModel
+
+            return AnthropicModel(arg)
         if kind == "scripted":
             raise ModelSpecError(
                 "'scripted' needs its responses; pass gr.ScriptedModel([...]) as model= instead"
             )
         raise ModelSpecError(
-            f"unknown model spec {spec!r}; use 'simulated', 'simulated:<profile>', or pass a "
-            "model object such as gr.ScriptedModel([...])"
+            f"unknown model spec {spec!r}; use 'simulated', 'simulated:<profile>', "
+            "'anthropic:<model-id>', or pass a model object such as gr.ScriptedModel([...])"
         )
     if isinstance(spec, Model):
         return spec
@@ -69,3 +97,11 @@ def resolve_model(spec: object) -> Model:
         f"model= takes a spec string, a model object or an async function, not "
         f"{type(spec).__name__}"
     )
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name == "AnthropicModel":  # the SDK loads on first use, never on import gr_notebook
+        from gr_notebook.models.anthropic_model import AnthropicModel
+
+        return AnthropicModel
+    raise AttributeError(f"module 'gr_notebook.models' has no attribute {name!r}")

@@ -1,0 +1,352 @@
+"""Claude through the official ``anthropic`` SDK: the same agent, tools and guardrails as the
+simulated model, on the real Messages API.
+
+The core's messages already have the API's shape, so the request maps one to one: layer 1
+and layer 2 are system blocks, layer 3 the tool schemas, layers 4 and 5 the messages. With
+``cache=True`` the stable prefix (tools, then layer 1) ends in a ``cache_control``
+breakpoint; layer 2 changes every turn and comes after it, so it never spoils the cache.
+
+The adapter retries by itself, with the SDK's own retries off, so each retry is a
+``model_retry`` event and a stop during a request or a backoff is honoured at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from gr_notebook.errors import ConfigError, ModelError, RequestOverBudget
+from gr_notebook.eventdata import clip
+from gr_notebook.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from gr_notebook.models.base import (
+    DEFAULT_CONTEXT_WINDOW,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolSpec,
+)
+from gr_notebook.models.call_context import current_call, report
+from gr_notebook.models.network import check_network
+from gr_notebook.models.pricing import Price, PriceTable
+from gr_notebook.models.retry import RetryPolicy, parse_retry_after
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["MISSING_KEY", "AnthropicModel"]
+
+MISSING_KEY = (
+    "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable (or pass "
+    "api_key=...), or run offline with model='simulated'"
+)
+_CACHE = {"type": "ephemeral"}
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "pause_turn": "end_turn",
+    "model_context_window_exceeded": "max_tokens",
+}
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+T = TypeVar("T")
+
+
+class AnthropicModel:
+    """``gr.Agent(model=gr.AnthropicModel("claude-sonnet-4-5"))``, or the spec string
+    ``"anthropic:claude-sonnet-4-5"``.
+
+    ``client`` is an ``anthropic.AsyncAnthropic`` used as it is (the adapter's retries come on
+    top of its own); without one, the adapter builds a client with the SDK's retries off,
+    from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is per request, in seconds.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 8192,
+        cache: bool = True,
+        max_retries: int = 4,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = 600.0,
+        count_tokens: bool = False,
+        prices: PriceTable | Mapping[str, Price] | None = None,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-5'")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
+        self.model = model.strip()
+        self.max_tokens = max_tokens
+        self.cache = bool(cache)
+        self.retry = retry or RetryPolicy(max_retries=max_retries)
+        self.timeout = None if timeout is None else float(timeout)
+        self.count_tokens = bool(count_tokens)
+        self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
+        self.context_window = context_window
+        self._client = client if client is not None else _new_client(api_key, base_url, timeout)
+        if not hasattr(self._client, "messages") or not asyncio.iscoroutinefunction(
+            getattr(self._client.messages, "create", None)
+        ):
+            raise ConfigError(
+                "client must be an anthropic.AsyncAnthropic (the async client), got "
+                f"{type(self._client).__name__}"
+            )
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self.model}"
+
+    @property
+    def _api(self) -> Any:
+        """The client's messages resource, untyped: the SDK's overloads want literal
+        arguments, and the body is built as plain JSON values."""
+        return self._client.messages
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def __repr__(self) -> str:
+        return (
+            f"AnthropicModel({self.model!r}, cache={self.cache}, max_tokens={self.max_tokens}, "
+            f"max_retries={self.retry.max_retries}, timeout={self.timeout}, "
+            f"base_url={self.base_url!r})"
+        )
+
+    # -- the call ------------------------------------------------------------------------------
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        params = self.request_params(request)
+        check_network(self.base_url)
+        counted = await self._count(params) if self.count_tokens else None
+        message = await self._with_retries(
+            "messages.create", lambda: self._api.create(**params, **self._timeout())
+        )
+        return self._response(message, counted)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API body for ``request``: what is sent, as plain JSON values."""
+        tools = [_tool(t) for t in request.tools]
+        system: list[dict[str, Any]] = [
+            {"type": "text", "text": b.text}
+            for b in sorted(request.system, key=lambda b: b.layer)
+            if b.text
+        ]
+        layers = [b.layer for b in sorted(request.system, key=lambda b: b.layer) if b.text]
+        if self.cache:
+            stable = [i for i, layer in enumerate(layers) if layer == 1]
+            if stable:
+                system[stable[-1]]["cache_control"] = dict(_CACHE)
+            elif tools:
+                tools[-1]["cache_control"] = dict(_CACHE)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": _messages(request.messages),
+        }
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = tools
+        return params
+
+    async def _count(self, params: Mapping[str, Any]) -> int:
+        body = {k: v for k, v in params.items() if k != "max_tokens"}
+        counted = await self._with_retries(
+            "messages.count_tokens",
+            lambda: self._api.count_tokens(**body, **self._timeout()),
+        )
+        needed = int(counted.input_tokens)
+        call = current_call()
+        remaining = call.tokens_remaining if call else None
+        if remaining is not None and needed > remaining:
+            raise RequestOverBudget(
+                f"the next request needs {needed:,} input tokens (counted before sending) and "
+                f"{remaining:,} remain of the token budget; it was not sent",
+                needed=needed,
+                remaining=remaining,
+            )
+        return needed
+
+    def _timeout(self) -> dict[str, float]:
+        return {} if self.timeout is None else {"timeout": self.timeout}
+
+    async def _with_retries(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
+        import anthropic
+
+        policy = self.retry
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await send()
+            except anthropic.APIStatusError as exc:
+                if not _retryable_status(exc.status_code):
+                    raise ModelError(_status_message(exc)) from exc
+                error: Exception = exc
+            except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
+                error = exc
+            except (json.JSONDecodeError, ValueError) as exc:  # a body that is not JSON
+                error = exc
+            if attempt > policy.max_retries:
+                raise ModelError(
+                    f"the Anthropic API still failed after {policy.max_retries} "
+                    f"{'retry' if policy.max_retries == 1 else 'retries'} ({what}): "
+                    f"{_describe(error)}. The workspace and the store are intact; start the "
+                    "job again to resume it"
+                ) from error
+            retry_after = _retry_after(error)
+            delay = policy.delay(attempt, retry_after)
+            report(
+                "model_retry",
+                {
+                    "attempt": attempt,
+                    "max_retries": policy.max_retries,
+                    "operation": what,
+                    "error_type": type(error).__name__,
+                    "status": getattr(error, "status_code", None),
+                    "retry_after": retry_after,
+                    "delay_s": delay,
+                    "message": clip(_describe(error), 200),
+                },
+            )
+            await asyncio.sleep(delay)
+
+    def _response(self, message: Any, counted: int | None) -> ModelResponse:
+        content: list[ContentBlock] = []
+        for block in message.content:
+            kind = getattr(block, "type", None)
+            if kind == "text" and block.text:
+                content.append(TextBlock(block.text))
+            elif kind == "tool_use":
+                content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
+        raw = message.usage
+        usage = Usage(
+            input_tokens=int(raw.input_tokens or 0),
+            output_tokens=int(raw.output_tokens or 0),
+            cache_creation_input_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+            cache_read_input_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+        )
+        model_id = str(getattr(message, "model", "") or self.model)
+        cost = self.prices.cost(model_id, usage)
+        extra: dict[str, Any] = {"cost_usd": None if math.isnan(cost) else cost}
+        request_id = getattr(message, "_request_id", None)
+        if request_id:
+            extra["request_id"] = request_id
+        if counted is not None:
+            extra["counted_input_tokens"] = counted
+        stop = _STOP_REASONS.get(str(message.stop_reason), "end_turn")
+        return ModelResponse(tuple(content), stop, usage, self.name, extra)
+
+
+def _new_client(
+    api_key: str | None, base_url: str | None, timeout: float | None
+) -> anthropic.AsyncAnthropic:
+    import anthropic
+
+    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+    if not key or not key.strip():
+        raise ConfigError(MISSING_KEY)
+    options: dict[str, Any] = {"api_key": key.strip(), "max_retries": 0}
+    if base_url is not None:
+        options["base_url"] = base_url
+    if timeout is not None:
+        options["timeout"] = float(timeout)
+    return anthropic.AsyncAnthropic(**options)
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": _plain(spec.input_schema),
+    }
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = [b for b in (_block(block) for block in message.content) if b is not None]
+        if blocks:
+            out.append({"role": message.role, "content": blocks})
+    return out
+
+
+def _block(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ToolUseBlock):
+        params = _plain(block.input)
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": params}
+    if isinstance(block, ToolResultBlock):
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content or "(no output)",
+        }
+        if block.is_error:
+            result["is_error"] = True
+        return result
+    raise ModelError(f"cannot send a {type(block).__name__} to the Messages API")
+
+
+def _plain(value: Any) -> Any:
+    """Mappings and tuples (the core keeps them read-only) as the dicts and lists JSON has."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _retryable_status(status: int) -> bool:
+    return status in _RETRYABLE_STATUS or status >= 500
+
+
+def _retry_after(error: Exception) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def _describe(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    if status is not None:
+        return _status_message(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _status_message(error: Any) -> str:
+    status = error.status_code
+    kind = getattr(error, "type", None) or ""
+    detail = getattr(error, "api_message", None) or str(error)
+    if status == 401:
+        return (
+            f"Anthropic rejected the API key (401 {kind}); check ANTHROPIC_API_KEY, or run "
+            "offline with model='simulated'"
+        )
+    return f"Anthropic API error {status} {kind}: {detail}".replace("  ", " ")

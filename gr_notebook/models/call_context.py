@@ -1,0 +1,47 @@
+"""What a model may know about the run that calls it, without the Model protocol changing.
+
+The loop sets a :class:`CallContext` around each ``model.complete(request)``. A model that
+retries reports each retry through it, so a retry is an event like any other; a model that
+counts tokens before sending checks the run's remaining budget. A context variable keeps
+concurrent runs sharing one model object apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CallContext", "calling", "current_call", "report"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    emit: Callable[[str, Mapping[str, Any]], object]
+    tokens_remaining: int | None = None
+    """Tokens left under the run's hard limit; None when it has none."""
+
+
+_CURRENT: ContextVar[CallContext | None] = ContextVar("gr_notebook_model_call", default=None)
+
+
+def current_call() -> CallContext | None:
+    return _CURRENT.get()
+
+
+@contextmanager
+def calling(context: CallContext) -> Iterator[CallContext]:
+    token = _CURRENT.set(context)
+    try:
+        yield context
+    finally:
+        _CURRENT.reset(token)
+
+
+def report(kind: str, data: Mapping[str, Any]) -> None:
+    """Emit an event for the run this call belongs to; outside a run, nothing happens."""
+    context = _CURRENT.get()
+    if context is not None:
+        context.emit(kind, data)

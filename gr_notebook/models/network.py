@@ -1,0 +1,48 @@
+"""The network guard: with ``gr.models.ALLOW_NETWORK = False`` (or the environment variable
+``GR_NOTEBOOK_ALLOW_NETWORK=0``), a model request to anything but this machine fails at once,
+before a socket is opened. The test suite runs with the guard on."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from urllib.parse import urlsplit
+
+from gr_notebook.errors import NetworkDisabled
+
+__all__ = ["allow_network_default", "check_network", "is_loopback"]
+
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def allow_network_default() -> bool:
+    return os.environ.get("GR_NOTEBOOK_ALLOW_NETWORK", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_network(url: str) -> None:
+    """Raise :class:`NetworkDisabled` for a non-loopback ``url`` while the guard is on."""
+    import gr_notebook.models as models
+
+    if models.ALLOW_NETWORK or is_loopback(url):
+        return
+    raise NetworkDisabled(
+        f"network access is off (gr.models.ALLOW_NETWORK is False, or "
+        f"GR_NOTEBOOK_ALLOW_NETWORK=0), so the request to {urlsplit(url).hostname} was not "
+        "sent; allow it with gr.models.ALLOW_NETWORK = True, or point base_url at a local "
+        "server"
+    )

@@ -1,0 +1,115 @@
+"""What a model call costs, from a price table the user can override.
+
+Prices are USD per million tokens, from Anthropic's pricing page (decision 99). A model the
+table does not know costs NaN: a cost column that guesses would be worse than a blank one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from gr_notebook.errors import ConfigError
+from gr_notebook.messages import Usage
+
+__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "price_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million tokens. Cache writes are the 5-minute kind, the only one used."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cache_write", "cache_read"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"Price.{name} is USD per million tokens, >= 0; got {value!r}")
+
+    @classmethod
+    def standard(cls, input: float, output: float) -> Price:
+        """Anthropic's usual ratios: cache writes 1.25x input, cache reads 0.1x."""
+        return cls(input, output, input * 1.25, input * 0.1)
+
+    def cost(self, usage: Usage) -> float:
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_creation_input_tokens * self.cache_write
+            + usage.cache_read_input_tokens * self.cache_read
+        ) / 1_000_000
+
+    def input_cost(self, usage: Usage) -> float:
+        """What the prompt cost: everything but the output."""
+        return self.cost(replace(usage, output_tokens=0))
+
+
+_OPUS_LEGACY = Price(15.0, 75.0, 18.75, 1.50)
+_OPUS = Price(5.0, 25.0, 6.25, 0.50)
+_SONNET = Price(3.0, 15.0, 3.75, 0.30)
+
+DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
+    {
+        "claude-opus-5": _OPUS,
+        "claude-opus-4-8": _OPUS,
+        "claude-opus-4-7": _OPUS,
+        "claude-opus-4-6": _OPUS,
+        "claude-opus-4-5": _OPUS,
+        "claude-opus-4-1": _OPUS_LEGACY,
+        "claude-opus-4": _OPUS_LEGACY,
+        "claude-3-opus": _OPUS_LEGACY,
+        "claude-sonnet-4-6": _SONNET,
+        "claude-sonnet-4-5": _SONNET,
+        "claude-sonnet-4": _SONNET,
+        "claude-3-7-sonnet": _SONNET,
+        "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10),
+        "claude-3-5-haiku": Price(0.80, 4.0, 1.0, 0.08),
+        "claude-3-haiku": Price(0.25, 1.25, 0.30, 0.03),
+    }
+)
+"""Checked against https://platform.claude.com/docs/en/about-claude/pricing; newer models
+are left out until checked (they cost NaN; pass ``prices=`` to add them)."""
+
+_SNAPSHOT = re.compile(r"-(\d{8}|latest)$")
+
+
+def price_key(model: str) -> str:
+    """``claude-sonnet-4-5-20250929`` and ``claude-sonnet-4-5-latest`` price as
+    ``claude-sonnet-4-5``."""
+    return _SNAPSHOT.sub("", model.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTable:
+    """Prices by model id; ``PriceTable({"my-model": Price(...)})`` adds to or overrides the
+    defaults."""
+
+    prices: Mapping[str, Price] = field(default_factory=lambda: DEFAULT_PRICES)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prices, Mapping):
+            raise ConfigError("prices maps model ids to gr.Price(input, output, ...)")
+        merged = {**DEFAULT_PRICES}
+        for name, price in self.prices.items():
+            if not isinstance(price, Price):
+                raise ConfigError(
+                    f"prices[{name!r}] must be a gr.Price (USD per million tokens), e.g. "
+                    f"Price.standard(3.0, 15.0); got {price!r}"
+                )
+            merged[price_key(str(name))] = price
+        object.__setattr__(self, "prices", MappingProxyType(merged))
+
+    def price_of(self, model: str) -> Price | None:
+        return self.prices.get(price_key(model))
+
+    def cost(self, model: str, usage: Usage) -> float:
+        """USD for one call, or NaN when the model has no price."""
+        price = self.price_of(model)
+        return price.cost(usage) if price else math.nan
