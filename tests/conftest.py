@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ipaddress
+import os
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import gr_notebook as gr
+import gr_notebook.models
 
 PLAN_TWO_PHASES = """\
 # Execution Plan
@@ -73,6 +77,34 @@ def full_job_script() -> list[gr.ModelResponse]:
         gr.tool_call("todo_complete"),
         gr.tool_call("job_complete", summary="done", deliverables=["report.md"], confidence=1),
     ]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def offline() -> Iterator[None]:
+    """Tests never reach the internet: the package's network guard is on, a stray API key
+    in the environment is hidden, and a socket to anywhere but this machine is refused."""
+    gr_notebook.models.ALLOW_NETWORK = False
+    saved_key = os.environ.pop("ANTHROPIC_API_KEY", None)
+    real_connect = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            host = address[0]
+            try:
+                loopback = ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                loopback = host == "localhost"
+            if not loopback:
+                raise ConnectionRefusedError(f"tests are offline: no connection to {host}")
+        real_connect(self, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+        if saved_key is not None:
+            os.environ["ANTHROPIC_API_KEY"] = saved_key
 
 
 @pytest.fixture

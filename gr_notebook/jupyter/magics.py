@@ -47,7 +47,11 @@ _RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
 
 
 @magic_arguments()
-@argument("--model", help="model spec: 'simulated' or 'simulated:diligent' (the default)")
+@argument(
+    "--model",
+    help="model spec: 'simulated:diligent' (the default), 'simulated:<profile>' or "
+    "'anthropic:<model-id>'",
+)
 @argument("--workspace", help="directory the agent works in (default: gr_runs/<run id>)")
 @argument("--name", help="a name for the agent, kept with the run")
 @argument("--max-iterations", type=int, help="hard cap on model turns (default: 50)")
@@ -201,8 +205,8 @@ class AgentMagics(Magics):
             return Agent(**options)
         except ModelSpecError as exc:
             raise UsageError(
-                f"{str(exc).split(';')[0]}; use --model simulated (or simulated:diligent), or "
-                "build gr.Agent(model=...) in a cell and pass --agent VAR"
+                f"{str(exc).split(';')[0]}; use --model simulated (or simulated:diligent, or "
+                "anthropic:<model-id>), or build gr.Agent(model=...) in a cell and pass --agent VAR"
             ) from None
         except (GrNotebookError, ValueError) as exc:
             raise UsageError(str(exc)) from None

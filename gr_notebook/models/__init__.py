@@ -76,7 +76,7 @@ def resolve_model(spec: object) -> Model:
             if not arg.strip():
                 raise ModelSpecError(
                     "'anthropic' needs a model id: 'anthropic:<model-id>', e.g. "
-                    "'anthropic:claude-sonnet-4-5'"
+                    "'anthropic:claude-sonnet-4-6'"
                 )
             from gr_notebook.models.anthropic_model import AnthropicModel
 

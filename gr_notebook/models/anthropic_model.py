@@ -65,8 +65,8 @@ T = TypeVar("T")
 
 
 class AnthropicModel:
-    """``gr.Agent(model=gr.AnthropicModel("claude-sonnet-4-5"))``, or the spec string
-    ``"anthropic:claude-sonnet-4-5"``.
+    """``gr.Agent(model=gr.AnthropicModel("claude-sonnet-4-6"))``, or the spec string
+    ``"anthropic:claude-sonnet-4-6"``.
 
     ``client`` is an ``anthropic.AsyncAnthropic`` used as it is (the adapter's retries come on
     top of its own); without one, the adapter builds a client with the SDK's retries off,
@@ -90,7 +90,7 @@ class AnthropicModel:
         context_window: int = DEFAULT_CONTEXT_WINDOW,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-5'")
+            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-6'")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
         if timeout is not None and (
@@ -106,9 +106,7 @@ class AnthropicModel:
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self.context_window = context_window
         self._client = client if client is not None else _new_client(api_key, base_url, timeout)
-        if not hasattr(self._client, "messages") or not asyncio.iscoroutinefunction(
-            getattr(self._client.messages, "create", None)
-        ):
+        if not hasattr(self._client, "messages") or _is_sync_client(self._client):
             raise ConfigError(
                 "client must be an anthropic.AsyncAnthropic (the async client), got "
                 f"{type(self._client).__name__}"
@@ -208,7 +206,7 @@ class AnthropicModel:
                 error: Exception = exc
             except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
                 error = exc
-            except (json.JSONDecodeError, ValueError) as exc:  # a body that is not JSON
+            except json.JSONDecodeError as exc:  # a body that is not JSON (the SDK lets it through)
                 error = exc
             if attempt > policy.max_retries:
                 raise ModelError(
@@ -275,6 +273,12 @@ def _new_client(
     if timeout is not None:
         options["timeout"] = float(timeout)
     return anthropic.AsyncAnthropic(**options)
+
+
+def _is_sync_client(client: object) -> bool:
+    import anthropic
+
+    return isinstance(client, anthropic.Anthropic)
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
