@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.jupyter.state import RunTracker
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.pricing import DEFAULT_PRICES
 from gr_notebook.models.retry import RetryPolicy
@@ -67,6 +68,12 @@ class TestRetries:
         assert (retry["attempt"], retry["max_retries"]) == (1, 3)
         assert time.perf_counter() - started >= 0.05
         assert len([r for r in server.requests if r.path == "/v1/messages"]) == 2
+        tracker = RunTracker()
+        for event in run.events:
+            tracker.add(event)
+        [line] = [e for e in tracker.timeline if e.kind == "model_retry"]
+        assert line.text == "Model retry 1/3 after 429 RateLimitError, in 0.05 s (retry-after)"
+        assert line.tone == "notice"
 
     def test_529_and_500_back_off_and_retry(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.overloaded(), Fault.status(500), gr.text("done")])

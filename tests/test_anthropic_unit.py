@@ -163,6 +163,18 @@ class TestConstruction:
         assert adapter._client is client and client.max_retries == 3
         assert adapter.retry.max_retries == 2
 
+    def test_a_client_and_a_key_together_are_refused(self) -> None:
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(api_key=KEY)
+        with pytest.raises(ConfigError, match="either client= or api_key="):
+            AnthropicModel("claude-sonnet-4-6", client=client, api_key=KEY)
+
+    def test_the_timeout_is_the_clients_unless_set(self) -> None:
+        assert model()._client.timeout == 600.0
+        assert model(timeout=30)._client.timeout == 30.0
+        assert model()._timeout() == {} and model(timeout=30)._timeout() == {"timeout": 30.0}
+
     def test_the_sync_client_is_refused(self) -> None:
         import anthropic
 

@@ -128,6 +128,20 @@ def _confirmation(d: Mapping[str, Any]) -> str:
     )
 
 
+def _model_retry(d: Mapping[str, Any]) -> str:
+    what = f"{d.get('status')} {d.get('error_type')}" if d.get("status") else d.get("error_type")
+    wait = f"{d.get('delay_s', 0):.2g} s" + (" (retry-after)" if d.get("retry_after") else "")
+    attempt = f"{d.get('attempt', '?')}/{d.get('max_retries', '?')}"
+    return f"Model retry {attempt} after {what}, in {wait}"
+
+
+def _over_budget(d: Mapping[str, Any]) -> str:
+    return (
+        f"Request not sent: it needs {d.get('needed', 0):,} tokens, "
+        f"{d.get('remaining', 0):,} remain"
+    )
+
+
 _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "run_started": lambda d: f"Run started on {d.get('model', 'a model')}",
     "phase_started": lambda d: (
@@ -149,6 +163,8 @@ _DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "task_assessed": _assessed,
     "confirmation": _confirmation,
     "conversation_pruned": _pruned,
+    "model_retry": _model_retry,
+    "request_over_budget": _over_budget,
     "run_finished": _run_finished,
 }
 
@@ -167,6 +183,8 @@ _TONES: dict[str, Callable[[Mapping[str, Any]], Tone]] = {
     "intervention": lambda d: "alert" if d.get("action") == "stop" else "notice",
     "intervention_skipped": lambda d: "muted",
     "confirmation": lambda d: "notice",
+    "model_retry": lambda d: "notice",
+    "request_over_budget": lambda d: "alert",
 }
 
 #: Event kinds that appear on the timeline; later layers add theirs with :func:`describe`.

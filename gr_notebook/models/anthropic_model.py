@@ -61,6 +61,7 @@ _STOP_REASONS: dict[str, StopReason] = {
     "model_context_window_exceeded": "max_tokens",
 }
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+DEFAULT_TIMEOUT_S = 600.0
 T = TypeVar("T")
 
 
@@ -70,7 +71,8 @@ class AnthropicModel:
 
     ``client`` is an ``anthropic.AsyncAnthropic`` used as it is (the adapter's retries come on
     top of its own); without one, the adapter builds a client with the SDK's retries off,
-    from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is per request, in seconds.
+    from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
+    None, it is the client's own (600 s for a client the adapter builds).
     """
 
     def __init__(
@@ -84,7 +86,7 @@ class AnthropicModel:
         cache: bool = True,
         max_retries: int = 4,
         retry: RetryPolicy | None = None,
-        timeout: float | None = 600.0,
+        timeout: float | None = None,
         count_tokens: bool = False,
         prices: PriceTable | Mapping[str, Price] | None = None,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
@@ -105,6 +107,11 @@ class AnthropicModel:
         self.count_tokens = bool(count_tokens)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self.context_window = context_window
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ConfigError(
+                "pass either client= or api_key=/base_url=, not both: a client passed in is "
+                "used as it is"
+            )
         self._client = client if client is not None else _new_client(api_key, base_url, timeout)
         if not hasattr(self._client, "messages") or _is_sync_client(self._client):
             raise ConfigError(
@@ -267,11 +274,13 @@ def _new_client(
     key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
     if not key or not key.strip():
         raise ConfigError(MISSING_KEY)
-    options: dict[str, Any] = {"api_key": key.strip(), "max_retries": 0}
+    options: dict[str, Any] = {
+        "api_key": key.strip(),
+        "max_retries": 0,
+        "timeout": DEFAULT_TIMEOUT_S if timeout is None else float(timeout),
+    }
     if base_url is not None:
         options["base_url"] = base_url
-    if timeout is not None:
-        options["timeout"] = float(timeout)
     return anthropic.AsyncAnthropic(**options)
 
 
