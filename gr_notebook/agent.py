@@ -291,6 +291,7 @@ class Agent:
                 "turns": engine.turn,
                 "input_tokens": totals["input_tokens"],
                 "output_tokens": totals["output_tokens"],
+                "tokens_used": engine.tokens,
             },
         )
         if store is not None:

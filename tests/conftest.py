@@ -81,10 +81,14 @@ def full_job_script() -> list[gr.ModelResponse]:
 
 @pytest.fixture(autouse=True, scope="session")
 def offline() -> Iterator[None]:
-    """Tests never reach the internet: the package's network guard is on, a stray API key
-    in the environment is hidden, and a socket to anywhere but this machine is refused."""
+    """Tests never reach the internet: the package's network guard is on, a stray API key or
+    base URL in the environment is hidden, loopback bypasses any proxy, and a socket to
+    anywhere but this machine is refused."""
     gr_notebook.models.ALLOW_NETWORK = False
-    saved_key = os.environ.pop("ANTHROPIC_API_KEY", None)
+    hidden = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_LOG")
+    saved = {name: os.environ.pop(name) for name in hidden if name in os.environ}
+    no_proxy = os.environ.get("NO_PROXY")
+    os.environ["NO_PROXY"] = ",".join(filter(None, [no_proxy, "127.0.0.1", "localhost"]))
     real_connect = socket.socket.connect
 
     def connect(self: socket.socket, address: Any) -> None:
@@ -103,8 +107,11 @@ def offline() -> Iterator[None]:
         yield
     finally:
         socket.socket.connect = real_connect  # type: ignore[method-assign]
-        if saved_key is not None:
-            os.environ["ANTHROPIC_API_KEY"] = saved_key
+        os.environ.update(saved)
+        if no_proxy is None:
+            del os.environ["NO_PROXY"]
+        else:
+            os.environ["NO_PROXY"] = no_proxy
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.jupyter.state import RunTracker
+from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.pricing import DEFAULT_PRICES
 from gr_notebook.models.retry import RetryPolicy
@@ -130,6 +131,69 @@ class TestRetries:
         assert run.status == "failed" and not retries(run)
         assert "400 invalid_request_error: messages: bad" in run.reason
 
+    def test_the_servers_x_should_retry_decides(self, serve: Any, tmp_path: Path) -> None:
+        _, model = serve([Fault.status(500, headers={"x-should-retry": "false"}), gr.text("x")])
+        run = agent(tmp_path, model).run_sync("job")
+        assert run.status == "failed" and not retries(run)
+
+    @pytest.mark.parametrize(
+        ("headers", "delay"),
+        [
+            ({"retry-after-ms": "30"}, 0.03),
+            ({"retry-after": "3600"}, 0.01),  # too long to hold a run for: back off instead
+            ({"retry-after": "0"}, 0.01),  # and no tight loop either
+        ],
+    )
+    def test_retry_after_headers(
+        self, serve: Any, tmp_path: Path, headers: dict[str, str], delay: float
+    ) -> None:
+        _, model = serve([Fault.status(429, headers=headers), gr.text("done")])
+        run = agent(tmp_path, model).run_sync("job")
+        assert run.status == "completed"
+        assert [r["delay_s"] for r in retries(run)] == [delay]
+
+
+class TestClientsAndLoops:
+    def test_one_model_across_run_sync_calls_sends_each_request_once(
+        self, serve: Any, tmp_path: Path
+    ) -> None:
+        server, model = serve([gr.text("one"), gr.text("two")])
+        first = agent(tmp_path / "a", model).run_sync("job")  # each run_sync: a new loop
+        second = agent(tmp_path / "b", model).run_sync("job")
+        assert (first.status, second.status) == ("completed", "completed")
+        assert not retries(first) and not retries(second)
+        assert len(server.requests) == 2
+
+    def test_a_client_passed_in_stays_in_its_event_loop(self, serve: Any, tmp_path: Path) -> None:
+        import anthropic
+
+        server, _ = serve([gr.text("one"), gr.text("two")])
+        client = anthropic.AsyncAnthropic(api_key=SECRET, base_url=server.url, max_retries=0)
+        model = AnthropicModel(MODEL, client=client)
+        assert agent(tmp_path / "a", model).run_sync("job").status == "completed"
+        second = agent(tmp_path / "b", model).run_sync("job")
+        assert second.status == "failed"
+        assert "used in another event loop" in second.reason
+        assert len(server.requests) == 1
+
+    def test_blank_text_from_the_model_is_not_sent_back(self, serve: Any, tmp_path: Path) -> None:
+        blank_then_tool = gr.ModelResponse(
+            (TextBlock("\n\n"), ToolUseBlock("", "list_files", {})), "tool_use"
+        )
+        server, model = serve([blank_then_tool, gr.text("done")])
+        run = agent(tmp_path, model).run_sync("job")
+        assert run.status == "completed"  # the server refuses blank text blocks, as the API does
+        body = server.requests[1].body
+        assert body is not None
+        assistant = body["messages"][1]
+        assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+    def test_a_full_context_window_fails_clearly(self, serve: Any, tmp_path: Path) -> None:
+        full = gr.ModelResponse((TextBlock("..."),), "model_context_window_exceeded")  # type: ignore[arg-type]
+        _, model = serve([full])
+        run = agent(tmp_path, model).run_sync("job")
+        assert run.status == "failed" and "no longer fits" in run.reason
+
 
 class TestCancellation:
     async def test_cancel_cuts_the_http_request(self, serve: Any, tmp_path: Path) -> None:
@@ -180,6 +244,8 @@ class TestCachingAndCost:
         used = turns.input_tokens + turns.output_tokens
         used += turns.cache_read_tokens + turns.cache_write_tokens
         assert turns.tokens_used.iloc[-1] == used.sum()
+        [finished] = run.events.of_kind("run_finished")
+        assert finished.data["tokens_used"] == used.sum()  # what Budget.suggest learns from
 
     def test_without_cache_nothing_is_cached(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([*bootstrap_script()[:3], gr.text("stop")], cache=False, min_cache=512)

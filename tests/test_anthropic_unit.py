@@ -82,6 +82,16 @@ class TestRequestMapping:
         assert params["tools"][-1]["cache_control"] == {"type": "ephemeral"}
         assert "system" not in params
 
+    def test_blank_text_is_never_sent(self) -> None:
+        blank = ModelRequest(
+            system=(SystemBlock(1, "Careful."), SystemBlock(2, "  \n")),
+            messages=(Message.user("hi"), Message("assistant", (TextBlock("\n\n"),))),
+            tools=(),
+        )
+        params = model().request_params(blank)
+        assert [b["text"] for b in params["system"]] == ["Careful."]
+        assert [m["role"] for m in params["messages"]] == ["user"]
+
     def test_cache_false_sends_no_breakpoint(self) -> None:
         params = model(cache=False).request_params(request())
         assert "cache_control" not in str(params)
@@ -171,7 +181,8 @@ class TestConstruction:
             AnthropicModel("claude-sonnet-4-6", client=client, api_key=KEY)
 
     def test_the_timeout_is_the_clients_unless_set(self) -> None:
-        assert model()._client.timeout == 600.0
+        default = model()._client.timeout  # the SDK's: 600 s, 5 s to connect
+        assert (default.read, default.connect) == (600.0, 5.0)
         assert model(timeout=30)._client.timeout == 30.0
         assert model()._timeout() == {} and model(timeout=30)._timeout() == {"timeout": 30.0}
 
@@ -222,6 +233,17 @@ class TestNetworkGuard:
     async def test_a_request_to_the_real_api_never_leaves(self) -> None:
         with pytest.raises(NetworkDisabled):
             await model().complete(request())
+
+    def test_a_proxy_off_this_machine_is_the_network_too(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", "http://10.9.9.9:3128")
+        with pytest.raises(NetworkDisabled, match=r"through the proxy 10\.9\.9\.9"):
+            check_network("http://127.0.0.1:8080")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        check_network("http://127.0.0.1:8080")
 
     def test_allowing_the_network_lifts_the_guard(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(gr_notebook.models, "ALLOW_NETWORK", True)

@@ -106,7 +106,12 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
         if event.kind == "task_assessed" and data.get("approved"):
             assessed[run_id] = str(data.get("task_type"))
         elif event.kind == "run_finished":
-            tokens = int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
+            # What the budget counted, cache reads and writes included (decision 100); runs
+            # recorded before tokens_used existed have input and output only.
+            tokens = int(
+                data.get("tokens_used")
+                or int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
+            )
             finished[run_id] = (str(data.get("status")), tokens, int(data.get("turns", 0)))
     used, skipped = [], 0
     for run_id, kind in assessed.items():

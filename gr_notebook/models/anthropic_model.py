@@ -16,6 +16,7 @@ import asyncio
 import json
 import math
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -58,10 +59,8 @@ _STOP_REASONS: dict[str, StopReason] = {
     "stop_sequence": "stop_sequence",
     "refusal": "refusal",
     "pause_turn": "end_turn",
-    "model_context_window_exceeded": "max_tokens",
 }
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-DEFAULT_TIMEOUT_S = 600.0
 T = TypeVar("T")
 
 
@@ -72,7 +71,8 @@ class AnthropicModel:
     ``client`` is an ``anthropic.AsyncAnthropic`` used as it is (the adapter's retries come on
     top of its own); without one, the adapter builds a client with the SDK's retries off,
     from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
-    None, it is the client's own (600 s for a client the adapter builds).
+    None, it is the client's own (the SDK's 600 s, 5 s to connect, for one the adapter
+    builds).
     """
 
     def __init__(
@@ -112,12 +112,20 @@ class AnthropicModel:
                 "pass either client= or api_key=/base_url=, not both: a client passed in is "
                 "used as it is"
             )
-        self._client = client if client is not None else _new_client(api_key, base_url, timeout)
+        self._own_client = client is None
+        self._client_options = _client_options(api_key, base_url, timeout) if client is None else {}
+        self._client = client if client is not None else _new_client(self._client_options)
         if not hasattr(self._client, "messages") or _is_sync_client(self._client):
             raise ConfigError(
                 "client must be an anthropic.AsyncAnthropic (the async client), got "
                 f"{type(self._client).__name__}"
             )
+        # An async client's pooled connections belong to the event loop that opened them;
+        # each run_sync() outside Jupyter runs in a new loop (decision 105).
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._bound = False
 
     @property
     def name(self) -> str:
@@ -125,9 +133,22 @@ class AnthropicModel:
 
     @property
     def _api(self) -> Any:
-        """The client's messages resource, untyped: the SDK's overloads want literal
-        arguments, and the body is built as plain JSON values."""
-        return self._client.messages
+        """The messages resource of this event loop's client, untyped: the SDK's overloads
+        want literal arguments, and the body is built as plain JSON values."""
+        loop = asyncio.get_running_loop()
+        if not self._bound:  # the client built (or given) at construction: the first loop's
+            self._bound = True
+            self._loop_clients[loop] = self._client
+        client = self._loop_clients.get(loop)
+        if client is None:
+            if not self._own_client:
+                raise ModelError(
+                    "the anthropic client passed in was used in another event loop, and its "
+                    "connections belong to that one; pass a new client for each asyncio.run(), "
+                    "or let AnthropicModel build its own"
+                )
+            client = self._loop_clients[loop] = _new_client(self._client_options)
+        return client.messages
 
     @property
     def base_url(self) -> str:
@@ -157,9 +178,9 @@ class AnthropicModel:
         system: list[dict[str, Any]] = [
             {"type": "text", "text": b.text}
             for b in sorted(request.system, key=lambda b: b.layer)
-            if b.text
+            if b.text.strip()
         ]
-        layers = [b.layer for b in sorted(request.system, key=lambda b: b.layer) if b.text]
+        layers = [b.layer for b in sorted(request.system, key=lambda b: b.layer) if b.text.strip()]
         if self.cache:
             stable = [i for i, layer in enumerate(layers) if layer == 1]
             if stable:
@@ -208,7 +229,7 @@ class AnthropicModel:
             try:
                 return await send()
             except anthropic.APIStatusError as exc:
-                if not _retryable_status(exc.status_code):
+                if not _should_retry(exc):
                     raise ModelError(_status_message(exc)) from exc
                 error: Exception = exc
             except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
@@ -243,7 +264,7 @@ class AnthropicModel:
         content: list[ContentBlock] = []
         for block in message.content:
             kind = getattr(block, "type", None)
-            if kind == "text" and block.text:
+            if kind == "text" and block.text.strip():  # the API refuses blank text back
                 content.append(TextBlock(block.text))
             elif kind == "tool_use":
                 content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
@@ -262,26 +283,36 @@ class AnthropicModel:
             extra["request_id"] = request_id
         if counted is not None:
             extra["counted_input_tokens"] = counted
+        if message.stop_reason == "model_context_window_exceeded":
+            raise ModelError(
+                f"the conversation no longer fits {self.model}'s context window; keep "
+                "compaction on, or lower the budget of what the agent reads"
+            )
         stop = _STOP_REASONS.get(str(message.stop_reason), "end_turn")
         return ModelResponse(tuple(content), stop, usage, self.name, extra)
 
 
-def _new_client(
+def _client_options(
     api_key: str | None, base_url: str | None, timeout: float | None
-) -> anthropic.AsyncAnthropic:
-    import anthropic
-
+) -> dict[str, Any]:
     key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
     if not key or not key.strip():
         raise ConfigError(MISSING_KEY)
-    options: dict[str, Any] = {
-        "api_key": key.strip(),
-        "max_retries": 0,
-        "timeout": DEFAULT_TIMEOUT_S if timeout is None else float(timeout),
-    }
+    options: dict[str, Any] = {"api_key": key.strip(), "max_retries": 0}
+    if timeout is not None:  # else the SDK's own: 600 s, and 5 s to connect
+        options["timeout"] = float(timeout)
     if base_url is not None:
         options["base_url"] = base_url
-    return anthropic.AsyncAnthropic(**options)
+    return options
+
+
+def _new_client(options: Mapping[str, Any]) -> anthropic.AsyncAnthropic:
+    import anthropic
+
+    # Our own HTTP client rather than the SDK's wrapper: the wrapper closes itself on garbage
+    # collection by scheduling a task on whatever loop runs then, which fails noisily for a
+    # client whose own loop has closed (a run_sync() earlier in the script).
+    return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAsyncHttpxClient())
 
 
 def _is_sync_client(client: object) -> bool:
@@ -309,7 +340,7 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _block(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text} if block.text else None
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ToolUseBlock):
         params = _plain(block.input)
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": params}
@@ -334,7 +365,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _retryable_status(status: int) -> bool:
+def _should_retry(error: Any) -> bool:
+    """The server's ``x-should-retry`` header decides when it is there, as in the SDK."""
+    header = str(error.response.headers.get("x-should-retry", "")).lower()
+    if header in ("true", "false"):
+        return header == "true"
+    status = int(error.status_code)
     return status in _RETRYABLE_STATUS or status >= 500
 
 
@@ -343,6 +379,9 @@ def _retry_after(error: Exception) -> float | None:
     headers = getattr(response, "headers", None)
     if headers is None:
         return None
+    millis = parse_retry_after(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
     return parse_retry_after(headers.get("retry-after"))
 
 

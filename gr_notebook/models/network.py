@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import urllib.request
 from urllib.parse import urlsplit
 
 from gr_notebook.errors import NetworkDisabled
 
-__all__ = ["allow_network_default", "check_network", "is_loopback"]
+__all__ = ["allow_network_default", "check_network", "is_loopback", "via_proxy"]
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -34,15 +35,30 @@ def is_loopback(url: str) -> bool:
         return False
 
 
+def via_proxy(url: str) -> str | None:
+    """The proxy the environment sends ``url`` through, as the HTTP clients read it."""
+    parts = urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme) or urllib.request.getproxies().get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
 def check_network(url: str) -> None:
-    """Raise :class:`NetworkDisabled` for a non-loopback ``url`` while the guard is on."""
+    """Raise :class:`NetworkDisabled` while the guard is on, for a ``url`` off this machine
+    or one the environment would send through a proxy off this machine."""
     import gr_notebook.models as models
 
-    if models.ALLOW_NETWORK or is_loopback(url):
+    if models.ALLOW_NETWORK:
         return
+    proxy = via_proxy(url)
+    target = proxy or url
+    if is_loopback(target):
+        return
+    through = f" (through the proxy {urlsplit(proxy).hostname})" if proxy else ""
     raise NetworkDisabled(
         f"network access is off (gr.models.ALLOW_NETWORK is False, or "
-        f"GR_NOTEBOOK_ALLOW_NETWORK=0), so the request to {urlsplit(url).hostname} was not "
-        "sent; allow it with gr.models.ALLOW_NETWORK = True, or point base_url at a local "
-        "server"
+        f"GR_NOTEBOOK_ALLOW_NETWORK=0), so the request to {urlsplit(url).hostname}{through} "
+        "was not sent; allow it with gr.models.ALLOW_NETWORK = True, or point base_url at a "
+        "local server"
     )

@@ -13,13 +13,16 @@ from email.utils import parsedate_to_datetime
 
 from gr_notebook.errors import ConfigError
 
-__all__ = ["RetryPolicy", "parse_retry_after"]
+__all__ = ["MAX_RETRY_AFTER_S", "RetryPolicy", "parse_retry_after"]
+
+MAX_RETRY_AFTER_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff: ``base_s``, doubling each retry, at most ``max_s``; a server's
-    ``retry-after`` wins when it gives one."""
+    """Exponential backoff: ``base_s``, doubling each retry, at most ``max_s``. A server's
+    ``retry-after`` wins when it is above 0 and at most ``MAX_RETRY_AFTER_S``, as in the SDK:
+    a longer wait is not worth holding a run for, and 0 would retry in a tight loop."""
 
     max_retries: int = 4
     base_s: float = 1.0
@@ -37,7 +40,7 @@ class RetryPolicy:
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first)."""
-        if retry_after is not None:
+        if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER_S:
             return retry_after
         return float(min(self.max_s, self.base_s * 2.0 ** (retry - 1)))
 
