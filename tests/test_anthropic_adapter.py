@@ -331,3 +331,28 @@ async def _eventually(condition: Callable[[], bool], within: float = 3.0) -> Non
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.01)
+
+
+def test_the_agent_magic_runs_on_the_spec_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.testing import globalipapp
+    from IPython.utils.capture import capture_output
+
+    with MessagesServer(full_job_script()) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)  # the SDK reads it
+        monkeypatch.chdir(tmp_path)
+        shell = globalipapp.get_ipython()
+        shell.run_line_magic("load_ext", "gr_notebook")
+        try:
+            with capture_output() as shown:
+                shell.run_cell_magic(
+                    "agent", f"--model anthropic:{MODEL} --out on_claude", "# A job\n- one\n"
+                )
+            run = shell.user_ns["on_claude"]
+            assert run.status == "completed", shown.stderr
+            assert run.turns_df().cost_usd.notna().all()
+            assert SECRET not in shown.stdout + shown.stderr
+        finally:
+            shell.user_ns.pop("on_claude", None)

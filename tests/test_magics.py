@@ -86,6 +86,8 @@ def test_plain_cell_magic_call_blocks_without_top_level_await(ip: InteractiveShe
 MISUSE = [
     ("%%agent\n   \n", "the cell body is empty"),
     ("%%agent --model gpt-9\nx", "unknown model spec 'gpt-9'; use --model simulated"),
+    ("%%agent --model anthropic:claude-sonnet-4-6\nx", "set the ANTHROPIC_API_KEY environment"),
+    ("%%agent --model anthropic:\nx", "'anthropic' needs a model id"),
     ("%%agent --agent nothing_here\nx", "no variable named 'nothing_here'"),
     ("%%agent --agent not_an_agent\nx", "not_an_agent is a int, not a gr.Agent"),
     ("%%agent --agent mine --model simulated\nx", "drop --model"),
