@@ -277,6 +277,10 @@ class Run:
             "phases_completed": totals.phases_completed,
             "input_tokens": totals.input_tokens,
             "output_tokens": totals.output_tokens,
+            "tokens_used": totals.tokens_used,
+            "tokens_budget": totals.tokens_budget or self.limits.token_budget,
+            "iterations_max": totals.iterations_max or self.limits.max_iterations,
+            "cost_usd": totals.cost_usd,
             "context_tokens": totals.context_tokens,
             "workspace": str(self.workspace.root),
         }
@@ -318,18 +322,42 @@ class Run:
 
 
 class _Totals:
-    __slots__ = ("context_tokens", "input_tokens", "output_tokens", "phases_completed", "turns")
+    __slots__ = (
+        "context_tokens",
+        "cost_usd",
+        "input_tokens",
+        "iterations_max",
+        "output_tokens",
+        "phases_completed",
+        "tokens_budget",
+        "tokens_used",
+        "turns",
+    )
 
     def __init__(self) -> None:
         self.turns = self.input_tokens = self.output_tokens = self.phases_completed = 0
-        self.context_tokens = 0
+        self.context_tokens = self.tokens_used = 0
+        self.tokens_budget: int | None = None
+        self.iterations_max: int | None = None
+        """What the latest turn measured against: the assessed budget once there is one."""
+        self.cost_usd: float | None = None
+        """Only when every call had a price: a partial sum would understate the cost."""
 
     def add(self, event: Event) -> None:
         if event.kind == "model_call":
+            data = event.data
             self.turns += 1
-            self.input_tokens += event.data.get("input_tokens", 0)
-            self.output_tokens += event.data.get("output_tokens", 0)
-            self.context_tokens = event.data.get("context_tokens", 0)
+            self.input_tokens += data.get("input_tokens", 0)
+            self.output_tokens += data.get("output_tokens", 0)
+            self.context_tokens = data.get("context_tokens", 0)
+            self.tokens_used = data.get("tokens_used", self.input_tokens + self.output_tokens)
+            self.tokens_budget = data.get("tokens_budget", self.tokens_budget)
+            self.iterations_max = data.get("iterations_max", self.iterations_max)
+            cost = data.get("cost_usd")
+            if self.turns == 1:
+                self.cost_usd = cost
+            elif self.cost_usd is not None:
+                self.cost_usd = None if cost is None else self.cost_usd + cost
         elif event.kind == "phase_transition":
             data = event.data
             self.phases_completed += (

@@ -244,6 +244,7 @@ class TestCachingAndCost:
         used = turns.input_tokens + turns.output_tokens
         used += turns.cache_read_tokens + turns.cache_write_tokens
         assert turns.tokens_used.iloc[-1] == used.sum()
+        assert run.summary()["cost_usd"] == pytest.approx(turns.cost_usd.sum())
         [finished] = run.events.of_kind("run_finished")
         assert finished.data["tokens_used"] == used.sum()  # what Budget.suggest learns from
 
@@ -308,6 +309,7 @@ def test_the_api_key_never_leaves_the_client(
     finally:
         del shell.user_ns["leak_check_run"]
     assert run.run_id in shown.stdout
+    assert f"${run.summary()['cost_usd']:.4f}" in shown.stdout  # priced: the status shows it
     places = {
         "events": json.dumps([dict(e.data) for e in run.events], default=str),
         "store": (tmp_path / "store.sqlite").read_bytes().decode("latin-1"),

@@ -174,3 +174,15 @@ def test_pruning_after_summarize_progress_gets_a_line(make_agent: Factory) -> No
         "the summary keeps 2 files examined"
     )
     assert pruned["tokens_after"] < pruned["tokens_before"]
+
+
+def test_the_status_line_measures_against_the_assessed_budget(make_agent: Factory) -> None:
+    from gr_notebook.jupyter.magics import status_line
+
+    run = make_agent(gr.ScriptedModel([assess(8), READ, gr.text("done")])).run_sync("job")
+    summary = run.summary()
+    assert (summary["tokens_budget"], summary["iterations_max"]) == (80_000, 20)
+    line = status_line(run)
+    assert "turn 3/200 (assessed 20); " in line  # the hard limit, and the agent's own
+    assert f"; {summary['tokens_used']:,} tokens (assessed 80,000); context " in line
+    assert "$" not in line  # the scripted model has no price: no cost shown, never a guess

@@ -338,10 +338,17 @@ def status_line(run: Run) -> str:
         else f"{todos.phase_label()}, {todos.done_count}/{len(todos.items)} tasks"
     )
     reason = f" ({run.reason})" if run.reason and run.status != "completed" else ""
+    turns = f"turn {summary['turns']}/{limits.max_iterations}"
+    if summary["iterations_max"] != limits.max_iterations:
+        turns += f" (assessed {summary['iterations_max']})"
+    tokens = f"{summary['tokens_used']:,}"
+    tokens += f"/{limits.token_budget:,} tokens" if limits.token_budget else " tokens"
+    if summary["tokens_budget"] and summary["tokens_budget"] != limits.token_budget:
+        tokens += f" (assessed {summary['tokens_budget']:,})"
+    cost = f"; ${summary['cost_usd']:.4f}" if summary["cost_usd"] is not None else ""
     return (
-        f"Run {run.run_id}: {run.state}{reason}; turn {summary['turns']}/{limits.max_iterations}; "
-        f"{where}; {summary['input_tokens'] + summary['output_tokens']:,} tokens; context "
-        f"{summary['context_tokens']:,}/{limits.context_window:,}"
+        f"Run {run.run_id}: {run.state}{reason}; {turns}; {where}; {tokens}{cost}; "
+        f"context {summary['context_tokens']:,}/{limits.context_window:,}"
     )
 
 
