@@ -97,7 +97,7 @@ async def replay(pairs: list[tuple[ModelRequest, ModelResponse]], *, cache: bool
 def main() -> int:
     goals = _util.Goals()
     pairs = asyncio.run(record())
-    replays = {True: [], False: []}  # type: dict[bool, list[Replay]]
+    replays: dict[bool, list[Replay]] = {True: [], False: []}
     for i in range(REPEATS):  # alternate, so that machine noise hits both alike
         for cache in (True, False) if i % 2 == 0 else (False, True):
             replays[cache].append(asyncio.run(replay(pairs, cache=cache)))

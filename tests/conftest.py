@@ -114,14 +114,19 @@ def offline() -> Iterator[None]:
             os.environ["NO_PROXY"] = no_proxy
 
 
+def agent_at(root: Path, model: Any = None, **kwargs: Any) -> gr.Agent:
+    """An agent whose workspace (``root/ws``) and store (``root/store.sqlite``) stay in root."""
+    kwargs.setdefault("workspace", root / "ws")
+    kwargs.setdefault("store", root / "store.sqlite")
+    kwargs.setdefault("max_iterations", 200)
+    return gr.Agent(model=model, **kwargs)
+
+
 @pytest.fixture
 def make_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., gr.Agent]:
     monkeypatch.chdir(tmp_path)  # default workspaces and stores land in tmp_path/gr_runs
 
     def factory(model: Any = None, **kwargs: Any) -> gr.Agent:
-        kwargs.setdefault("workspace", tmp_path / "ws")
-        kwargs.setdefault("store", tmp_path / "store.sqlite")
-        kwargs.setdefault("max_iterations", 200)
-        return gr.Agent(model=model, **kwargs)
+        return agent_at(tmp_path, model, **kwargs)
 
     return factory

@@ -15,7 +15,7 @@ import gr_notebook as gr
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import MessagesServer
-from tests.conftest import PHASE_1, PLAN_TWO_PHASES, bootstrap_script, full_job_script
+from tests.conftest import PHASE_1, PLAN_TWO_PHASES, agent_at, bootstrap_script, full_job_script
 
 Script = list[gr.ModelResponse]
 Backend = Callable[[Script], gr.Model]
@@ -38,13 +38,6 @@ def backends() -> Iterator[dict[str, Backend]]:
     yield {"scripted": lambda script: gr.ScriptedModel(script), "anthropic": anthropic_backend}
     for server in servers:
         server.close()
-
-
-def agent(tmp_path: Path, model: gr.Model, **options: Any) -> gr.Agent:
-    options.setdefault("max_iterations", 200)
-    return gr.Agent(
-        model=model, workspace=tmp_path / "ws", store=tmp_path / "store.sqlite", **options
-    )
 
 
 _TOOL_IDS = re.compile(r"toolu_[A-Za-z0-9_]+")
@@ -83,7 +76,7 @@ def behaviour(run: gr.Run) -> dict[str, Any]:
 
 
 def full_cycle(tmp_path: Path, model: gr.Model) -> gr.Run:
-    run = agent(tmp_path, model).run_sync("job")
+    run = agent_at(tmp_path, model).run_sync("job")
     assert run.status == "completed" and run.job is not None
     phases = run.phases_df()
     assert list(phases["kind"]) == ["bootstrap", "phase", "phase", "job_completion"]
@@ -94,7 +87,7 @@ def full_cycle(tmp_path: Path, model: gr.Model) -> gr.Run:
 def policy_denial(tmp_path: Path, model: gr.Model) -> gr.Run:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "data.md").write_text("old\n")
-    run = agent(tmp_path, model, policies=[gr.ReadBeforeWritePolicy()]).run_sync("job")
+    run = agent_at(tmp_path, model, policies=[gr.ReadBeforeWritePolicy()]).run_sync("job")
     denied, read, allowed = [e for e in run.events if e.kind == "tool_call"]
     assert denied.data["is_error"] and "read_file" in denied.data["result"]
     assert not read.data["is_error"] and not allowed.data["is_error"]
@@ -103,7 +96,7 @@ def policy_denial(tmp_path: Path, model: gr.Model) -> gr.Run:
 
 
 def early_stop_refused(tmp_path: Path, model: gr.Model) -> gr.Run:
-    run = agent(tmp_path, model, task_completion_checker=gr.PlanBasedChecker()).run_sync("job")
+    run = agent_at(tmp_path, model, task_completion_checker=gr.PlanBasedChecker()).run_sync("job")
     checks = run.completion_df()
     assert checks["complete"].tolist()[0] is False  # the early stop was refused
     assert run.status == "completed" and run.job is not None
@@ -111,7 +104,7 @@ def early_stop_refused(tmp_path: Path, model: gr.Model) -> gr.Run:
 
 
 def budget_runs_out(tmp_path: Path, model: gr.Model) -> gr.Run:
-    run = agent(tmp_path, model, max_iterations=4).run_sync("job")
+    run = agent_at(tmp_path, model, max_iterations=4).run_sync("job")
     assert run.status == "budget_exhausted"
     assert run.turns == 4
     assert sum(t.done for t in run.todos.items) == 2  # state kept as it was
@@ -119,7 +112,7 @@ def budget_runs_out(tmp_path: Path, model: gr.Model) -> gr.Run:
 
 
 def rewind(tmp_path: Path, model: gr.Model) -> gr.Run:
-    run = agent(tmp_path, model).run_sync("job")
+    run = agent_at(tmp_path, model).run_sync("job")
     [event] = run.events.of_kind("rewind")
     assert event.data["source"] == "model"
     assert "source is offline" in run.workspace.read_text("experiences.md")

@@ -21,7 +21,7 @@ from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.pricing import DEFAULT_PRICES
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import Fault, MessagesServer
-from tests.conftest import bootstrap_script, full_job_script
+from tests.conftest import agent_at, bootstrap_script, full_job_script
 
 SECRET = "sk-ant-api03-SECRET-do-not-leak-7f3a9c"
 MODEL = "claude-sonnet-4-6"
@@ -46,13 +46,6 @@ def serve() -> Iterator[Callable[..., tuple[MessagesServer, AnthropicModel]]]:
         server.close()
 
 
-def agent(tmp_path: Path, model: gr.Model, **options: Any) -> gr.Agent:
-    options.setdefault("max_iterations", 200)
-    return gr.Agent(
-        model=model, workspace=tmp_path / "ws", store=tmp_path / "store.sqlite", **options
-    )
-
-
 def retries(run: gr.Run) -> list[dict[str, Any]]:
     return [dict(e.data) for e in run.events.of_kind("model_retry")]
 
@@ -61,7 +54,7 @@ class TestRetries:
     def test_429_waits_as_told_then_succeeds(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([Fault.rate_limited(0.05), gr.text("done")])
         started = time.perf_counter()
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"
         [retry] = retries(run)
         assert retry["status"] == 429 and retry["error_type"] == "RateLimitError"
@@ -78,7 +71,7 @@ class TestRetries:
 
     def test_529_and_500_back_off_and_retry(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.overloaded(), Fault.status(500), gr.text("done")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"
         assert [(r["status"], r["error_type"], r["delay_s"]) for r in retries(run)] == [
             (529, "OverloadedError", 0.01),
@@ -87,7 +80,7 @@ class TestRetries:
 
     def test_malformed_json_is_retried(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.malformed(), gr.text("done")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"
         assert [r["error_type"] for r in retries(run)] == ["JSONDecodeError"]
 
@@ -95,7 +88,7 @@ class TestRetries:
         self, serve: Any, tmp_path: Path
     ) -> None:
         _, model = serve([Fault.slow(1.0, then=gr.text("late")), gr.text("done")], timeout=0.2)
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed" and run.summary()["turns"] == 1
         assert [r["error_type"] for r in retries(run)] == ["APITimeoutError"]
 
@@ -103,7 +96,7 @@ class TestRetries:
         self, serve: Any, tmp_path: Path
     ) -> None:
         _, model = serve([*bootstrap_script()[:3], *[Fault.overloaded()] * 4])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed"
         assert "the Anthropic API still failed after 3 retries (messages.create)" in run.reason
         assert "529 overloaded_error" in run.reason
@@ -117,23 +110,23 @@ class TestRetries:
             assert len(store.events(run.run_id)) == len(run.events)
         # The job is picked up again by a new run on the same workspace.
         _, healthy = serve(full_job_script())
-        again = agent(tmp_path, healthy).run_sync("job")
+        again = agent_at(tmp_path, healthy).run_sync("job")
         assert again.status == "completed" and again.job is not None
 
     def test_errors_that_retrying_cannot_fix_fail_at_once(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.status(401, message="invalid x-api-key")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed" and not retries(run)
         assert "Anthropic rejected the API key (401 authentication_error)" in run.reason
         assert "ANTHROPIC_API_KEY" in run.reason
         _, model = serve([Fault.status(400, message="messages: bad")])
-        run = agent(tmp_path / "b", model).run_sync("job")
+        run = agent_at(tmp_path / "b", model).run_sync("job")
         assert run.status == "failed" and not retries(run)
         assert "400 invalid_request_error: messages: bad" in run.reason
 
     def test_the_servers_x_should_retry_decides(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.status(500, headers={"x-should-retry": "false"}), gr.text("x")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed" and not retries(run)
 
     @pytest.mark.parametrize(
@@ -148,7 +141,7 @@ class TestRetries:
         self, serve: Any, tmp_path: Path, headers: dict[str, str], delay: float
     ) -> None:
         _, model = serve([Fault.status(429, headers=headers), gr.text("done")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"
         assert [r["delay_s"] for r in retries(run)] == [delay]
 
@@ -158,8 +151,8 @@ class TestClientsAndLoops:
         self, serve: Any, tmp_path: Path
     ) -> None:
         server, model = serve([gr.text("one"), gr.text("two")])
-        first = agent(tmp_path / "a", model).run_sync("job")  # each run_sync: a new loop
-        second = agent(tmp_path / "b", model).run_sync("job")
+        first = agent_at(tmp_path / "a", model).run_sync("job")  # each run_sync: a new loop
+        second = agent_at(tmp_path / "b", model).run_sync("job")
         assert (first.status, second.status) == ("completed", "completed")
         assert not retries(first) and not retries(second)
         assert len(server.requests) == 2
@@ -170,8 +163,8 @@ class TestClientsAndLoops:
         server, _ = serve([gr.text("one"), gr.text("two")])
         client = anthropic.AsyncAnthropic(api_key=SECRET, base_url=server.url, max_retries=0)
         model = AnthropicModel(MODEL, client=client)
-        assert agent(tmp_path / "a", model).run_sync("job").status == "completed"
-        second = agent(tmp_path / "b", model).run_sync("job")
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        second = agent_at(tmp_path / "b", model).run_sync("job")
         assert second.status == "failed"
         assert "used in another event loop" in second.reason
         assert len(server.requests) == 1
@@ -181,7 +174,7 @@ class TestClientsAndLoops:
             (TextBlock("\n\n"), ToolUseBlock("", "list_files", {})), "tool_use"
         )
         server, model = serve([blank_then_tool, gr.text("done")])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"  # the server refuses blank text blocks, as the API does
         body = server.requests[1].body
         assert body is not None
@@ -191,14 +184,14 @@ class TestClientsAndLoops:
     def test_a_full_context_window_fails_clearly(self, serve: Any, tmp_path: Path) -> None:
         full = gr.ModelResponse((TextBlock("..."),), "model_context_window_exceeded")  # type: ignore[arg-type]
         _, model = serve([full])
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed" and "no longer fits" in run.reason
 
 
 class TestCancellation:
     async def test_cancel_cuts_the_http_request(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([Fault.hang(30)])
-        run = agent(tmp_path, model).start("job")
+        run = agent_at(tmp_path, model).start("job")
         await _eventually(lambda: len(server.requests) == 1)
         started = time.perf_counter()
         run.cancel("stopped by the person")
@@ -212,7 +205,7 @@ class TestCancellation:
     ) -> None:
         slow = RetryPolicy(max_retries=3, base_s=30.0)
         server, model = serve([Fault.status(503), gr.text("never")], retry=slow)
-        run = agent(tmp_path, model).start("job")
+        run = agent_at(tmp_path, model).start("job")
         await _eventually(lambda: bool(run.events.of_kind("model_retry")))
         started = time.perf_counter()
         run.cancel()
@@ -224,7 +217,7 @@ class TestCancellation:
 class TestCachingAndCost:
     def test_the_stable_prefix_is_written_once_then_read(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve(full_job_script(), min_cache=512)
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         turns = run.turns_df()
         assert turns.cache_write_tokens.iloc[0] > 0 and turns.cache_read_tokens.iloc[0] == 0
         assert (turns.cache_read_tokens.iloc[1:] > 0).all()
@@ -250,17 +243,17 @@ class TestCachingAndCost:
 
     def test_without_cache_nothing_is_cached(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([*bootstrap_script()[:3], gr.text("stop")], cache=False, min_cache=512)
-        turns = agent(tmp_path, model).run_sync("job").turns_df()
+        turns = agent_at(tmp_path, model).run_sync("job").turns_df()
         assert (turns.cache_read_tokens == 0).all() and (turns.cache_write_tokens == 0).all()
 
     def test_an_unpriced_model_has_nan_cost(self, serve: Any, tmp_path: Path) -> None:
         server, _ = serve([gr.text("done")])
         model = AnthropicModel("claude-unknown-9", api_key=SECRET, base_url=server.url)
-        turns = agent(tmp_path, model).run_sync("job").turns_df()
+        turns = agent_at(tmp_path, model).run_sync("job").turns_df()
         assert math.isnan(turns.cost_usd.iloc[0])
 
     def test_the_simulated_model_has_no_price_either(self, tmp_path: Path) -> None:
-        turns = agent(tmp_path, gr.SimulatedModel(), max_iterations=3).run_sync("job").turns_df()
+        turns = agent_at(tmp_path, gr.SimulatedModel(), max_iterations=3).run_sync("job").turns_df()
         assert turns.cost_usd.isna().all()
 
 
@@ -268,7 +261,7 @@ class TestCountTokens:
     def test_a_request_over_the_budget_is_never_sent(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([gr.text("done")], count_tokens=True)
         budget = gr.Budget(max_tokens=200, max_iterations=10)
-        run = agent(tmp_path, model, budget=budget, max_iterations=None).run_sync("job")
+        run = agent_at(tmp_path, model, budget=budget, max_iterations=None).run_sync("job")
         assert run.status == "budget_exhausted"
         assert "counted before sending" in run.reason and "it was not sent" in run.reason
         assert [r.path for r in server.requests] == ["/v1/messages/count_tokens"]
@@ -277,7 +270,7 @@ class TestCountTokens:
 
     def test_within_the_budget_the_request_goes(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([gr.text("done")], count_tokens=True)
-        run = agent(tmp_path, model).run_sync("job")
+        run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "completed"
         assert [r.path for r in server.requests] == [
             "/v1/messages/count_tokens",
@@ -296,7 +289,7 @@ def test_the_api_key_never_leaves_the_client(
 
     caplog.set_level(logging.DEBUG)  # every logger, the SDK's and httpx's included
     server, model = serve([Fault.rate_limited(0.01), *full_job_script()])
-    the_agent = agent(tmp_path, model)
+    the_agent = agent_at(tmp_path, model)
     run = the_agent.run_sync("job")
     assert run.status == "completed"
     dashboard = Dashboard(run)

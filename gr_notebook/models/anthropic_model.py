@@ -401,4 +401,4 @@ def _status_message(error: Any) -> str:
             f"Anthropic rejected the API key (401 {kind}); check ANTHROPIC_API_KEY, or run "
             "offline with model='simulated'"
         )
-    return f"Anthropic API error {status} {kind}: {detail}".replace("  ", " ")
+    return f"Anthropic API error {' '.join(filter(None, (str(status), kind)))}: {detail}"

@@ -38,7 +38,8 @@ def is_loopback(url: str) -> bool:
 def via_proxy(url: str) -> str | None:
     """The proxy the environment sends ``url`` through, as the HTTP clients read it."""
     parts = urlsplit(url)
-    proxy = urllib.request.getproxies().get(parts.scheme) or urllib.request.getproxies().get("all")
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
     if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     return proxy

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import json
-import math
 import select
 import socket
 import socketserver
@@ -32,6 +30,8 @@ from urllib.parse import urlsplit
 
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
+from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
+from gr_notebook.testing.request_rules import InvalidRequest, validate
 
 __all__ = ["Fault", "MessagesServer", "RecordedRequest", "Turn"]
 
@@ -52,9 +52,6 @@ _REASONS: Mapping[int, str] = {529: "Overloaded"}
 
 #: How often a hung request checks whether its client has gone away.
 HANG_POLL_SECONDS = 0.02
-
-#: The most blocks that may carry ``cache_control`` in one request, as the API enforces.
-MAX_CACHE_BREAKPOINTS = 4
 
 FaultKind: TypeAlias = Literal["status", "malformed", "slow", "hang"]
 
@@ -143,10 +140,6 @@ class RecordedRequest:
     """Header names are lower case."""
 
 
-class _InvalidRequest(Exception):
-    """A request the API would refuse with 400 invalid_request_error."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Reply:
     """What the handler thread should do: answer, or hold the request open."""
@@ -170,14 +163,13 @@ class MessagesServer:
     """
 
     def __init__(self, turns: Iterable[Turn] = (), *, min_cacheable_tokens: int = 1024) -> None:
-        self.min_cacheable_tokens = min_cacheable_tokens
+        self._cache = PromptCache(min_cacheable_tokens)
         self._turns: deque[Turn] = deque(turns)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[RecordedRequest] = []
         self._served = 0
         self._disconnects = 0
-        self._cache: set[str] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -222,6 +214,10 @@ class MessagesServer:
         self.close()
 
     # ── what tests look at ─────────────────────────────────────────────────────────────────
+
+    @property
+    def min_cacheable_tokens(self) -> int:
+        return self._cache.min_cacheable_tokens
 
     @property
     def url(self) -> str:
@@ -273,13 +269,12 @@ class MessagesServer:
             return number, _error(400, message, number)
         generation = path == "/v1/messages"
         try:
-            _validate(body, generation=generation)
-        except _InvalidRequest as invalid:
+            validate(body, generation=generation)
+        except InvalidRequest as invalid:
             return number, _error(400, str(invalid), number)
 
         if not generation:
-            total = sum(_tokens(piece) for piece, _ in _prompt_pieces(body))
-            return number, _json_reply({"input_tokens": total})
+            return number, _json_reply({"input_tokens": prompt_tokens(body)})
 
         with self._lock:
             turn = self._turns.popleft() if self._turns else None
@@ -337,7 +332,7 @@ class MessagesServer:
                 )
             else:
                 raise TypeError(f"{type(block).__name__} cannot appear in an assistant response")
-        usage = self._usage(body, sum(_tokens(block) for block in content))
+        usage = self._cache.usage(body, sum(estimate_tokens(block) for block in content))
         if response.usage is not None:
             given = response.usage
             usage = {
@@ -355,34 +350,6 @@ class MessagesServer:
             "stop_reason": response.stop_reason,
             "stop_sequence": None,
             "usage": usage,
-        }
-
-    def _usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, int]:
-        """Usage with prompt caching emulated, and the server's cache updated.
-
-        Each cache breakpoint whose prefix reaches ``min_cacheable_tokens`` is written to the
-        cache; the longest prefix already there is read. So a request whose last breakpoint
-        matches an earlier one reads it all, and one that extends a cached prefix reads the
-        shared part and writes the rest, as the API does.
-        """
-        pieces = _prompt_pieces(body)
-        tokens = [_tokens(piece) for piece, _ in pieces]
-        stripped = [_strip_cache_control(piece) for piece, _ in pieces]
-        prefixes: list[tuple[str, int]] = []
-        for i, (_, marked) in enumerate(pieces):
-            prefix_tokens = sum(tokens[: i + 1])
-            if marked and prefix_tokens >= self.min_cacheable_tokens:
-                key_text = json.dumps([body["model"], stripped[: i + 1]], sort_keys=True)
-                prefixes.append((hashlib.sha256(key_text.encode()).hexdigest(), prefix_tokens))
-        cached = prefixes[-1][1] if prefixes else 0
-        with self._lock:
-            read = max((n for key, n in prefixes if key in self._cache), default=0)
-            self._cache.update(key for key, _ in prefixes)
-        return {
-            "input_tokens": sum(tokens) - cached,
-            "output_tokens": output_tokens,
-            "cache_creation_input_tokens": cached - read,
-            "cache_read_input_tokens": read,
         }
 
     def _note_disconnect(self) -> None:
@@ -535,224 +502,3 @@ def _script_error(message: str, number: int) -> _Reply:
     """A broken script answers 500, told not to be retried, so the test fails at once."""
     reply = _error(500, message, number)
     return _Reply(reply.status, reply.body, (("x-should-retry", "false"),))
-
-
-# ── tokens and prompt caching ──────────────────────────────────────────────────────────────
-
-
-def _strip_cache_control(value: Any) -> Any:
-    """The value without its cache markers: they change neither the prompt nor its size."""
-    if isinstance(value, dict):
-        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_cache_control(v) for v in value]
-    return value
-
-
-def _tokens(value: Any) -> int:
-    """The estimate: a token per four characters of compact JSON, cache markers left out."""
-    return math.ceil(len(json.dumps(_strip_cache_control(value), separators=(",", ":"))) / 4)
-
-
-def _marked(value: Any) -> bool:
-    if not isinstance(value, dict):
-        return False
-    if value.get("cache_control") is not None:
-        return True
-    nested = value.get("content")
-    return isinstance(nested, list) and any(_marked(block) for block in nested)
-
-
-def _prompt_pieces(body: dict[str, Any]) -> list[tuple[Any, bool]]:
-    """The prompt in cache order — tools, system, message blocks — each with whether it
-    carries a cache breakpoint. Top-level ``cache_control`` marks the last piece."""
-    pieces: list[Any] = list(body.get("tools") or [])
-    system = body.get("system")
-    if isinstance(system, str):
-        pieces.append(system)
-    elif isinstance(system, list):
-        pieces.extend(system)
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        pieces.extend(content if isinstance(content, list) else [content])
-    marked = [(piece, _marked(piece)) for piece in pieces]
-    if body.get("cache_control") is not None and marked:
-        marked[-1] = (marked[-1][0], True)
-    return marked
-
-
-# ── request validation ─────────────────────────────────────────────────────────────────────
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise _InvalidRequest(message)
-
-
-def _validate(body: dict[str, Any], *, generation: bool) -> None:
-    """Refuse what the API refuses, with messages in its style (field path first)."""
-    model = body.get("model")
-    _require("model" in body, "model: Field required")
-    _require(isinstance(model, str) and model != "", "model: must be a non-empty string")
-    if generation:
-        max_tokens = body.get("max_tokens")
-        _require("max_tokens" in body, "max_tokens: Field required")
-        _require(
-            isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0,
-            "max_tokens: must be a positive integer",
-        )
-        _require(not body.get("stream"), "stream: the local server does not serve streams")
-    breakpoints: list[str] = []
-    _check_tools(body.get("tools"), breakpoints)
-    _check_system(body.get("system"), breakpoints)
-    _check_messages(body.get("messages"), breakpoints)
-    if body.get("cache_control") is not None:
-        _check_cache_control(body, "cache_control", breakpoints)
-    found = len(breakpoints)
-    _require(
-        found <= MAX_CACHE_BREAKPOINTS,
-        f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
-        f"Found {found}.",
-    )
-
-
-def _check_cache_control(block: dict[str, Any], path: str, breakpoints: list[str]) -> None:
-    marker = block.get("cache_control")
-    if marker is None:
-        return
-    where = f"{path}.cache_control" if path != "cache_control" else path
-    _require(isinstance(marker, dict), f"{where}: must be an object")
-    _require(marker.get("type") == "ephemeral", f"{where}.type: Input should be 'ephemeral'")
-    _require(marker.get("ttl", "5m") in ("5m", "1h"), f"{where}.ttl: Input should be '5m' or '1h'")
-    extra = sorted(set(marker) - {"type", "ttl"})
-    _require(not extra, f"{where}.{extra[0] if extra else ''}: Extra inputs are not permitted")
-    breakpoints.append(path)
-
-
-def _check_text(block: dict[str, Any], path: str) -> None:
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise _InvalidRequest(f"{path}.text: Field required")
-    _require(text != "", f"{path}: text content blocks must be non-empty")
-    _require(text.strip() != "", f"{path}: text content blocks must contain non-whitespace text")
-
-
-def _check_tools(tools: Any, breakpoints: list[str]) -> None:
-    if tools is None:
-        return
-    _require(isinstance(tools, list), "tools: Input should be a valid list")
-    for i, tool in enumerate(tools):
-        path = f"tools.{i}"
-        _require(isinstance(tool, dict), f"{path}: Input should be an object")
-        name = tool.get("name")
-        _require(isinstance(name, str) and name != "", f"{path}.name: Field required")
-        if tool.get("type") in (None, "custom"):  # server tools (typed) carry no schema
-            _require(
-                isinstance(tool.get("input_schema"), dict), f"{path}.input_schema: Field required"
-            )
-        _check_cache_control(tool, path, breakpoints)
-
-
-def _check_system(system: Any, breakpoints: list[str]) -> None:
-    if system is None or isinstance(system, str):
-        return
-    _require(isinstance(system, list), "system: Input should be a string or a list of text blocks")
-    for i, block in enumerate(system):
-        path = f"system.{i}"
-        _require(
-            isinstance(block, dict) and block.get("type") == "text",
-            f"{path}.type: Input should be 'text'",
-        )
-        _check_text(block, path)
-        _check_cache_control(block, path, breakpoints)
-
-
-def _check_messages(messages: Any, breakpoints: list[str]) -> None:
-    _require(messages is not None, "messages: Field required")
-    _require(isinstance(messages, list), "messages: Input should be a valid list")
-    _require(len(messages) > 0, "messages: at least one message is required")
-    for i, message in enumerate(messages):
-        path = f"messages.{i}"
-        _require(isinstance(message, dict), f"{path}: Input should be an object")
-        role = message.get("role")
-        _require(
-            role in ("user", "assistant"), f"{path}.role: Input should be 'user' or 'assistant'"
-        )
-        _require(i > 0 or role == "user", 'messages: the first message must use the "user" role')
-        content = message.get("content")
-        final_assistant = i == len(messages) - 1 and role == "assistant"
-        _require(
-            isinstance(content, str | list), f"{path}.content: Input should be a string or a list"
-        )
-        _require(
-            bool(content) or final_assistant,
-            f"{path}: all messages must have non-empty content except for the optional final "
-            "assistant message",
-        )
-        if isinstance(content, list):
-            for j, block in enumerate(content):
-                _check_block(block, role, f"{path}.content.{j}", breakpoints)
-    _check_tool_pairing(messages)
-
-
-def _check_block(block: Any, role: str, path: str, breakpoints: list[str]) -> None:
-    _require(isinstance(block, dict), f"{path}: Input should be an object")
-    kind = block.get("type")
-    _require(isinstance(kind, str), f"{path}.type: Field required")
-    if kind == "text":
-        _check_text(block, path)
-    elif kind == "tool_use":
-        _require(role == "assistant", f"{path}: tool_use blocks may only appear in assistant turns")
-        tool_id = block.get("id")
-        _require(isinstance(tool_id, str) and tool_id != "", f"{path}.id: Field required")
-        _require(isinstance(block.get("name"), str), f"{path}.name: Field required")
-        _require(isinstance(block.get("input"), dict), f"{path}.input: Input should be an object")
-    elif kind == "tool_result":
-        _require(role == "user", f"{path}: tool_result blocks may only appear in user turns")
-        _require(isinstance(block.get("tool_use_id"), str), f"{path}.tool_use_id: Field required")
-        nested = block.get("content")
-        if isinstance(nested, list):
-            for k, inner in enumerate(nested):
-                _require(isinstance(inner, dict), f"{path}.content.{k}: Input should be an object")
-                _check_cache_control(inner, f"{path}.content.{k}", breakpoints)
-    _check_cache_control(block, path, breakpoints)
-
-
-def _ids(message: dict[str, Any], kind: str, field: str) -> list[str]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [block[field] for block in content if block.get("type") == kind]
-
-
-def _check_tool_pairing(messages: list[dict[str, Any]]) -> None:
-    """Every tool_use answered in the next message, every tool_result answering the last one."""
-    for i, message in enumerate(messages):
-        if message["role"] == "assistant":
-            uses = _ids(message, "tool_use", "id")
-            if uses and i + 1 < len(messages):
-                answered = set(_ids(messages[i + 1], "tool_result", "tool_use_id"))
-                missing = [tool_id for tool_id in uses if tool_id not in answered]
-                _require(
-                    not missing,
-                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
-                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
-                    "a corresponding `tool_result` block in the next message.",
-                )
-        else:
-            previous = messages[i - 1] if i > 0 else {}
-            asked = (
-                set(_ids(previous, "tool_use", "id"))
-                if previous.get("role") == "assistant"
-                else set()
-            )
-            content = message.get("content")
-            for j, block in enumerate(content if isinstance(content, list) else []):
-                if block.get("type") != "tool_result":
-                    continue
-                _require(
-                    block["tool_use_id"] in asked,
-                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
-                    f"blocks: {block['tool_use_id']}. Each `tool_result` block must have a "
-                    "corresponding `tool_use` block in the previous message.",
-                )

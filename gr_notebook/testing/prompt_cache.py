@@ -1,0 +1,99 @@
+"""Prompt caching as the Messages API bills it, for the local server: which prefix a request
+may cache, and whether an earlier request already wrote it.
+
+The token estimate is a token per four characters of compact JSON. It is not the API's
+tokenizer; it only has to be deterministic and grow with the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from typing import Any
+
+__all__ = ["PromptCache", "estimate_tokens", "prompt_pieces", "prompt_tokens"]
+
+
+def _strip_cache_control(value: Any) -> Any:
+    """The value without its cache markers: they change neither the prompt nor its size."""
+    if isinstance(value, dict):
+        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache_control(v) for v in value]
+    return value
+
+
+def estimate_tokens(value: Any) -> int:
+    """The estimate: a token per four characters of compact JSON, cache markers left out."""
+    return math.ceil(len(json.dumps(_strip_cache_control(value), separators=(",", ":"))) / 4)
+
+
+def _marked(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    if value.get("cache_control") is not None:
+        return True
+    nested = value.get("content")
+    return isinstance(nested, list) and any(_marked(block) for block in nested)
+
+
+def prompt_pieces(body: dict[str, Any]) -> list[tuple[Any, bool]]:
+    """The prompt in cache order — tools, system, message blocks — each with whether it
+    carries a cache breakpoint. Top-level ``cache_control`` marks the last piece."""
+    pieces: list[Any] = list(body.get("tools") or [])
+    system = body.get("system")
+    if isinstance(system, str):
+        pieces.append(system)
+    elif isinstance(system, list):
+        pieces.extend(system)
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        pieces.extend(content if isinstance(content, list) else [content])
+    marked = [(piece, _marked(piece)) for piece in pieces]
+    if body.get("cache_control") is not None and marked:
+        marked[-1] = (marked[-1][0], True)
+    return marked
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The whole prompt's estimate, as ``count_tokens`` answers it."""
+    return sum(estimate_tokens(piece) for piece, _ in prompt_pieces(body))
+
+
+class PromptCache:
+    """The server-wide cache of prefixes written so far; safe across handler threads."""
+
+    def __init__(self, min_cacheable_tokens: int = 1024) -> None:
+        self.min_cacheable_tokens = min_cacheable_tokens
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, int]:
+        """Usage with prompt caching emulated, and the cache updated.
+
+        Each cache breakpoint whose prefix reaches ``min_cacheable_tokens`` is written to the
+        cache; the longest prefix already there is read. So a request whose last breakpoint
+        matches an earlier one reads it all, and one that extends a cached prefix reads the
+        shared part and writes the rest, as the API does.
+        """
+        pieces = prompt_pieces(body)
+        tokens = [estimate_tokens(piece) for piece, _ in pieces]
+        stripped = [_strip_cache_control(piece) for piece, _ in pieces]
+        prefixes: list[tuple[str, int]] = []
+        for i, (_, marked) in enumerate(pieces):
+            prefix_tokens = sum(tokens[: i + 1])
+            if marked and prefix_tokens >= self.min_cacheable_tokens:
+                key_text = json.dumps([body["model"], stripped[: i + 1]], sort_keys=True)
+                prefixes.append((hashlib.sha256(key_text.encode()).hexdigest(), prefix_tokens))
+        cached = prefixes[-1][1] if prefixes else 0
+        with self._lock:
+            read = max((n for key, n in prefixes if key in self._keys), default=0)
+            self._keys.update(key for key, _ in prefixes)
+        return {
+            "input_tokens": sum(tokens) - cached,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": cached - read,
+            "cache_read_input_tokens": read,
+        }
