@@ -26,11 +26,7 @@ from gr_notebook.guardrails.completion import CheckerLike
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
-from gr_notebook.guardrails.regulation import (
-    DEFAULT_CONFIRM_ABOVE,
-    ConfirmerLike,
-    RegulationSettings,
-)
+from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.models import resolve_model
@@ -77,7 +73,7 @@ class Agent:
         self_regulation: bool = True,
         budget_table: BudgetTable | None = None,
         confirm: ConfirmerLike | None = None,
-        confirm_above_tokens: int = DEFAULT_CONFIRM_ABOVE,
+        confirm_above_tokens: int | None = None,
         release_after_s: float | None = 3600.0,
         compaction: bool = True,
         store: Store | str | os.PathLike[str] | bool | None = None,
@@ -182,6 +178,7 @@ class Agent:
                     for p in (REGULATION_PROMPT if self.regulation else "", self.system_prompt)
                     if p
                 ),
+                regulated=self.regulation is not None,
             ),
             budget=self.budget,
             compaction=self.compaction,
@@ -371,7 +368,7 @@ def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
 
 
 def _regulation_of(
-    on: bool, table: BudgetTable | None, confirm: ConfirmerLike | None, above: int
+    on: bool, table: BudgetTable | None, confirm: ConfirmerLike | None, above: int | None
 ) -> RegulationSettings | None:
     if not isinstance(on, bool):
         raise ConfigError(f"self_regulation takes True or False, got {on!r}")
@@ -385,7 +382,8 @@ def _regulation_of(
             "confirm takes a function request -> bool (it may be async), got "
             f"{type(confirm).__name__}"
         )
-    whole_number(above, "confirm_above_tokens")
+    if above is not None:
+        whole_number(above, "confirm_above_tokens")
     if not on:
         if table is not None or confirm is not None:
             raise ConfigError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -32,11 +32,14 @@ from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.models.call_context import CallContext, calling
 from gr_notebook.phases import JobResult, PhaseController
+from gr_notebook.guidance import Directive, action_of_text, guidance_data
 from gr_notebook.prompts import (
+    directive,
     marker_of,
     stop_refused_prompt,
     strategy_check_prompt,
     stuck_rewind_issue,
+    todo_layer_directive,
 )
 from gr_notebook.stuck import SameStateDetector, StuckDetector
 from gr_notebook.summary import workspace_state
@@ -80,7 +83,9 @@ class Loop:
         self.model = model
         self.registry = registry
         self.events = events
-        self.phases = PhaseController(workspace, plan_file, self.emit, clock)
+        self.phases = PhaseController(
+            workspace, plan_file, self.emit, clock, regulated=regulation is not None
+        )
         self.context = ContextManager()
         self.system_prompt = system_prompt
         self.budget = budget
@@ -98,13 +103,19 @@ class Loop:
             usage=self.usage,
             todos=lambda: self.phases.todos,
             plan=self.phases.plan,
+            wrap_up=lambda: self.regulation.wrap_up if self.regulation else None,
             prompt_name=name,
             run_id=run_id,
         )
         self.interventions = InterventionEngine(interventions) if interventions else None
         self.regulation = (
             SelfRegulation(
-                regulation, usage=self.usage, emit=self.emit, workspace=workspace, run_id=run_id
+                regulation,
+                usage=self.usage,
+                emit=self.emit,
+                workspace=workspace,
+                phase_ahead=self.phases.phase_ahead,
+                run_id=run_id,
             )
             if regulation
             else None
@@ -116,6 +127,7 @@ class Loop:
         self._stop_requested: str | None = None
         self._resume = asyncio.Event()
         self._resume.set()
+        self._todo_order: str | None = None  # the INSTRUCTION line last recorded as guidance
         self.paused = False
         self.started = False
 
@@ -145,21 +157,55 @@ class Loop:
 
     def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
         self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
+        if kind == "phase_started" and self.regulation is not None and data:
+            self.regulation.on_phase_started(data["phase"])
+
+    def direct(self, directive: Directive) -> None:
+        """Record an order given to the model, with the state of the job at that moment."""
+        self.emit(
+            "guidance",
+            guidance_data(
+                directive,
+                todos=self.phases.todos,
+                plan=self.phases.plan(),
+                usage=self.usage(),
+                job_done=self.phases.job is not None,
+            ),
+        )
+
+    def _note_todo_layer(self) -> None:
+        """The todo layer's INSTRUCTION line is an order on every turn: recorded when it
+        changes."""
+        todos = self.phases.todos
+        text = todos.next_instruction()
+        if text != self._todo_order:
+            self._todo_order = text
+            self.direct(todo_layer_directive(todos))
 
     @property
     def max_iterations(self) -> int:
         return self.budget.max_iterations
 
-    @property
-    def tokens_budget(self) -> int | None:
-        """The budget the meters show: the assessed one, else the run's hard limit."""
+    def measured(self) -> dict[str, Any]:
+        """The budget the agent is measured against now, as the meters show it: the phase's
+        allotment counted from its assessment, else the run's hard limits."""
         assessed = self.regulation.assessment if self.regulation else None
-        return assessed.token_budget if assessed else self.budget.max_tokens
-
-    @property
-    def iterations_max(self) -> int:
-        assessed = self.regulation.assessment if self.regulation else None
-        return assessed.max_iterations if assessed else self.budget.max_iterations
+        if assessed is None:
+            return {
+                "tokens_budget": self.budget.max_tokens,
+                "iterations_max": self.budget.max_iterations,
+                "budget_tokens_used": self.tokens,
+                "budget_iterations_used": self.turn,
+                "budget_scope": "the run",
+            }
+        assert self.regulation is not None
+        return {
+            "tokens_budget": assessed.token_budget,
+            "iterations_max": assessed.max_iterations,
+            "budget_tokens_used": self.tokens - assessed.tokens_at,
+            "budget_iterations_used": self.turn - assessed.iterations_at,
+            "budget_scope": self.regulation.scope,
+        }
 
     def usage(self) -> BudgetUsage:
         """What the run has used of its budget, now."""
@@ -171,6 +217,7 @@ class Loop:
 
     async def run(self, kickoff: str) -> LoopOutcome:
         self.started = True
+        self.direct(directive(kickoff))
         self.context.append_user([TextBlock(kickoff)])
         while True:
             if not self._resume.is_set() and not self._stop_requested:
@@ -186,6 +233,7 @@ class Loop:
                 if prompt:
                     self.emit("stuck_checkpoint", {"prompt": prompt})
                     self._inject([prompt])
+            self._note_todo_layer()
             self.turn += 1
             response = await self._call_model()
             if isinstance(response, LoopOutcome):
@@ -252,9 +300,8 @@ class Loop:
                 "model": response.model or self.model.name,
                 "cost_usd": response.extra.get("cost_usd"),
                 "tokens_used": self.tokens,
-                "tokens_budget": self.tokens_budget,
                 "iterations_used": spent.iterations,
-                "iterations_max": self.iterations_max,
+                **self.measured(),
             },
         )
         return response
@@ -310,18 +357,31 @@ class Loop:
             },
         )
         content = output.content
+        if output.directive is not None:
+            self.direct(output.directive)
         if self.interventions is not None:
             self._observe(use, output)
         blocks = self.guards.after_call(
             use.name, use.input, is_error=output.is_error, turn=self.turn
         )
+        avoid: tuple[str, ...] = ()
         if self.regulation is not None and use.name == "read_file" and not output.is_error:
-            redundant = self.regulation.on_read(
-                str(use.input.get("path", "")), turn=self.turn, call_index=self.guards.calls
-            )
+            path = str(use.input.get("path", ""))
+            redundant = self.regulation.on_read(path, turn=self.turn, call_index=self.guards.calls)
             if redundant is not None:
                 self.emit("feedback", redundant.event_data(use.name, None))
-                blocks = [*blocks, redundant]
+                blocks, avoid = [*blocks, redundant], (path,)
+        for block in blocks:
+            text = block.render()
+            own = block.provider_name == "Redundancy" and bool(avoid)
+            self.direct(
+                Directive(
+                    text,
+                    f"feedback:{block.provider_name}",
+                    None if own else action_of_text(text),
+                    avoid_reads=avoid if own else (),
+                )
+            )
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
@@ -332,14 +392,16 @@ class Loop:
             return problem or ToolOutput("Unknown tool.", True)
         denial = self.guards.check(tool, use.input, turn=self.turn)
         if denial is not None:
-            return ToolOutput(denial.message(), True)
+            text = denial.message()
+            return ToolOutput(text, True, Directive(text, f"policy:{denial.policy}", "read_first"))
         if tool.name == "job_complete":
             verdict = self.guards.judge_stop("job_complete", dict(use.input))
             if not verdict.allowed:
                 self._refused_calls += 1
                 if verdict.give_up:
                     self._give_up = verdict
-                return ToolOutput(self._refusal(verdict), True)
+                text = self._refusal(verdict)
+                return ToolOutput(text, True, Directive(text, "stop_refused", "work_on_task"))
         context = ToolContext(
             self.phases.workspace, self.phases, self.clock, self.turn, regulation=self.regulation
         )
@@ -441,7 +503,8 @@ class Loop:
             return None
         steps = check.steps_since_progress
         if check.action == "replan":
-            self._inject([strategy_check_prompt(steps, check.stuck_counter)])
+            text = strategy_check_prompt(steps, check.stuck_counter)
+            self._inject([directive(text, reads=(self.phases.plan_file,))])
         elif check.action == "rewind":
             self.phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
             self._inject(self.phases.take_prompts())
@@ -500,10 +563,15 @@ class Loop:
             },
         )
 
-    def _inject(self, texts: list[str]) -> None:
-        for text in texts:
-            self.emit("prompt_injected", {"text": clip(text), "marker": marker_of(text)})
-        self.context.append_user([TextBlock(t) for t in texts])
+    def _inject(self, orders: Sequence[Directive | str]) -> None:
+        """Tell the model: workflow prompts, refusals and checks, each recorded as guidance."""
+        directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
+        for d in directives:
+            self.emit("prompt_injected", {"text": clip(d.text), "marker": marker_of(d.text)})
+            self.direct(d)
+            if d.reads and self.regulation is not None:
+                self.regulation.expect_reads(d.reads)
+        self.context.append_user([TextBlock(d.text) for d in directives])
 
     def _apply_rewinds(self) -> None:
         issues, self._rewinds = self._rewinds, []

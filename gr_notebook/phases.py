@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from gr_notebook import prompts
 from gr_notebook.errors import TodoError, WorkspaceError
+from gr_notebook.guidance import Directive
 from gr_notebook.journal import EXPERIENCES_FILE, Journal
 from gr_notebook.plan import Plan
 from gr_notebook.summary import SUMMARY_FILE, build_workspace_summary
@@ -62,7 +63,10 @@ class PhaseController:
     _board: TodoBoard = field(init=False)
     _journal: Journal = field(init=False)
     _pending: TransitionKind | None = field(default=None, init=False)
-    _prompts: list[str] = field(default_factory=list, init=False)
+    regulated: bool = False
+    """Self-regulation is on: transitions and rewinds ask for an assessment of the phase."""
+    _prompts: list[Directive] = field(default_factory=list, init=False)
+    _wrap_up: bool = field(default=False, init=False)
     _plan_cache: tuple[tuple[int, int, int], Plan] | None = field(default=None, init=False)
     _plan_written: bool = field(default=False, init=False)
 
@@ -105,12 +109,43 @@ class PhaseController:
                 return None
         return self._plan_cache[1]
 
-    def take_prompts(self) -> list[str]:
+    def take_prompts(self) -> list[Directive]:
         queued, self._prompts = self._prompts, []
         return queued
 
-    def queue_prompt(self, text: str) -> None:
-        self._prompts.append(text)
+    def queue_prompt(self, text: str, *, reads: Sequence[str] = ()) -> None:
+        self._prompts.append(prompts.directive(text, reads=reads))
+
+    def order_wrap_up(self) -> None:
+        """The run was told to wrap up: the INSTRUCTION line says so from now on."""
+        if not self._wrap_up:
+            self._wrap_up = True
+            self._set(self.todos)
+
+    @property
+    def wrap_up_ordered(self) -> bool:
+        return self._wrap_up
+
+    def phase_ahead(self) -> tuple[int, str]:
+        """The phase an assessment made now covers, and its label: the current list's, or
+        during a phase transition the next phase of the plan."""
+        todos = self.todos
+        if self._pending != "phase":
+            if todos.kind == "bootstrap":
+                return todos.phase_number, "the bootstrap"
+            return todos.phase_number, f"Phase {todos.phase_number}" + (
+                f" '{todos.phase_name}'" if todos.phase_name else ""
+            )
+        finished = self.segments[-1].phase if self.segments else todos.phase_number
+        plan = self.plan()
+        upcoming = (
+            next((p for p in plan.phases if p.status != "complete" and p.number > finished), None)
+            if plan
+            else None
+        )
+        if upcoming is None:
+            return finished + 1, f"Phase {finished + 1}"
+        return upcoming.number, f"Phase {upcoming.number} '{upcoming.name}'"
 
     # -- workflow ---------------------------------------------------------------------------
 
@@ -120,7 +155,7 @@ class PhaseController:
         if problem:
             self.emit("error", {"source": "todos", "message": problem})
         if leftover is not None and leftover.items:  # an earlier run's list: keep, don't clobber
-            self._board.set(leftover)
+            self._set(leftover)
             self._board.archive("superseded")
         bootstrap = TodoList.of(
             prompts.bootstrap_todos(self.plan_file), phase_name="Bootstrap", kind="bootstrap"
@@ -151,7 +186,7 @@ class PhaseController:
             self._begin(todos, source=source)
             self.compaction_due = True
         else:
-            self._board.set(todos)
+            self._set(todos)
             self.emit("todos_written", _todos_data(todos, source))
         if todos.is_finished:  # every task written as done: the list ends at once
             notes.append("Every task was written as done, so the list is complete.")
@@ -174,7 +209,7 @@ class PhaseController:
             )
         todos = self.todos
         updated = replace(todos, items=(*todos.items, TodoItem(title)), instruction=None)
-        self._board.set(updated)
+        self._set(updated)
         self.emit("todos_written", _todos_data(updated, source))
         return f"Added task {len(updated.items)} '{title}'."
 
@@ -185,7 +220,7 @@ class PhaseController:
                 "transition instructions and call todo_write(todos=[...])"
             )
         todos, number = self.todos.complete_next()
-        self._board.set(todos)
+        self._set(todos)
         title = todos.items[number - 1].title
         self.emit(
             "todo_completed",
@@ -215,7 +250,9 @@ class PhaseController:
                 archive=archive,
                 plan_file=self.plan_file,
                 by_person=source != "model",
-            )
+                assess=self.regulated,
+            ),
+            reads=prompts.rewind_reads(self.plan_file),
         )
         return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
 
@@ -313,14 +350,17 @@ class PhaseController:
             self._begin_job_completion()
             return
         self._await_todos("phase", what="phase transition")
+        has_experiences = self.workspace.exists(EXPERIENCES_FILE)
         self.queue_prompt(
             prompts.transition_prompt(
                 finished=finished,
                 archive=archive,
                 plan_file=self.plan_file,
                 plan_warnings=plan.warnings if plan else (f"{self.plan_file} does not exist",),
-                has_experiences=self.workspace.exists(EXPERIENCES_FILE),
-            )
+                has_experiences=has_experiences,
+                assess=self.regulated,
+            ),
+            reads=prompts.transition_reads(self.plan_file, has_experiences=has_experiences),
         )
 
     def _ensure_advanced(self, plan: Plan, notes: list[str]) -> Plan:
@@ -361,8 +401,15 @@ class PhaseController:
         self.compaction_due = True
         self.queue_prompt(prompts.job_completion_prompt(self.plan_file))
 
-    def _begin(self, todos: TodoList, *, source: str) -> None:
+    def _set(self, todos: TodoList) -> None:
+        """Every list goes on the board through here, so a standing wrap-up order stays
+        on its INSTRUCTION line."""
+        if self._wrap_up and todos.instruction != prompts.WRAP_UP_INSTRUCTION:
+            todos = replace(todos, instruction=prompts.WRAP_UP_INSTRUCTION)
         self._board.set(todos)
+
+    def _begin(self, todos: TodoList, *, source: str) -> None:
+        self._set(todos)
         self.emit("todos_written", _todos_data(todos, source))
         self.emit(
             "phase_started",
@@ -378,7 +425,7 @@ class PhaseController:
     def _await_todos(self, kind: TransitionKind, *, what: str) -> None:
         self._pending = kind
         todos = self.todos
-        self._board.set(
+        self._set(
             TodoList(
                 phase_number=todos.phase_number,
                 phase_total=todos.phase_total,

@@ -8,6 +8,12 @@ under way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gr_notebook.guidance import Action, Directive
+
+if TYPE_CHECKING:
+    from gr_notebook.todos import TodoList
 
 __all__ = [
     "BOOTSTRAP_TODOS",
@@ -51,13 +57,21 @@ BOOTSTRAP_TODOS = bootstrap_todos("main_plan.md")
 JOB_COMPLETION_TODOS = ("Verify all deliverables", "Generate summary report", "Call job_complete()")
 
 
-def system_prompt(plan_file: str, extra: str = "") -> str:
+def system_prompt(plan_file: str, extra: str = "", *, regulated: bool = False) -> str:
+    """Layer 1. With self-regulation on, the todo list is the main job rather than the only
+    one: seed 003's resource rules sit beside it, and neither may be absolute."""
+    job = (
+        "YOUR JOB: Complete the tasks in your todo list, one at a time, following the "
+        "RESOURCE MANAGEMENT rules below as you go."
+        if regulated
+        else "YOUR ONLY JOB: Complete the tasks in your todo list, one at a time."
+    )
     text = f"""\
 You are an agent working through a long job inside a workspace of files.
 
 Your work is organized into phases. Each phase has a todo list.
 
-YOUR ONLY JOB: Complete the tasks in your todo list, one at a time.
+{job}
 
 After completing each task, call todo_complete(). The system will:
 - Mark the task done
@@ -94,6 +108,26 @@ def _warnings_block(warnings: Sequence[str]) -> str:
     return f"\n\nFix these problems in the plan while you update it:\n{listed}"
 
 
+def transition_reads(plan_file: str, *, has_experiences: bool = False) -> tuple[str, ...]:
+    """The files a transition prompt asks the model to re-read."""
+    reads = (plan_file, "instructions.md", "workspace_summary.md")
+    return (*reads, "experiences.md") if has_experiences else reads
+
+
+def rewind_reads(plan_file: str) -> tuple[str, ...]:
+    return (plan_file, "instructions.md", "workspace_summary.md", "experiences.md")
+
+
+ASSESS_STEP = (
+    "Call assess_task for {what}: estimated_iterations is about 2 per step plus 4 for the "
+    "next transition."
+)
+
+
+def _steps(*steps: str) -> str:
+    return "".join(f"{n}. {step}\n" for n, step in enumerate(steps, 1))
+
+
 def transition_prompt(
     *,
     finished: str,
@@ -101,23 +135,36 @@ def transition_prompt(
     plan_file: str,
     plan_warnings: Sequence[str] = (),
     has_experiences: bool = False,
+    assess: bool = False,
 ) -> str:
+    """``assess``: self-regulation is on, so the phase ahead gets its own budget."""
     archived = f" (archived to {archive})" if archive else ""
     experiences = " and experiences.md (approaches that failed before)" if has_experiences else ""
+    steps = [
+        f"Read {plan_file}, instructions.md and workspace_summary.md{experiences}.",
+        f"Update {plan_file}: mark the finished phase ✓ COMPLETE, adjust the later phases "
+        "if what you learned requires it, and mark the next phase ← CURRENT.",
+    ]
+    if assess:
+        steps.append(ASSESS_STEP.format(what="the next phase"))
+    steps.append("Write the next phase's steps as your new todo list with todo_write(todos=[...]).")
     return (
         f"{TRANSITION_MARKER}: {finished} is complete{archived}. "
         "The system generated workspace_summary.md.\n"
-        f"1. Read {plan_file}, instructions.md and workspace_summary.md{experiences}.\n"
-        f"2. Update {plan_file}: mark the finished phase ✓ COMPLETE, adjust the later phases "
-        "if what you learned requires it, and mark the next phase ← CURRENT.\n"
-        "3. Write the next phase's steps as your new todo list with todo_write(todos=[...]).\n"
-        "Your conversation is then summarized; the plan and the new todos carry you forward."
+        + _steps(*steps)
+        + "Your conversation is then summarized; the plan and the new todos carry you forward."
         + _warnings_block(plan_warnings)
     )
 
 
 def rewind_prompt(
-    *, issue: str, phase: str, archive: str | None, plan_file: str, by_person: bool
+    *,
+    issue: str,
+    phase: str,
+    archive: str | None,
+    plan_file: str,
+    by_person: bool,
+    assess: bool = False,
 ) -> str:
     who = "A person pressed the rewind button" if by_person else "You called todo_rewind()"
     what = (
@@ -129,11 +176,14 @@ def rewind_prompt(
         f"{REWIND_MARKER}: {who}. {what}; the failure note is:\n"
         f'  "{issue}"\n'
         "The note is recorded in experiences.md.\n"
-        f"1. Read {plan_file}, instructions.md, workspace_summary.md and experiences.md.\n"
-        f"2. Reconsider the phases in the light of the issue and revise {plan_file} with the "
-        "adjusted approach (you may revise several phases). Keep exactly one phase "
-        "← CURRENT.\n"
-        "3. Write the todo list for the revised current phase with todo_write(todos=[...])."
+        + _steps(
+            f"Read {plan_file}, instructions.md, workspace_summary.md and experiences.md.",
+            f"Reconsider the phases in the light of the issue and revise {plan_file} with the "
+            "adjusted approach (you may revise several phases). Keep exactly one phase "
+            "← CURRENT.",
+            *((ASSESS_STEP.format(what="the revised phase"),) if assess else ()),
+            "Write the todo list for the revised current phase with todo_write(todos=[...]).",
+        ).rstrip("\n")
     )
 
 
@@ -197,6 +247,50 @@ def stuck_rewind_issue(steps: int, recent_tools: Sequence[str]) -> str:
         f"The system rewound this list: no progress in {steps} steps, even after a strategy "
         f"check. The latest tool calls were: {tools}. Try a different approach."
     )
+
+
+WRAP_UP_INSTRUCTION = (
+    "Resources are low: summarize your progress with summarize_progress, then call "
+    "job_complete(summary=..., confidence=..., notes=...) with what is done and what is left"
+)
+"""The todo layer's INSTRUCTION line once the run was told to wrap up: it stands for the
+rest of the run, so the layer never asks for a task the system told the model to leave."""
+
+_ACTIONS: dict[str, Action] = {
+    TRANSITION_MARKER: "write_todos",
+    REWIND_MARKER: "write_todos",
+    RESET_MARKER: "write_todos",
+    JOB_COMPLETION_MARKER: "finish_job",
+    STOP_REFUSED_MARKER: "work_on_task",
+    STRATEGY_CHECK_MARKER: "change_approach",
+}
+
+
+def directive(text: str, *, reads: Sequence[str] = ()) -> Directive:
+    """A prompt the system injects, as guidance: its marker is its source."""
+    marker = marker_of(text)
+    action: Action | None = _ACTIONS.get(marker)
+    if marker == CHECKPOINT_MARKER:
+        action = "write_todos" if "has been empty" in text else "change_approach"
+    elif marker == "other":
+        action = "finish_job" if "job_complete(" in text else "work_on_task"
+    source = "intervention" if marker == STRATEGY_CHECK_MARKER else f"prompt:{marker}"
+    return Directive(text, source, action, reads=tuple(reads))
+
+
+def todo_layer_directive(todos: TodoList) -> Directive:
+    """The INSTRUCTION line of Layer 2, as guidance: the order in force on every turn."""
+    text = todos.next_instruction()
+    action: Action | None
+    if text == WRAP_UP_INSTRUCTION:
+        action = "wrap_up"
+    elif todos.current is not None:
+        action = "finish_job" if todos.kind == "job_completion" else "work_on_task"
+    elif todos.is_finished:
+        action = "finish_job" if todos.kind == "job_completion" else None
+    else:
+        action = "write_todos"
+    return Directive(text, "todo_layer", action)
 
 
 def marker_of(text: str) -> str:

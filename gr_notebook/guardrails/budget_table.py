@@ -1,14 +1,21 @@
 """Seed 003's budget table: what ``assess_task`` allocates to each kind of task.
 
-The allocation grows with the number of files the agent expects to touch, linearly from
-the task type's typical file count, and at most ``max_multiplier`` times (2× in the seed):
+Seed 003 sized its table for one task of 3-20 tool-calling rounds; seed 000's phases are 5-20
+steps, so one assessment covers one phase (decision 108). The allocation grows with the
+number of files the agent expects to touch, linearly from the task type's typical file
+count, and at most ``max_multiplier`` times (2x in the seed):
 
     multiplier = clamp(estimated_files / typical_files, 1, max_multiplier)
-    token_budget = base_tokens × multiplier, rounded up to a thousand
-    max_iterations = ceil(base_iterations × multiplier)
+    max_iterations = max(ceil(base_iterations x multiplier), ceil(1.25 x estimated_iterations))
+    token_budget = max(base_tokens x multiplier,
+                       max_iterations x tokens per turn + estimated_files x reading a file)
 
-So an audit of 10 files or fewer gets the base 80K tokens and 20 iterations, 15 files get
-120K and 30, and 20 files or more get the cap of 160K and 40.
+rounded up to a thousand tokens, where a turn costs 1.25 times what this run's turns have
+cost so far (never less than the table's own rate), and reading a file costs 1.25 times a
+typical workspace file carried for 2 turns. So an audit of 10 files or fewer
+gets at least the base 80K tokens and 20 iterations, and a phase the agent estimates at 24
+rounds gets 30. Only the run's hard limits (``gr.Budget``) cap it: an estimate over what
+they leave is the one the guidance calls too large.
 """
 
 from __future__ import annotations
@@ -22,7 +29,14 @@ from typing import Any
 from gr_notebook.errors import ConfigError, ToolError
 from gr_notebook.validation import whole_number
 
-__all__ = ["DEFAULT_BUDGETS", "BudgetTable", "TaskAssessment", "TaskBudget"]
+__all__ = ["DEFAULT_BUDGETS", "FILE_CARRY", "RESERVE", "BudgetTable", "TaskAssessment", "TaskBudget"]
+
+RESERVE = 1.25
+"""An allotment keeps a quarter in reserve over the agent's own estimate and over this
+run's cost per turn: estimates run short, and turns late in a phase cost more than the
+average (the context grows until the next compaction). A healthy phase ends near 80%."""
+FILE_CARRY = 2
+"""Turns a file read stays in the context, on average, before summarize_progress prunes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +78,13 @@ class TaskAssessment:
     max_iterations: int
     guidance: str
     turn: int = 0
+    narrow: bool = False
+    """The guidance asks to narrow the scope: the estimate is over what the limits leave."""
+    phase: int = 0
+    """The phase the allocation covers."""
+    tokens_at: int = 0
+    """Tokens the run had used when the allocation began; usage counts from here."""
+    iterations_at: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +97,10 @@ class TaskAssessment:
             "max_iterations": self.max_iterations,
             "guidance": self.guidance,
             "turn": self.turn,
+            "narrow": self.narrow,
+            "phase": self.phase,
+            "tokens_at": self.tokens_at,
+            "iterations_at": self.iterations_at,
         }
 
 
@@ -140,32 +165,48 @@ class BudgetTable:
         *,
         max_tokens: int | None = None,
         max_iterations: int | None = None,
+        tokens_per_iteration: float = 0.0,
+        tokens_per_file: float = 0.0,
         turn: int = 0,
+        scope: str = "the task",
     ) -> TaskAssessment:
-        """The allocation for a task, within the run's hard limits when given."""
+        """The allocation for a task, within what the run's hard limits leave when given.
+
+        ``tokens_per_iteration`` is what a turn of this run has cost so far; the table's own
+        rate is the floor. ``tokens_per_file`` is the size of a typical file in the
+        workspace: each file examined stays in the context for about ``FILE_CARRY`` turns.
+        ``scope`` names what the allocation covers, for the guidance.
+        """
         row = self.row(task_type)
         multiplier = self.multiplier(task_type, estimated_files)
-        tokens = math.ceil(row.tokens * multiplier / 1000) * 1000
-        iterations = math.ceil(row.iterations * multiplier)
+        iterations = max(
+            math.ceil(row.iterations * multiplier), math.ceil(RESERVE * estimated_iterations)
+        )
+        rate = max(row.tokens / row.iterations, RESERVE * tokens_per_iteration)
+        reading = RESERVE * estimated_files * tokens_per_file * FILE_CARRY
+        tokens = _thousands(max(row.tokens * multiplier, iterations * rate + reading))
         notes = []
         if max_tokens is not None and tokens > max_tokens:
             tokens = max_tokens
-            notes.append(f"capped at the run's hard limit of {max_tokens:,} tokens")
+            notes.append(f"capped at the {max_tokens:,} tokens the run's hard limit leaves")
         if max_iterations is not None and iterations > max_iterations:
             iterations = max_iterations
-            notes.append(f"capped at the run's hard limit of {max_iterations} iterations")
+            notes.append(f"capped at the {max_iterations} iterations the run's hard limit leaves")
         guidance = (
-            f"Budget: {tokens:,} tokens and {iterations} iterations for the {task_type} task "
-            f"over about {estimated_files} files (x{multiplier:.2g} the base). Read only what you "
-            "need (search before reading), call check_resources every 3-5 tool calls, and "
-            "call summarize_progress after more than 10 tool calls."
+            f"Budget for {scope}: {tokens:,} tokens and {iterations} iterations ({task_type} "
+            f"over about {estimated_files} files, your estimate of {estimated_iterations} "
+            "iterations). Read only what you need (search before reading), call "
+            "check_resources every 3-5 tool calls, and call summarize_progress after more "
+            "than 10 tool calls."
         )
         if notes:
             guidance += " The budget is " + " and ".join(notes) + "."
-        if estimated_iterations > iterations:
+        narrow = estimated_iterations > iterations
+        if narrow:
             guidance += (
                 f" Your estimate of {estimated_iterations} iterations is over the "
-                f"{iterations} allocated: narrow the scope or summarize as you go."
+                f"{iterations} the run's hard limits leave: narrow the scope or summarize as "
+                "you go."
             )
         return TaskAssessment(
             task_type=task_type,
@@ -177,4 +218,9 @@ class BudgetTable:
             max_iterations=iterations,
             guidance=guidance,
             turn=turn,
+            narrow=narrow,
         )
+
+
+def _thousands(tokens: float) -> int:
+    return math.ceil(tokens / 1000) * 1000

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
@@ -17,7 +17,8 @@ from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
 from gr_notebook.guardrails.paths import canonical_path, file_stamp
-from gr_notebook.workspace import Workspace
+from gr_notebook.todos import ARCHIVE_DIR
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = [
     "DEFAULT_CONFIRM_ABOVE",
@@ -34,22 +35,40 @@ DEFAULT_CONFIRM_ABOVE = 100_000
 WARNING = "WARNING: Low on resources. Summarize and wrap up."
 CAUTION = "CAUTION: Monitor usage carefully."
 HEALTHY = "Resources healthy, continue."
+WRAP_UP_AT = 80.0
+"""Percent of a hard limit past which the run is told to wrap up (seed 003's 80% mark)."""
 MAX_LISTED = 50
+CHARS_PER_TOKEN = 4
 
 
 def recommendation_for(percentage_used: float) -> str:
     """Seed 003's wording: above 80%, above 50%, otherwise."""
-    if percentage_used > 80:
+    if percentage_used > WRAP_UP_AT:
         return WARNING
     if percentage_used > 50:
         return CAUTION
     return HEALTHY
 
 
+def _recommend(percentage: float, limits: float, scope: str) -> str:
+    """Only the hard limits can order a wrap-up: an allotment spent early while the limits
+    have room asks for pace, not for the end of the job (decision 108)."""
+    if limits > WRAP_UP_AT or percentage <= WRAP_UP_AT:
+        return recommendation_for(max(percentage, limits))
+    return (
+        f"{CAUTION} {scope[:1].upper()}{scope[1:]} has used {percentage:.0f}% of its "
+        f"allotment and the run's hard limits are {limits:.0f}% used: keep to your todo list, "
+        "skip extra reads, and call summarize_progress at the next task boundary."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceReport:
     """``check_resources``' answer. ``percentage_used`` is the larger of the token and the
-    iteration fractions: whichever runs out first is the one to plan around."""
+    iteration fractions of the budget the agent is measured against (the assessed
+    allotment, counted from the assessment, else the run's limits): whichever runs out
+    first is the one to plan around. ``limits_percentage_used`` is the same for the run's
+    hard limits, over the whole job, and only it can call for a wrap-up."""
 
     tokens_used: int
     tokens_budget: int | None
@@ -61,30 +80,56 @@ class ResourceReport:
     recommendation: str
     budget_source: str
     """``assessment`` when assess_task set the budget, ``limits`` for the run's own."""
+    scope: str = "the run"
+    limits_percentage_used: float = 0.0
+    job_tokens_used: int = 0
+    job_iterations_used: int = 0
 
     @classmethod
-    def of(cls, usage: BudgetUsage, assessment: TaskAssessment | None) -> ResourceReport:
+    def of(
+        cls, usage: BudgetUsage, assessment: TaskAssessment | None, *, scope: str = "the run"
+    ) -> ResourceReport:
         hard = usage.budget
+        limits = [usage.iterations / hard.max_iterations]
+        if hard.max_tokens:
+            limits.append(usage.tokens / hard.max_tokens)
+        if hard.deadline_s:
+            limits.append(usage.elapsed_s / hard.deadline_s)
+        limits_pct = round(100 * max(limits), 1)
+        tokens_budget: int | None
         if assessment is not None:
-            tokens_budget: int | None = assessment.token_budget
-            iterations_max, source = assessment.max_iterations, "assessment"
+            tokens_used = usage.tokens - assessment.tokens_at
+            iterations_used = usage.iterations - assessment.iterations_at
+            tokens_budget, iterations_max = assessment.token_budget, assessment.max_iterations
+            source = "assessment"
         else:
+            tokens_used, iterations_used = usage.tokens, usage.iterations
             tokens_budget, iterations_max, source = hard.max_tokens, hard.max_iterations, "limits"
-        fractions = [usage.iterations / iterations_max]
+            scope = "the run"
+        fractions = [iterations_used / iterations_max]
         if tokens_budget:
-            fractions.append(usage.tokens / tokens_budget)
-        percentage = round(100 * max(fractions), 1)
+            fractions.append(tokens_used / tokens_budget)
+        percentage = round(100 * max(fractions), 1) if source == "assessment" else limits_pct
         return cls(
-            tokens_used=usage.tokens,
+            tokens_used=tokens_used,
             tokens_budget=tokens_budget,
-            tokens_remaining=None if tokens_budget is None else tokens_budget - usage.tokens,
+            tokens_remaining=None if tokens_budget is None else tokens_budget - tokens_used,
             percentage_used=percentage,
-            iterations_used=usage.iterations,
+            iterations_used=iterations_used,
             iterations_max=iterations_max,
-            iterations_remaining=iterations_max - usage.iterations,
-            recommendation=recommendation_for(percentage),
+            iterations_remaining=iterations_max - iterations_used,
+            recommendation=_recommend(percentage, limits_pct, scope),
             budget_source=source,
+            scope=scope,
+            limits_percentage_used=limits_pct,
+            job_tokens_used=usage.tokens,
+            job_iterations_used=usage.iterations,
         )
+
+    @property
+    def wrap_up(self) -> bool:
+        """The report orders a wrap-up: a hard limit is nearly spent."""
+        return self.recommendation == WARNING
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,7 +142,22 @@ class ResourceReport:
             "iterations_remaining": self.iterations_remaining,
             "recommendation": self.recommendation,
             "budget_source": self.budget_source,
+            "scope": self.scope,
+            "limits_percentage_used": self.limits_percentage_used,
+            "job_tokens_used": self.job_tokens_used,
+            "job_iterations_used": self.job_iterations_used,
         }
+
+
+def typical_file_tokens(workspace: Workspace) -> float:
+    """The mean size of the job's files, in tokens (four characters each), leaving out the
+    system's own tool docs and archive; what reading one more file is likely to cost."""
+    sizes = [
+        path.stat().st_size
+        for path in workspace.files()
+        if not workspace.relative(path).startswith((f"{TOOL_DOCS_DIR}/", f"{ARCHIVE_DIR}/"))
+    ]
+    return sum(sizes) / len(sizes) / CHARS_PER_TOKEN if sizes else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +220,9 @@ class RegulationSettings:
 
     table: BudgetTable = field(default_factory=BudgetTable)
     confirm: ConfirmerLike | None = None
-    confirm_above: int = DEFAULT_CONFIRM_ABOVE
+    confirm_above: int | None = None
+    """Ask above this many tokens; ``None``: above ``DEFAULT_CONFIRM_ABOVE`` when there is
+    a confirmer to ask, and never when there is none (decision 109)."""
 
 
 class SelfRegulation:
@@ -173,16 +235,26 @@ class SelfRegulation:
         usage: Callable[[], BudgetUsage],
         emit: Callable[[str, Mapping[str, Any]], None],
         workspace: Workspace,
+        phase_ahead: Callable[[], tuple[int, str]] = lambda: (0, "the task"),
         run_id: str = "",
     ) -> None:
+        """``phase_ahead`` says which phase an assessment made now covers, and its label."""
         self.table = settings.table
         self.confirm = settings.confirm
         self.confirm_above = settings.confirm_above
+        if self.confirm_above is None and self.confirm is not None:
+            self.confirm_above = DEFAULT_CONFIRM_ABOVE
         self.usage = usage
         self.emit = emit
         self.workspace = workspace
+        self.phase_ahead = phase_ahead
         self.run_id = run_id
         self.assessment: TaskAssessment | None = None
+        """The allotment in force: it covers one phase and lapses when another begins."""
+        self.scope = "the run"
+        self.wrap_up: str | None = None
+        """The recommendation that ordered a wrap-up, once one did; it stands for the run."""
+        self._requested: set[str] = set()
         self.summaries: list[ProgressSummary] = []
         self.pending_prune: ProgressSummary | None = None
         self._explored: dict[str, tuple[tuple[int, int], int, int]] = {}
@@ -201,26 +273,52 @@ class SelfRegulation:
         turn: int,
     ) -> tuple[TaskAssessment, bool]:
         """The allocation, and whether it may stand (a large one needs a person's yes)."""
-        hard = self.usage().budget
+        usage = self.usage()
+        hard = usage.budget
+        phase, scope = self.phase_ahead()
         assessment = self.table.assess(
             task_type,
             estimated_files,
             estimated_iterations,
             strategy,
-            max_tokens=hard.max_tokens,
-            max_iterations=hard.max_iterations,
+            max_tokens=None if hard.max_tokens is None else max(hard.max_tokens - usage.tokens, 0),
+            max_iterations=max(hard.max_iterations - usage.iterations, 1),
+            tokens_per_iteration=usage.tokens / usage.iterations if usage.iterations else 0.0,
+            tokens_per_file=typical_file_tokens(self.workspace),
             turn=turn,
+            scope=scope,
+        )
+        assessment = replace(
+            assessment, phase=phase, tokens_at=usage.tokens, iterations_at=usage.iterations
         )
         approved = True
-        if assessment.token_budget > self.confirm_above:
+        if self.confirm_above is not None and assessment.token_budget > self.confirm_above:
             approved = await self._confirm(assessment)
         if approved:
-            self.assessment = assessment
-        self.emit("task_assessed", {**assessment.to_json(), "approved": approved})
+            self.assessment, self.scope = assessment, scope
+        self.emit("task_assessed", {**assessment.to_json(), "approved": approved, "scope": scope})
         return assessment, approved
 
     def report(self) -> ResourceReport:
-        return ResourceReport.of(self.usage(), self.assessment)
+        report = ResourceReport.of(self.usage(), self.assessment, scope=self.scope)
+        if report.wrap_up and self.wrap_up is None:
+            self.wrap_up = report.recommendation
+        return report
+
+    def on_phase_started(self, phase: int) -> None:
+        """An allotment covers its own phase: another phase starts unassessed, measured
+        against the run's limits until the agent assesses it."""
+        if self.assessment is not None and self.assessment.phase != phase:
+            self.assessment, self.scope = None, "the run"
+
+    def expect_reads(self, paths: Sequence[str]) -> None:
+        """The latest workflow prompt asked for these reads: they are not redundant."""
+        self._requested = set()
+        for raw in paths:
+            try:
+                self._requested.add(canonical_path(self.workspace, raw))
+            except WorkspaceError:
+                continue
 
     def summarize(
         self,
@@ -250,7 +348,9 @@ class SelfRegulation:
         if stamp is None:
             return None
         seen = self._explored.get(name)
-        if seen is not None and seen[0] == stamp and seen[2] == self.generation:
+        if name in self._requested:
+            self._requested.discard(name)
+        elif seen is not None and seen[0] == stamp and seen[2] == self.generation:
             return Feedback(
                 provider_name="Redundancy",
                 summary=(
@@ -275,7 +375,7 @@ class SelfRegulation:
         request = ConfirmationRequest(
             operation="assess_task",
             estimated_tokens=assessment.token_budget,
-            threshold=self.confirm_above,
+            threshold=self.confirm_above or 0,
             description=(
                 f"{assessment.task_type} over about {assessment.estimated_files} files: "
                 f"{assessment.strategy}"

@@ -74,10 +74,14 @@ class Guardrails:
         usage: Callable[[], BudgetUsage],
         todos: Callable[[], TodoList],
         plan: Callable[[], Plan | None],
+        wrap_up: Callable[[], str | None] = lambda: None,
         prompt_name: str = "agent",
         run_id: str = "",
     ) -> None:
+        """``wrap_up`` says why the run was told to wrap up, once it was: from then on a
+        stop is never refused, since refusing it would contradict that order."""
         self.spec = spec
+        self._wrap_up = wrap_up
         self.workspace = workspace
         self._emit, self._clock, self._usage = emit, clock, usage
         self._todos, self._plan = todos, plan
@@ -193,6 +197,8 @@ class Guardrails:
         usage = self._usage()
         data: dict[str, Any] = {"stop": kind, "checker": type(checker).__name__}
         spent = usage.exhausted
+        if not spent and (order := self._wrap_up()):
+            spent = f"the run was told to wrap up ({order})"
         if spent:
             self._emit(
                 "completion_check",

@@ -70,7 +70,7 @@ AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instr
 
 As a line magic, %agent controls a run: %agent status|stop|pause|resume [--run VAR].
 
-A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens by default)
+A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens unless set)
 waits for Approve or Deny in the dashboard; no answer in {CONFIRM_TIMEOUT_S:g} s denies. A cell
 that blocks the kernel (%%agent inside %%time or %%capture, or a shell without top-level
 await) cannot receive the click, so there such a budget is denied at once. An agent built

@@ -1,6 +1,7 @@
 """How the simulated agent follows seed 003's RESOURCE MANAGEMENT rules, when its tools
-are offered: assess the task first, check resources every 5 tool calls, and summarize
-progress after more than 10, at the end of a task so no work in progress is pruned.
+are offered: assess each phase when a transition asks for it, check resources every 5 tool
+calls, and summarize progress after more than 10, at the end of a task so no work in
+progress is pruned.
 
 Everything is decided from the request alone, like the rest of the simulated agent.
 """
@@ -11,13 +12,19 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from gr_notebook.models.planner import derive_phases
 from gr_notebook.models.situation import Situation
 
 __all__ = ["assessment_for", "due_check", "due_summary", "summary_for", "task_type_of"]
 
 CHECK_EVERY = 5
 SUMMARIZE_AFTER = 10
+ITERATIONS_PER_STEP = 2
+TRANSITION_ITERATIONS = 4
+"""The estimate the transition prompt suggests: about 2 rounds a step, plus 4."""
+AUDIT_FILES = 10
+AUDIT_ITERATIONS = 5
+"""An auditor expects about 10 files in a folder: a search, two turns of reads, the
+findings and todo_complete."""
 _COMPLETED = re.compile(r"^Task \d+ '(.*)' marked complete\.")
 _KEYWORDS = (
     ("codebase_audit", ("audit",)),
@@ -35,26 +42,26 @@ def task_type_of(instructions: str, known: Sequence[str]) -> str:
     return "exploration" if "exploration" in known else known[0]
 
 
-def assessment_for(s: Situation, known: Sequence[str]) -> dict[str, Any] | None:
-    """The assess_task call to make now, or None: once, in bootstrap, after reading the
-    instructions; a denied assessment is tried once more with half the scope."""
-    instructions = s.latest_read("instructions.md")
-    if s.phase_name != "Bootstrap" or instructions is None:
+def assessment_for(
+    s: Situation, known: Sequence[str], todos: Sequence[str]
+) -> dict[str, Any] | None:
+    """The assess_task call to make now, or None: when the latest workflow prompt asks for
+    one, in the turn that writes the phase's todos, so the budget covers the phase ahead.
+    Once per prompt; a denied assessment is tried once more with half the scope."""
+    if s.marker is None or "assess_task" not in s.marker_text or not todos:
         return None
-    tries = [c for c in s.calls if c.name == "assess_task"]
+    tries = [c for c in s.calls_since_marker if c.name == "assess_task"]
     if any(not c.is_error for c in tries) or len(tries) >= 2:
         return None
-    summary = s.latest_read("workspace_summary.md") or ""
-    files = max(sum(1 for line in summary.splitlines() if line.startswith("| ")) - 1, 1)
-    if tries:
-        files = max(files // 2, 1)
-    steps = sum(len(steps) for _, steps in derive_phases(instructions))
+    audits = sum(str(t).startswith("Audit ") for t in todos)
+    files = AUDIT_FILES * audits + (len(todos) - audits)
+    rounds = AUDIT_ITERATIONS * audits + ITERATIONS_PER_STEP * (len(todos) - audits)
     return {
-        "task_type": task_type_of(instructions, known),
-        "estimated_files": files,
-        "estimated_iterations": 2 * steps + 12,
-        "strategy": "Work through the plan phase by phase; search before reading, read only "
-        "the files that matter, and summarize after each batch of tasks.",
+        "task_type": task_type_of(s.latest_read("instructions.md") or "", known),
+        "estimated_files": max(files // (2 if tries else 1), 1),
+        "estimated_iterations": rounds + TRANSITION_ITERATIONS,
+        "strategy": "Work through the phase's todos one at a time; search before reading, "
+        "read only the files that matter, and summarize after each batch of tasks.",
     }
 
 
@@ -63,12 +70,13 @@ def due_check(s: Situation) -> bool:
 
 
 def warned(s: Situation) -> bool:
-    """The latest resource check said to wrap up, and nothing was summarized since."""
+    """The latest resource check said to summarize (a warning, or an allotment nearly
+    spent), and nothing was summarized since."""
     for call in reversed(s.calls):
         if call.name == "summarize_progress":
             return False
         if call.name == "check_resources" and not call.is_error:
-            return "WARNING" in (call.result or "")
+            return "ummarize" in (call.result or "")  # "Summarize and wrap up", "summarize_..."
     return False
 
 

@@ -241,7 +241,8 @@ class Profile:
             return response  # error handling reads the previous turn; keep it clean
         before: list[tuple[str, Mapping[str, Any]]] = []
         after: list[tuple[str, Mapping[str, Any]]] = []
-        assess = habits.assessment_for(s, task_types)
+        written = next((u.input.get("todos") for u in uses if u.name == "todo_write"), None)
+        assess = habits.assessment_for(s, task_types, written if isinstance(written, list) else ())
         if assess is not None:
             before.append(("assess_task", assess))
         if self.checks_resources(s):
@@ -370,6 +371,7 @@ def _error_streak(s: Situation) -> int:
 
 
 from gr_notebook.models import profiles as _profiles  # noqa: E402  (registers them)
+from gr_notebook.models import literal as _literal  # noqa: E402
 from gr_notebook.models import struggles as _struggles  # noqa: E402
 
-del _profiles, _struggles
+del _literal, _profiles, _struggles

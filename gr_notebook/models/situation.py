@@ -68,6 +68,11 @@ class Situation:
     """The tools the request offers."""
     strategy_checks: int = 0
     """STRATEGY CHECK prompts (tier-1 interventions) in view."""
+    instruction: str = ""
+    """The todo layer's INSTRUCTION line."""
+    fresh_texts: tuple[str, ...] = ()
+    """What the system said since the agent's previous reply: injected prompts, and the
+    results of its last tool calls."""
 
     def calls_since(self, name: str) -> tuple[Call, ...]:
         """The calls after the latest call of ``name``; every call when there is none."""
@@ -115,10 +120,18 @@ class Situation:
         assistant_index = -1
         refusals: list[int] = []
         checks = 0
+        fresh: list[str] = []
         for message in request.messages:
             if message.role == "assistant":
                 assistant_index += 1
                 last_text = message.text
+                fresh = []
+            else:
+                fresh += [
+                    b.text if isinstance(b, TextBlock) else b.content
+                    for b in message.content
+                    if isinstance(b, (TextBlock, ToolResultBlock))
+                ]
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     uses[block.id] = (block, assistant_index)
@@ -153,7 +166,16 @@ class Situation:
             refused_stops=sum(at >= marker_at for at in refusals),
             tools=frozenset(t.name for t in request.tools),
             strategy_checks=checks,
+            instruction=_instruction(request.layer_text(2)),
+            fresh_texts=tuple(fresh),
         )
+
+
+def _instruction(display: str) -> str:
+    for line in reversed(display.splitlines()):
+        if line.startswith("INSTRUCTION: "):
+            return line.removeprefix("INSTRUCTION: ")
+    return ""
 
 
 def _parse_display(display: str) -> tuple[tuple[Task, ...], str, int, int]:

@@ -16,6 +16,7 @@ from gr_notebook.models.base import ToolSpec
 from gr_notebook.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
+    from gr_notebook.guidance import Directive
     from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.guardrails.regulation import SelfRegulation
     from gr_notebook.phases import PhaseController
@@ -28,6 +29,9 @@ __all__ = ["Handler", "Tool", "ToolContext", "ToolOutput", "Toolset", "flatten_t
 class ToolOutput:
     content: str
     is_error: bool = False
+    directive: Directive | None = None
+    """The order the result gives the model, when it gives one (a resource
+    recommendation, an assessment's guidance): recorded as guidance."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,15 +13,20 @@ from typing import Any
 from gr_notebook.errors import ToolError
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.regulation import SelfRegulation
+from gr_notebook.guidance import Directive
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, object_schema
 
 __all__ = ["REGULATION_PROMPT", "regulation_tools"]
 
 REGULATION_PROMPT = """\
-RESOURCE MANAGEMENT:
-1. ALWAYS call assess_task FIRST to understand your resource budget
-2. Call check_resources periodically to monitor your token/iteration usage
-3. Call summarize_progress when context grows (>10 tool calls) to compress conversation history
+RESOURCE MANAGEMENT (it serves your todo list and never replaces a task):
+1. Call assess_task when a phase transition or a rewind asks for it, for the phase ahead, to \
+understand your resource budget: the budget covers that phase, and the run's hard limits \
+cover the whole job
+2. Call check_resources every 3-5 tool calls to monitor your token/iteration usage, and follow \
+its recommendation
+3. Call summarize_progress when context grows (>10 tool calls) to compress conversation \
+history, between two tasks
 4. Stay within your allocated token budget and iteration limits
 
 Be efficient: avoid redundant operations, reuse information you've already gathered, and \
@@ -45,27 +50,33 @@ async def _assess_task(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutpu
         turn=ctx.turn,
     )
     if not approved:
-        return ToolOutput(
+        text = (
             f"Not approved: a budget of {assessment.token_budget:,} tokens is above "
-            f"{_state(ctx).confirm_above:,}, and the person did not confirm it. Narrow the "
-            "scope (fewer files, a cheaper task_type) and call assess_task again.",
-            True,
+            f"{_state(ctx).confirm_above or 0:,}, and the person did not confirm it. Narrow the "
+            "scope (fewer files, a cheaper task_type) and call assess_task again."
         )
-    return ToolOutput(
-        json.dumps(
-            {
-                "token_budget": assessment.token_budget,
-                "max_iterations": assessment.max_iterations,
-                "guidance": assessment.guidance,
-            }
-        )
+        return ToolOutput(text, True, Directive(text, "assess_task", "narrow_scope"))
+    directive = Directive(
+        assessment.guidance, "assess_task", "narrow_scope" if assessment.narrow else "continue"
     )
+    payload = {
+        "token_budget": assessment.token_budget,
+        "max_iterations": assessment.max_iterations,
+        "guidance": assessment.guidance,
+    }
+    return ToolOutput(json.dumps(payload), directive=directive)
 
 
-def _check_resources(ctx: ToolContext, params: Mapping[str, Any]) -> str:
-    report = _state(ctx).report().to_json()
-    report.pop("budget_source")
-    return json.dumps(report)
+def _check_resources(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+    report = _state(ctx).report()
+    if report.wrap_up:
+        ctx.phases.order_wrap_up()
+    payload = report.to_json()
+    payload.pop("budget_source")
+    action = "wrap_up" if report.wrap_up else "continue"
+    return ToolOutput(
+        json.dumps(payload), directive=Directive(report.recommendation, "check_resources", action)
+    )
 
 
 def _summarize_progress(ctx: ToolContext, params: Mapping[str, Any]) -> str:
@@ -83,7 +94,7 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
     return (
         Tool(
             "assess_task",
-            "Call FIRST: get a token budget and an iteration limit for the task.",
+            "Get a token budget and an iteration limit for the phase ahead.",
             object_schema(
                 ["task_type", "estimated_files", "estimated_iterations", "strategy"],
                 task_type={"type": "string", "enum": list(table.task_types)},
@@ -100,9 +111,12 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
                 strategy={"type": "string", "minLength": 1, "description": "1-2 sentences."},
             ),
             _assess_task,
-            docs="Returns token_budget, max_iterations and guidance. The budget grows with "
-            "estimated_files, up to twice the task type's base. A budget above the "
-            "confirmation threshold needs a person's approval.",
+            docs="Returns token_budget, max_iterations and guidance for the phase ahead "
+            "(usage counts from the assessment; the budget lapses when another phase "
+            "starts). The budget is at least the task type's base, grown with "
+            "estimated_files up to twice, and at least estimated_iterations (about 2 a "
+            "step, plus 4 for the transition); only the run's hard limits cap it. A budget "
+            "above the confirmation threshold needs a person's approval.",
         ),
         Tool(
             "check_resources",
@@ -110,8 +124,11 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
             object_schema(),
             _check_resources,
             docs="Returns tokens_used, tokens_budget, tokens_remaining, percentage_used, "
-            "iterations_used, iterations_max, iterations_remaining and a recommendation "
-            "(above 80%: summarize and wrap up; above 50%: caution).",
+            "iterations_used, iterations_max and iterations_remaining against the phase's "
+            "budget (from its assessment; the run's limits when there is none), the job's "
+            "totals with limits_percentage_used against the run's hard limits, and a "
+            "recommendation: above 80% of a hard limit, summarize and wrap up; above 50%, "
+            "caution.",
         ),
         Tool(
             "summarize_progress",

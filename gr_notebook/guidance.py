@@ -1,0 +1,133 @@
+"""Every order the system gives the model, as data: a :class:`Directive` and its event.
+
+A real model obeys what it reads, so each text the system sends (a workflow prompt, a
+feedback block, a resource recommendation, a denial, a refused stop, the todo layer's
+INSTRUCTION line) is recorded as a ``guidance`` event with the next action it names and the
+state of the job when it was given. :mod:`gr_notebook.lint` reads these events back to find
+orders that contradict each other or the job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from gr_notebook.eventdata import clip
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.budget import BudgetUsage
+    from gr_notebook.plan import Plan
+    from gr_notebook.todos import TodoList
+
+__all__ = ["ACTIONS", "Action", "Directive", "action_of_text", "guidance_data", "limit_fractions"]
+
+Action: TypeAlias = Literal[
+    "work_on_task",
+    "change_approach",
+    "write_todos",
+    "finish_job",
+    "wrap_up",
+    "continue",
+    "read_first",
+    "narrow_scope",
+]
+ACTIONS: tuple[Action, ...] = (
+    "work_on_task",
+    "change_approach",
+    "write_todos",
+    "finish_job",
+    "wrap_up",
+    "continue",
+    "read_first",
+    "narrow_scope",
+)
+"""The next actions a directive can name:
+
+- ``work_on_task``: do the current todo, then call ``todo_complete()``;
+- ``change_approach``: the current todo, done differently (or rewound);
+- ``write_todos``: follow a workflow (transition, rewind, reset) and write the next list;
+- ``finish_job``: the job's own end: verify, report, call ``job_complete``;
+- ``wrap_up``: stop early: summarize what was done and call ``job_complete`` now;
+- ``continue``: keep working as before;
+- ``read_first``: retry after reading a file (a policy's denial);
+- ``narrow_scope``: do less than planned.
+"""
+
+_WRAP_UP = re.compile(
+    r"\b(wrap(?:ping)?\s+(?:it\s+)?up|stop\s+now|stop\s+working|you\s+are\s+done|you're\s+done|"
+    r"call\s+job_complete|finish\s+(?:the\s+job\s+)?now|end\s+the\s+(?:job|run)\s+now)\b",
+    re.IGNORECASE,
+)
+_NARROW = re.compile(r"\bnarrow\s+(?:the|your)\s+scope\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """One order to the model: what it says, who says it, and what it asks for."""
+
+    text: str
+    source: str
+    """Who gave it: ``prompt:PHASE TRANSITION``, ``feedback:Redundancy``,
+    ``check_resources``, ``assess_task``, ``policy:<name>``, ``stop_refused``,
+    ``intervention`` or ``todo_layer``."""
+    action: Action | None = None
+    """The next action it names; None for information that asks for nothing."""
+    reads: tuple[str, ...] = ()
+    """Files it asks the model to read."""
+    avoid_reads: tuple[str, ...] = ()
+    """Files it tells the model not to read again."""
+
+
+def action_of_text(text: str) -> Action | None:
+    """The action a free text names, for texts the system did not write (a custom
+    feedback provider's): an order to stop or wrap up, to narrow the scope, or nothing."""
+    if _WRAP_UP.search(text):
+        return "wrap_up"
+    if _NARROW.search(text):
+        return "narrow_scope"
+    return None
+
+
+def limit_fractions(usage: BudgetUsage) -> dict[str, float | None]:
+    """How much of each hard limit is used, in percent; None where no limit is set."""
+    budget = usage.budget
+    return {
+        "tokens_pct": None
+        if budget.max_tokens is None
+        else round(100 * usage.tokens / budget.max_tokens, 1),
+        "iterations_pct": round(100 * usage.iterations / budget.max_iterations, 1),
+        "deadline_pct": None
+        if budget.deadline_s is None
+        else round(100 * usage.elapsed_s / budget.deadline_s, 1),
+    }
+
+
+def guidance_data(
+    directive: Directive,
+    *,
+    todos: TodoList,
+    plan: Plan | None,
+    usage: BudgetUsage,
+    job_done: bool,
+) -> dict[str, Any]:
+    """The ``guidance`` event: the directive and the state of the job when it was given."""
+    phases_left = (
+        sum(p.status != "complete" for p in plan.phases) if plan is not None else None
+    )
+    fractions = limit_fractions(usage)
+    used = [f for f in fractions.values() if f is not None]
+    return {
+        "source": directive.source,
+        "action": directive.action,
+        "text": clip(directive.text),
+        "reads": list(directive.reads),
+        "avoid_reads": list(directive.avoid_reads),
+        "phase_name": todos.phase_name,
+        "phase_kind": todos.kind,
+        "tasks_left": todos.remaining,
+        "phases_left": phases_left,
+        "job_done": job_done,
+        **fractions,
+        "limits_pct": max(used) if used else None,
+    }
