@@ -17,6 +17,11 @@ size is run twice to check that, and wall time is reported only as a median.
 
 Goal: at the standard size (60 files of 160 lines), the regulated run uses at least 6x
 fewer tokens than the unregulated one (median of the per-seed ratios).
+
+Then the ``literal`` agent, which obeys every order it reads, runs every job under the
+defaults (issue 13): the quickstart job, an 8-phase and a 30-phase job, the audit and the
+coding job. Goal: each completes, with every phase complete, ``job_complete`` called and no
+guidance conflict found by ``gr.lint_guidance``.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 import _util
 
 import gr_notebook as gr
-from gr_notebook.examples import audit_job
+from gr_notebook.examples import ExampleJob, audit_job, coding_job
 from gr_notebook.guardrails import pass_count_todos_and_first_reads
 
 SIZES = {  # name: (files per module, lines per file); there are 6 modules
@@ -108,8 +113,108 @@ def pair(files_per_module: int, lines_per_file: int, seed: int) -> tuple[AuditRe
     return unregulated, regulated
 
 
+QUICKSTART = """# A field guide to garden birds
+
+Write a short field guide for beginners, part by part.
+
+## Survey
+- List the twelve most common garden species
+- Note the habitat each species prefers
+- Describe each species' song
+- Record the feeding habits of each species
+- Collect identification tips
+
+## Species pages
+- Draft the pages for the finches
+- Draft the pages for the tits
+- Draft the pages for the thrushes
+- Draft the pages for the corvids
+- Draft the pages for the remaining species
+
+## Review
+- Check every species name
+- Check the cross-references between pages
+- Proofread the introduction
+- Write the glossary
+- Assemble the table of contents
+"""
+LITERAL_MAX_ITERATIONS = 600
+
+
+def literal_jobs() -> dict[str, ExampleJob]:
+    return {
+        "quickstart": ExampleJob(QUICKSTART),
+        "8 phases": ExampleJob(_util.job("Eight parts", phases=8, steps=5, unit="section")),
+        "30 phases": ExampleJob(_util.job("Thirty parts", phases=30, steps=5, unit="section")),
+        "audit": audit_job(),
+        "coding": coding_job(),
+    }
+
+
+def literal_run(job: ExampleJob) -> list[object]:
+    with tempfile.TemporaryDirectory(prefix="gr-bench-literal-", dir=_util.SCRATCH) as tmp:
+        agent = gr.Agent(
+            gr.SimulatedModel("literal"),
+            workspace=job.prepare(tmp),
+            tools=job.toolsets,
+            store=False,
+            max_iterations=LITERAL_MAX_ITERATIONS,
+        )
+        run = agent.run_sync(job.instructions)
+        plan = run.plan
+        phases = plan.phases if plan else ()
+        done = sum(p.status == "complete" for p in phases)
+        peak = max(
+            (
+                e.data["budget_iterations_used"] / e.data["iterations_max"]
+                for e in run.events.of_kind("model_call")
+            ),
+            default=0.0,
+        )
+        return [
+            run.status,
+            f"{done}/{len(phases)}",
+            "yes" if run.job else "no",
+            run.turns,
+            int(run.turns_df().tokens_used.max()),
+            f"{100 * peak:.0f}%",
+            len(gr.lint_guidance(run)),
+        ]
+
+
 def main() -> int:
     goals = _util.Goals()
+    _util.section("The literal agent (obeys every order) on every job, under the defaults")
+    literal = {name: literal_run(job) for name, job in literal_jobs().items()}
+    _util.print_table(
+        [
+            "job",
+            "status",
+            "phases",
+            "job_complete",
+            "turns",
+            "tokens",
+            "peak allotment",
+            "conflicts",
+        ],
+        [[name, *row] for name, row in literal.items()],
+    )
+    goals.check(
+        "the literal agent completes every job",
+        all(
+            row[0] == "completed"
+            and row[2] == "yes"
+            and str(row[1]).split("/")[0] == str(row[1]).split("/")[1]
+            for row in literal.values()
+        ),
+        ", ".join(f"{name}: {row[0]} {row[1]}" for name, row in literal.items()),
+    )
+    goals.check(
+        "no guidance conflicts",
+        all(row[6] == 0 for row in literal.values()),
+        f"{sum(int(str(row[6])) for row in literal.values())} conflicts in {len(literal)} runs",
+    )
+
     pairs: dict[str, list[tuple[AuditResult, AuditResult]]] = {
         name: [pair(fpm, lines, seed) for seed in SEEDS] for name, (fpm, lines) in SIZES.items()
     }

@@ -59,6 +59,8 @@ from gr_notebook.guardrails import (
     TaskCompletionResult,
     ToolPolicy,
 )
+from gr_notebook.guidance import Directive
+from gr_notebook.lint import GuidanceConflict, lint_guidance
 from gr_notebook.loop import SameStateDetector, StuckDetector
 from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models import (
@@ -129,6 +131,7 @@ __all__ = [
     "ConfirmationRequest",
     "Dashboard",
     "DeadlineFeedback",
+    "Directive",
     "Event",
     "EventLog",
     "FakeClock",
@@ -141,6 +144,7 @@ __all__ = [
     "FileOutputChecker",
     "FunctionModel",
     "GrNotebookError",
+    "GuidanceConflict",
     "InterventionCheck",
     "InterventionConfig",
     "JobResult",
@@ -198,6 +202,7 @@ __all__ = [
     "WorkspaceError",
     "coding_tools",
     "current_run",
+    "lint_guidance",
     "replay_interventions",
     "runs_df",
     "sweep_interventions",

@@ -21,6 +21,7 @@ __all__ = [
     "completion_df",
     "events_df",
     "feedback_df",
+    "guidance_df",
     "interventions_df",
     "phases_df",
     "policy_df",
@@ -96,6 +97,45 @@ _COMPLETION_COLUMNS = [
     "refusals",
     "feedback",
 ]
+
+
+GUIDANCE_COLUMNS = [
+    "seq",
+    "turn",
+    "phase",
+    "source",
+    "action",
+    "text",
+    "reads",
+    "avoid_reads",
+    "from_limits",
+    "phase_name",
+    "phase_kind",
+    "tasks_left",
+    "phases_left",
+    "job_done",
+    "tokens_pct",
+    "iterations_pct",
+    "deadline_pct",
+    "limits_pct",
+]
+
+
+def guidance_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per order the system gave the model, with the state of the job then."""
+    import pandas as pd
+
+    rows = [
+        {
+            "seq": e.seq,
+            "turn": e.turn,
+            "phase": e.phase,
+            **{c: e.data.get(c) for c in GUIDANCE_COLUMNS[3:]},
+        }
+        for e in events
+        if e.kind == "guidance"
+    ]
+    return pd.DataFrame(rows, columns=GUIDANCE_COLUMNS)
 
 
 def events_df(events: Iterable[Event]) -> pd.DataFrame:

@@ -179,6 +179,7 @@ def build_recap(
     plan_file: str,
     turn: int,
     workspace_state: Sequence[str] = (),
+    budget: str | None = None,
 ) -> str:
     """The new layer 4, built from the record without a model call: deterministic and cheap.
 
@@ -211,6 +212,8 @@ def build_recap(
         journal.failed_approaches(),
         RECENT_FAILURES,
     )
+    if budget:  # an order still in force: the assessment of the phase ahead
+        lines += ["", f"Your assess_task budget: {budget}"]
     lines += [
         "",
         f"Now: {todos.phase_label()}, {len(todos.items)} tasks in your todo list. "

@@ -39,6 +39,7 @@ EVENT_KINDS: Final = frozenset(
         "policy_decision",
         "policies_reset",
         "feedback",
+        "guidance",
         "completion_check",
         "intervention",
         "intervention_skipped",

@@ -77,6 +77,9 @@ class Directive:
     """Files it asks the model to read."""
     avoid_reads: tuple[str, ...] = ()
     """Files it tells the model not to read again."""
+    from_limits: bool = False
+    """It follows from the run's hard limits (a warning past 80%, an estimate they cannot
+    fit), whatever the job's state."""
 
 
 def action_of_text(text: str) -> Action | None:
@@ -112,9 +115,7 @@ def guidance_data(
     job_done: bool,
 ) -> dict[str, Any]:
     """The ``guidance`` event: the directive and the state of the job when it was given."""
-    phases_left = (
-        sum(p.status != "complete" for p in plan.phases) if plan is not None else None
-    )
+    phases_left = sum(p.status != "complete" for p in plan.phases) if plan is not None else None
     fractions = limit_fractions(usage)
     used = [f for f in fractions.values() if f is not None]
     return {
@@ -123,6 +124,7 @@ def guidance_data(
         "text": clip(directive.text),
         "reads": list(directive.reads),
         "avoid_reads": list(directive.avoid_reads),
+        "from_limits": directive.from_limits,
         "phase_name": todos.phase_name,
         "phase_kind": todos.kind,
         "tasks_left": todos.remaining,

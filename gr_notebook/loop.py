@@ -28,11 +28,11 @@ from gr_notebook.guardrails.interventions import (
 from gr_notebook.guardrails.regulation import RegulationSettings, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
 from gr_notebook.guardrails.spec import GuardrailSpec
+from gr_notebook.guidance import Directive, action_of_text, guidance_data
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.models.call_context import CallContext, calling
 from gr_notebook.phases import JobResult, PhaseController
-from gr_notebook.guidance import Directive, action_of_text, guidance_data
 from gr_notebook.prompts import (
     directive,
     marker_of,
@@ -359,8 +359,8 @@ class Loop:
         content = output.content
         if output.directive is not None:
             self.direct(output.directive)
-        if self.interventions is not None:
-            self._observe(use, output)
+        if self.interventions is not None and not self.phases.wrap_up_ordered:
+            self._observe(use, output)  # told to wrap up, it is winding down, not stuck
         blocks = self.guards.after_call(
             use.name, use.input, is_error=output.is_error, turn=self.turn
         )
@@ -482,7 +482,10 @@ class Loop:
     # -- interventions (seed 004) ---------------------------------------------------------------
 
     def _protected(self) -> bool:
-        """While a safeguard protects the agent, seed 000's checkpoint holds off too."""
+        """While a safeguard protects the agent, seed 000's checkpoint holds off too; and
+        once a wrap-up was ordered, no checkpoint asks for more work."""
+        if self.phases.wrap_up_ordered:
+            return True
         return self.interventions is not None and self.interventions.protected
 
     def _observe(self, use: ToolUseBlock, output: ToolOutput) -> None:
@@ -527,6 +530,9 @@ class Loop:
             todos=self.phases.todos,
             plan_file=self.phases.plan_file,
             turn=self.turn,
+            budget=self.regulation.assessment.guidance
+            if self.regulation is not None and self.regulation.assessment is not None
+            else None,
             workspace_state=workspace_state(
                 self.phases.workspace,
                 plan_file=self.phases.plan_file,

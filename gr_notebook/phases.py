@@ -350,6 +350,8 @@ class PhaseController:
             self._begin_job_completion()
             return
         self._await_todos("phase", what="phase transition")
+        if self._wrap_up:  # told to wrap up: no workflow that orders the next phase
+            return
         has_experiences = self.workspace.exists(EXPERIENCES_FILE)
         self.queue_prompt(
             prompts.transition_prompt(

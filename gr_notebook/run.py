@@ -254,6 +254,13 @@ class Run:
 
         return feedback_df(self._events)
 
+    def guidance_df(self) -> pd.DataFrame:
+        """One row per order the system gave the model: the turn, its source, the action it
+        names, its text, and the phase, tasks left and limits used when it was given."""
+        from gr_notebook.analysis import guidance_df
+
+        return guidance_df(self._events)
+
     def completion_df(self) -> pd.DataFrame:
         """One row per attempt to stop: complete, refused with feedback, or bypassed."""
         from gr_notebook.analysis import completion_df
@@ -280,6 +287,9 @@ class Run:
             "tokens_used": totals.tokens_used,
             "tokens_budget": totals.tokens_budget or self.limits.token_budget,
             "iterations_max": totals.iterations_max or self.limits.max_iterations,
+            "budget_scope": totals.budget_scope,
+            "budget_tokens_used": totals.budget_tokens_used,
+            "budget_iterations_used": totals.budget_iterations_used,
             "cost_usd": totals.cost_usd,
             "context_tokens": totals.context_tokens,
             "workspace": str(self.workspace.root),
@@ -323,6 +333,9 @@ class Run:
 
 class _Totals:
     __slots__ = (
+        "budget_iterations_used",
+        "budget_scope",
+        "budget_tokens_used",
         "context_tokens",
         "cost_usd",
         "input_tokens",
@@ -340,6 +353,9 @@ class _Totals:
         self.tokens_budget: int | None = None
         self.iterations_max: int | None = None
         """What the latest turn measured against: the assessed budget once there is one."""
+        self.budget_scope = "the run"
+        self.budget_tokens_used = self.budget_iterations_used = 0
+        """Used of that budget: an allotment counts from its assessment."""
         self.cost_usd: float | None = None
         """Only when every call had a price: a partial sum would understate the cost."""
 
@@ -353,6 +369,9 @@ class _Totals:
             self.tokens_used = data.get("tokens_used", self.input_tokens + self.output_tokens)
             self.tokens_budget = data.get("tokens_budget", self.tokens_budget)
             self.iterations_max = data.get("iterations_max", self.iterations_max)
+            self.budget_scope = data.get("budget_scope", "the run")
+            self.budget_tokens_used = data.get("budget_tokens_used", self.tokens_used)
+            self.budget_iterations_used = data.get("budget_iterations_used", self.turns)
             cost = data.get("cost_usd")
             if self.turns == 1:
                 self.cost_usd = cost

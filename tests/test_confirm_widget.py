@@ -28,7 +28,7 @@ BIG = gr.tool_call(
     estimated_files=20,
     estimated_iterations=15,
     strategy="map the modules, then audit each",
-)  # 160,000 tokens: above the default threshold of 100,000
+)  # at least 160,000 tokens: above the default threshold of 100,000
 
 
 def big_job() -> gr.ScriptedModel:
@@ -65,15 +65,15 @@ async def test_approve_click_lets_the_budget_stand(make_agent: Factory) -> None:
     )
     assert shown == [prompt] and not run.done  # the run waits on the person
     r = prompt.request
-    assert (r.operation, r.estimated_tokens, r.threshold, r.run_id) == (
-        "assess_task", 160_000, 100_000, run.run_id
-    )  # fmt: skip
-    assert "160,000" in prompt.children[0].value and "100,000" in prompt.children[0].value
+    assert (r.operation, r.threshold, r.run_id) == ("assess_task", 100_000, run.run_id)
+    assert r.estimated_tokens >= 160_000
+    assert f"{r.estimated_tokens:,}" in prompt.children[0].value
+    assert "100,000" in prompt.children[0].value
     assert "map the modules" in prompt.children[0].value
     prompt.approve_button.click()
     await run.wait()
     assert decision(run) == (True, "confirmer")
-    assert budget_seen_by_the_model(run) == (160_000, 40)
+    assert budget_seen_by_the_model(run) == (r.estimated_tokens, 40)
     assert prompt.outcome == "approved" and prompt.approve_button.disabled
     prompt.deny_button.click()  # too late: the first answer stands
     assert prompt.outcome == "approved" and "Approved" in prompt.status.value
@@ -191,7 +191,9 @@ async def test_a_top_level_await_cell_asks_in_its_dashboard(
 def test_a_blocking_cell_denies_at_once_instead_of_waiting_for_a_click(
     ip: InteractiveShell, tmp_path: Path
 ) -> None:
-    ip.user_ns["mine"] = gr.Agent(big_job(), workspace=tmp_path / "blk", store=False)
+    ip.user_ns["mine"] = gr.Agent(
+        big_job(), workspace=tmp_path / "blk", store=False, confirm_above_tokens=100_000
+    )
     with capture_output():
         ip.run_cell_magic("agent", "--agent mine --out blocked", "audit the code")
     run = ip.user_ns["blocked"]
@@ -202,7 +204,9 @@ def test_a_blocking_cell_denies_at_once_instead_of_waiting_for_a_click(
 
 @pytest.mark.usefixtures("short_timeout")
 def test_without_a_kernel_no_buttons_are_offered(ip: InteractiveShell, tmp_path: Path) -> None:
-    ip.user_ns["mine"] = gr.Agent(big_job(), workspace=tmp_path / "term", store=False)
+    ip.user_ns["mine"] = gr.Agent(
+        big_job(), workspace=tmp_path / "term", store=False, confirm_above_tokens=100_000
+    )
     with capture_output() as captured:
         result = ip.run_cell("%%agent --agent mine --out r\naudit the code")
     assert result.success, captured.stderr
@@ -222,5 +226,5 @@ async def test_the_persons_own_confirmer_is_kept(ip: InteractiveShell, tmp_path:
         ip.run_cell_magic("agent", "--background --agent mine --out bg", "audit the code")
     run = await asyncio.wait_for(ip.user_ns["bg"].wait(), 10)
     assert decision(run) == (True, "confirmer")
-    assert [r.estimated_tokens for r in asked] == [160_000]
+    assert [r.estimated_tokens >= 160_000 for r in asked] == [True]
     assert prompts_of(run) == ()

@@ -42,36 +42,47 @@ def test_an_approved_assessment_moves_the_meters_at_once(make_agent: Factory) ->
         if event.kind in ("model_call", "task_assessed"):
             seen.setdefault(f"{event.kind}@{event.turn}", by_label(tracker.meters(run)))
     tokens = run.summary()["input_tokens"] + run.summary()["output_tokens"]
-    # Before the assessment, the run's own limits; right after it, the assessment's.
+    allotted = run.events.of_kind("task_assessed")[0].data["token_budget"]
+    calls = run.turns_df()
+    # Before the assessment, the run's own limits; right after it, the assessment's, with
+    # its usage counted from the assessment on.
     assert seen["model_call@1"]["Tokens used"] == (tokens, 1_000_000)
     assert seen["model_call@1"]["Iterations"] == (5, 200)
-    assert seen["task_assessed@2"]["Tokens used (assessed)"] == (tokens, 80_000)
-    assert seen["task_assessed@2"]["Iterations (assessed)"] == (5, 20)
-    assert seen["model_call@3"] == seen["task_assessed@2"]
+    assert seen["task_assessed@2"]["Tokens used (assessed)"] == (0, allotted)
+    assert seen["task_assessed@2"]["Iterations (assessed)"] == (0, 20)
+    after = int(calls.tokens_used[2] - calls.tokens_used[1])
+    assert seen["model_call@3"]["Tokens used (assessed)"] == (after, allotted)
+    assert seen["model_call@3"]["Iterations (assessed)"] == (1, 20)
+    assert allotted >= 80_000
     assert by_label(tracker.meters(run))["Context"][1] == run.limits.context_window
     [line] = [e for e in tracker.timeline if e.kind == "task_assessed"]
-    assert line.text == "Task assessed as codebase_audit: budget 80,000 tokens, 20 iterations"
+    assert line.text == (
+        f"Task assessed as codebase_audit: budget {allotted:,} tokens, 20 iterations"
+    )
 
 
 async def test_the_live_dashboard_shows_the_assessed_budget(make_agent: Factory) -> None:
     run = make_agent(gr.ScriptedModel([assess(8), READ, gr.text("done")])).start("job")
     dash = Dashboard(run)
     await run.wait()
-    tokens = run.summary()["input_tokens"] + run.summary()["output_tokens"]
-    assert f"Tokens used (assessed): {tokens:,} / 80,000 tokens" in dash.meters.value
-    assert "Iterations (assessed): 3 / 20 turns (15%)" in dash.meters.value
+    allotted = run.events.of_kind("task_assessed")[0].data["token_budget"]
+    since = int(run.turns_df().tokens_used.iloc[-1] - run.turns_df().tokens_used.iloc[0])
+    assert f"Tokens used (assessed): {since:,} / {allotted:,} tokens" in dash.meters.value
+    assert "Iterations (assessed): 2 / 20 turns (10%)" in dash.meters.value
     assert "Context: " in dash.meters.value
 
 
 def test_a_denied_assessment_keeps_the_limits_and_says_why(make_agent: Factory) -> None:
-    run = make_agent(gr.ScriptedModel([assess(20), gr.text("done")])).run_sync("job")
+    model = gr.ScriptedModel([assess(20), gr.text("done")])
+    run = make_agent(model, confirm_above_tokens=100_000).run_sync("job")
     state = Dashboard(run).state()
+    asked = run.events.of_kind("confirmation")[0].data["estimated_tokens"]
     labels = {m.label: m.limit for m in state.meters}
     assert labels["Iterations"] == 200 and labels["Tokens used"] is None
     [line] = [e for e in state.timeline if e.kind == "confirmation"]
     assert line.tone == "notice"
     assert line.text == (
-        "Denied assess_task asking for 160,000 tokens (confirm above 100,000): "
+        f"Denied assess_task asking for {asked:,} tokens (confirm above 100,000): "
         "no confirmer (headless runs deny)"
     )
     assert not any(e.kind == "task_assessed" for e in state.timeline)
@@ -181,8 +192,11 @@ def test_the_status_line_measures_against_the_assessed_budget(make_agent: Factor
 
     run = make_agent(gr.ScriptedModel([assess(8), READ, gr.text("done")])).run_sync("job")
     summary = run.summary()
-    assert (summary["tokens_budget"], summary["iterations_max"]) == (80_000, 20)
+    allotted = summary["tokens_budget"]
+    assert allotted >= 80_000 and summary["iterations_max"] == 20
     line = status_line(run)
-    assert "turn 3/200 (assessed 20); " in line  # the hard limit, and the agent's own
-    assert f"; {summary['tokens_used']:,} tokens (assessed 80,000); context " in line
+    # the hard limit, and the allotment in force beside it, counted from the assessment
+    assert "turn 3/200 (2/20 assessed for the bootstrap); " in line
+    used = summary["budget_tokens_used"]
+    assert f"; {summary['tokens_used']:,} tokens ({used:,}/{allotted:,} assessed); " in line
     assert "$" not in line  # the scripted model has no price: no cost shown, never a guess

@@ -14,8 +14,9 @@ rounded up to a thousand tokens, where a turn costs 1.25 times what this run's t
 cost so far (never less than the table's own rate), and reading a file costs 1.25 times a
 typical workspace file carried for 2 turns. So an audit of 10 files or fewer
 gets at least the base 80K tokens and 20 iterations, and a phase the agent estimates at 24
-rounds gets 30. Only the run's hard limits (``gr.Budget``) cap it: an estimate over what
-they leave is the one the guidance calls too large.
+rounds gets 30. Only the run's hard limits (``gr.Budget``) cap it, at what they leave
+before their 80% mark (where ``check_resources`` orders a wrap-up): an estimate over that is
+the one the guidance calls too large.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from typing import Any
 from gr_notebook.errors import ConfigError, ToolError
 from gr_notebook.validation import whole_number
 
-__all__ = ["DEFAULT_BUDGETS", "FILE_CARRY", "RESERVE", "BudgetTable", "TaskAssessment", "TaskBudget"]
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "FILE_CARRY",
+    "RESERVE",
+    "BudgetTable",
+    "TaskAssessment",
+    "TaskBudget",
+]
 
 RESERVE = 1.25
 """An allotment keeps a quarter in reserve over the agent's own estimate and over this
@@ -188,10 +196,12 @@ class BudgetTable:
         notes = []
         if max_tokens is not None and tokens > max_tokens:
             tokens = max_tokens
-            notes.append(f"capped at the {max_tokens:,} tokens the run's hard limit leaves")
+            notes.append(f"capped at the {max_tokens:,} tokens the run's hard limits leave")
         if max_iterations is not None and iterations > max_iterations:
             iterations = max_iterations
-            notes.append(f"capped at the {max_iterations} iterations the run's hard limit leaves")
+            notes.append(
+                f"capped at the {max_iterations} iterations the run's hard limits leave"
+            )
         guidance = (
             f"Budget for {scope}: {tokens:,} tokens and {iterations} iterations ({task_type} "
             f"over about {estimated_files} files, your estimate of {estimated_iterations} "

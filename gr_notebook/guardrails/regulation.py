@@ -281,8 +281,11 @@ class SelfRegulation:
             estimated_files,
             estimated_iterations,
             strategy,
-            max_tokens=None if hard.max_tokens is None else max(hard.max_tokens - usage.tokens, 0),
-            max_iterations=max(hard.max_iterations - usage.iterations, 1),
+            # what the limits leave before the wrap-up mark: no allotment runs into that order
+            max_tokens=None
+            if hard.max_tokens is None
+            else max(int(hard.max_tokens * WRAP_UP_AT / 100) - usage.tokens, 1),
+            max_iterations=max(int(hard.max_iterations * WRAP_UP_AT / 100) - usage.iterations, 1),
             tokens_per_iteration=usage.tokens / usage.iterations if usage.iterations else 0.0,
             tokens_per_file=typical_file_tokens(self.workspace),
             turn=turn,

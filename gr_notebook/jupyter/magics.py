@@ -339,12 +339,16 @@ def status_line(run: Run) -> str:
     )
     reason = f" ({run.reason})" if run.reason and run.status != "completed" else ""
     turns = f"turn {summary['turns']}/{limits.max_iterations}"
-    if summary["iterations_max"] != limits.max_iterations:
-        turns += f" (assessed {summary['iterations_max']})"
     tokens = f"{summary['tokens_used']:,}"
     tokens += f"/{limits.token_budget:,} tokens" if limits.token_budget else " tokens"
-    if summary["tokens_budget"] and summary["tokens_budget"] != limits.token_budget:
-        tokens += f" (assessed {summary['tokens_budget']:,})"
+    scope = summary["budget_scope"]
+    if scope != "the run":  # the hard limits first, the allotment in force beside them
+        turns += (
+            f" ({summary['budget_iterations_used']}/{summary['iterations_max']} "
+            f"assessed for {scope})"
+        )
+        if summary["tokens_budget"]:
+            tokens += f" ({summary['budget_tokens_used']:,}/{summary['tokens_budget']:,} assessed)"
     cost = f"; ${summary['cost_usd']:.4f}" if summary["cost_usd"] is not None else ""
     return (
         f"Run {run.run_id}: {run.state}{reason}; {turns}; {where}; {tokens}{cost}; "

@@ -184,6 +184,9 @@ class RunTracker:
         self.iterations_max: int | None = None
         self.assessed = False
         """An approved ``assess_task`` set the budget (rather than the run's limits)."""
+        self.budget_used: tuple[int, int] | None = None
+        """(tokens, turns) used of that budget, as the latest event counted them: an
+        allotment counts from its assessment."""
         self._held: tuple[Any, Any, int] | None = None
         """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
@@ -195,11 +198,18 @@ class RunTracker:
                 self.tokens_budget = _int_or_none(data["tokens_budget"])
             if "iterations_max" in data:
                 self.iterations_max = _int_or_none(data["iterations_max"])
+            if "budget_scope" in data:
+                self.assessed = data["budget_scope"] != "the run"
+                self.budget_used = (
+                    _int_or_none(data.get("budget_tokens_used")) or 0,
+                    _int_or_none(data.get("budget_iterations_used")) or 0,
+                )
             return False
         if kind == "task_assessed" and data.get("approved") is True:
             self.tokens_budget = _int_or_none(data.get("token_budget"))
             self.iterations_max = _int_or_none(data.get("max_iterations"))
             self.assessed = True
+            self.budget_used = (0, 0)
         if kind == "feedback":
             self.feedback.append(FeedbackEntry.from_event(event))
             self.feedback_total += 1
@@ -240,13 +250,15 @@ class RunTracker:
         iterations likewise; the context against the model's window."""
         summary = run.summary()
         limits = run.limits
-        tokens = summary["input_tokens"] + summary["output_tokens"]
+        tokens, turns = summary["input_tokens"] + summary["output_tokens"], summary["turns"]
+        if self.assessed and self.budget_used is not None:
+            tokens, turns = self.budget_used
         budget = self.tokens_budget if self.tokens_budget is not None else limits.token_budget
         cap = self.iterations_max if self.iterations_max is not None else limits.max_iterations
         basis = " (assessed)" if self.assessed else ""
         return (
             Meter(f"Tokens used{basis}", tokens, budget, "tokens"),
-            Meter(f"Iterations{basis}", summary["turns"], cap, "turns"),
+            Meter(f"Iterations{basis}", turns, cap, "turns"),
             Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
         )
 

@@ -13,15 +13,17 @@ order that contradicts the job shows up here as a job that does not get done:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from gr_notebook import prompts
 from gr_notebook.guidance import action_of_text
 from gr_notebook.models import habits
 from gr_notebook.models.base import ModelResponse
-from gr_notebook.models.simulated import Profile, ToolCalls, register_profile, respond
+from gr_notebook.models.simulated import Profile, register_profile, respond
 from gr_notebook.models.situation import Situation
 
 __all__ = ["Literal"]
@@ -29,6 +31,8 @@ __all__ = ["Literal"]
 CHECK_EVERY = 3
 _FEEDBACK = re.compile(r"<feedback provider='[^']*'>.*?</feedback>", re.DOTALL)
 _REDUNDANT = "provider='Redundancy'"
+_RECAP_BUDGET = "Your assess_task budget: "
+_ALLOTTED = re.compile(r" tokens and (\d+) iterations")
 
 
 @register_profile
@@ -53,7 +57,7 @@ class Literal(Profile):
 
     def wrap_up(self, s: Situation) -> ModelResponse:
         left = [t.title for t in s.tasks if not t.done]
-        calls: ToolCalls = []
+        calls: list[tuple[str, Mapping[str, Any]]] = []
         if "summarize_progress" in s.tools:
             calls.append(("summarize_progress", habits.summary_for(s)))
         calls.append(
@@ -134,25 +138,32 @@ def _orders(text: str) -> list[str]:
     """The orders inside a text: its feedback blocks, or a resource recommendation."""
     blocks = _FEEDBACK.findall(text)
     if text.startswith('{"tokens_used"'):
-        try:
+        with contextlib.suppress(ValueError, KeyError):
             blocks.append(str(json.loads(text.split("\n\n", 1)[0])["recommendation"]))
-        except (ValueError, KeyError):
-            pass
     return blocks
 
 
 def _narrowing(s: Situation) -> int | None:
-    """The iterations allotted by the latest assessment, when it said to narrow the scope."""
+    """The iterations allotted by the latest assessment, when it said to narrow the scope:
+    from its result, or from the recap that carries it past a compaction."""
     for call in reversed(s.calls_since_marker):
         if call.ok("assess_task"):
             try:
-                answer = json.loads(call.result or "")
-            except ValueError:
+                guidance = str(json.loads(call.result or "").get("guidance", ""))
+            except (ValueError, AttributeError):
                 return None
-            if "narrow the scope" not in str(answer.get("guidance", "")):
-                return None
-            return int(answer["max_iterations"])
-    return None
+            return _allotted_if_narrow(guidance)
+    budget = next(
+        (line for line in s.summary.splitlines() if line.startswith(_RECAP_BUDGET)), None
+    )
+    return None if budget is None else _allotted_if_narrow(budget)
+
+
+def _allotted_if_narrow(guidance: str) -> int | None:
+    match = _ALLOTTED.search(guidance)
+    if match is None or "narrow the scope" not in guidance:
+        return None
+    return int(match.group(1))
 
 
 def _last_assessed(s: Situation) -> int:

@@ -370,8 +370,8 @@ def _error_streak(s: Situation) -> int:
     return streak
 
 
-from gr_notebook.models import profiles as _profiles  # noqa: E402  (registers them)
 from gr_notebook.models import literal as _literal  # noqa: E402
+from gr_notebook.models import profiles as _profiles  # noqa: E402  (registers them)
 from gr_notebook.models import struggles as _struggles  # noqa: E402
 
 del _literal, _profiles, _struggles

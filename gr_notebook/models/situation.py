@@ -70,6 +70,8 @@ class Situation:
     """STRATEGY CHECK prompts (tier-1 interventions) in view."""
     instruction: str = ""
     """The todo layer's INSTRUCTION line."""
+    summary: str = ""
+    """Layer 4: the recap and progress summary the system wrote at the last compaction."""
     fresh_texts: tuple[str, ...] = ()
     """What the system said since the agent's previous reply: injected prompts, and the
     results of its last tool calls."""
@@ -167,8 +169,18 @@ class Situation:
             tools=frozenset(t.name for t in request.tools),
             strategy_checks=checks,
             instruction=_instruction(request.layer_text(2)),
+            summary=_summary(request),
             fresh_texts=tuple(fresh),
         )
+
+
+def _summary(request: ModelRequest) -> str:
+    first = request.messages[0] if request.messages else None
+    if first is None or first.role != "user" or not first.content:
+        return ""
+    block = first.content[0]
+    text = block.text if isinstance(block, TextBlock) else ""
+    return text if text.startswith(("PREVIOUS SUMMARY", "PROGRESS SUMMARY")) else ""
 
 
 def _instruction(display: str) -> str:

@@ -16,9 +16,9 @@ from gr_notebook.models.base import ToolSpec
 from gr_notebook.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
-    from gr_notebook.guidance import Directive
     from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.guardrails.regulation import SelfRegulation
+    from gr_notebook.guidance import Directive
     from gr_notebook.phases import PhaseController
     from gr_notebook.workspace import Workspace
 

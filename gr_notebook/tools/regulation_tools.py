@@ -13,7 +13,7 @@ from typing import Any
 from gr_notebook.errors import ToolError
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.regulation import SelfRegulation
-from gr_notebook.guidance import Directive
+from gr_notebook.guidance import Action, Directive
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, object_schema
 
 __all__ = ["REGULATION_PROMPT", "regulation_tools"]
@@ -57,7 +57,10 @@ async def _assess_task(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutpu
         )
         return ToolOutput(text, True, Directive(text, "assess_task", "narrow_scope"))
     directive = Directive(
-        assessment.guidance, "assess_task", "narrow_scope" if assessment.narrow else "continue"
+        assessment.guidance,
+        "assess_task",
+        "narrow_scope" if assessment.narrow else "continue",
+        from_limits=assessment.narrow,
     )
     payload = {
         "token_budget": assessment.token_budget,
@@ -73,9 +76,12 @@ def _check_resources(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
         ctx.phases.order_wrap_up()
     payload = report.to_json()
     payload.pop("budget_source")
-    action = "wrap_up" if report.wrap_up else "continue"
+    action: Action = "wrap_up" if report.wrap_up else "continue"
     return ToolOutput(
-        json.dumps(payload), directive=Directive(report.recommendation, "check_resources", action)
+        json.dumps(payload),
+        directive=Directive(
+            report.recommendation, "check_resources", action, from_limits=report.wrap_up
+        ),
     )
 
 

@@ -1,0 +1,178 @@
+"""``lint_guidance``: orders the system gave a model that contradict each other or the job.
+
+It reads a run's ``guidance`` events (see :mod:`gr_notebook.guidance`), so it works the same
+on a live run, a finished one and one read back from the store. Each rule is one kind of
+contradiction a model that obeys would trip over:
+
+``wrap_up_with_work_left``
+    An order to wrap up (stop, call ``job_complete`` now) while tasks or phases are left
+    and every hard limit is under 80% used.
+``rebuke_for_requested_read``
+    Feedback telling the model not to read a file that a workflow prompt or a strategy
+    check asked it to read, on the first read after the request.
+``conflicting_orders``
+    Two orders reaching the model in one turn (the todo layer's INSTRUCTION line counts)
+    that name incompatible next actions: wrap up and keep working, or write the next todo
+    list and work on the current task.
+``stop_refused_after_completion``
+    A refused stop after the job was complete.
+``stop_refused_after_wrap_up``
+    A refused stop after the system itself ordered a wrap-up.
+``narrow_scope_within_limits``
+    An order to narrow the scope that the run's hard limits do not call for.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.events import Event
+
+if TYPE_CHECKING:
+    from gr_notebook.run import Run
+
+__all__ = ["RULES", "GuidanceConflict", "lint_guidance"]
+
+RULES: Mapping[str, str] = {
+    "wrap_up_with_work_left": "an order to wrap up while work is left and the limits are far",
+    "rebuke_for_requested_read": "a rebuke for a read the system asked for",
+    "conflicting_orders": "two orders in one turn that name different next actions",
+    "stop_refused_after_completion": "a stop refused after the job was complete",
+    "stop_refused_after_wrap_up": "a stop refused after the system ordered a wrap-up",
+    "narrow_scope_within_limits": "an order to narrow the scope the hard limits do not call for",
+}
+FAR = 80.0
+"""A hard limit under this percentage used is far: no reason to wrap up or narrow."""
+
+_KEEP_WORKING = frozenset({"work_on_task", "change_approach", "write_todos", "continue"})
+_CLASHES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("wrap_up", _KEEP_WORKING),
+    ("write_todos", frozenset({"work_on_task", "change_approach"})),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GuidanceConflict:
+    """One contradiction: the rule it breaks, where, and the orders involved."""
+
+    rule: str
+    turn: int
+    message: str
+    sources: tuple[str, ...]
+    texts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn}: {self.rule}: {self.message}"
+
+
+def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
+    """The conflicts among the orders a run gave its model, in the order they happened."""
+    events = run.events if hasattr(run, "events") else run
+    conflicts: list[GuidanceConflict] = []
+    requested: dict[str, int] = {}  # path -> reads since the latest request for it
+    wrapped_up = False
+    turn_orders: list[Mapping[str, Any]] = []
+    layer: Mapping[str, Any] | None = None
+    current_turn: int | None = None
+
+    def close_turn() -> None:
+        orders = list(turn_orders)
+        if layer is not None and all(o is not layer for o in orders):
+            orders.append(layer)
+        conflicts.extend(_clashes(orders, current_turn or 0))
+        turn_orders.clear()
+
+    for event in events:
+        if event.kind == "tool_call" and event.data.get("tool") == "read_file":
+            path = _norm(str((event.data.get("input") or {}).get("path", "")))
+            if path in requested and not event.data.get("is_error"):
+                requested[path] += 1
+            continue
+        if event.kind != "guidance":
+            continue
+        if event.turn != current_turn:
+            close_turn()
+            current_turn = event.turn
+        d = event.data
+        if d.get("source") == "todo_layer":
+            layer = d
+        turn_orders.append(d)
+        conflicts.extend(_alone(d, event.turn, wrapped_up))
+        for path in d.get("avoid_reads") or ():
+            if requested.get(_norm(path)) == 1:  # the read that was asked for
+                conflicts.append(
+                    _conflict("rebuke_for_requested_read", event.turn, [d], f"{path} was asked for")
+                )
+        if d.get("reads"):
+            requested = {_norm(p): 0 for p in d["reads"]}
+        for path in d.get("avoid_reads") or ():
+            requested.pop(_norm(path), None)
+        if d.get("action") == "wrap_up" and d.get("source") != "todo_layer":
+            wrapped_up = True
+    close_turn()
+    return conflicts
+
+
+def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceConflict]:
+    """The rules one order breaks by itself, given the state it was given in."""
+    found = []
+    action, limits = d.get("action"), d.get("limits_pct")
+    far = limits is None or limits < FAR
+    work_left = not d.get("job_done") and (
+        (d.get("tasks_left") or 0) > 0 or (d.get("phases_left") or 0) > 0
+    )
+    if action == "wrap_up" and far and work_left:
+        found.append(
+            _conflict(
+                "wrap_up_with_work_left",
+                turn,
+                [d],
+                f"{d.get('tasks_left')} tasks and {d.get('phases_left')} phases left, "
+                f"limits {limits or 0:.0f}% used",
+            )
+        )
+    if action == "narrow_scope" and far and not d.get("from_limits"):
+        found.append(
+            _conflict("narrow_scope_within_limits", turn, [d], f"limits {limits or 0:.0f}% used")
+        )
+    if d.get("source") == "stop_refused" or str(d.get("source")) == "prompt:STOP REFUSED":
+        if d.get("job_done") or (d.get("phases_left") == 0 and not d.get("tasks_left")):
+            found.append(
+                _conflict("stop_refused_after_completion", turn, [d], "the job was complete")
+            )
+        if wrapped_up:
+            found.append(
+                _conflict("stop_refused_after_wrap_up", turn, [d], "a wrap-up was ordered")
+            )
+    return found
+
+
+def _clashes(orders: list[Mapping[str, Any]], turn: int) -> list[GuidanceConflict]:
+    actions = {o.get("action"): o for o in orders if o.get("action")}
+    found = []
+    for action, others in _CLASHES:
+        if action not in actions:
+            continue
+        for other in sorted(others & actions.keys()):
+            pair = [actions[action], actions[other]]
+            found.append(_conflict("conflicting_orders", turn, pair, f"{action} vs {other}"))
+    return found
+
+
+def _conflict(
+    rule: str, turn: int, orders: list[Mapping[str, Any]], detail: str
+) -> GuidanceConflict:
+    return GuidanceConflict(
+        rule=rule,
+        turn=turn,
+        message=f"{RULES[rule]} ({detail})",
+        sources=tuple(str(o.get("source")) for o in orders),
+        texts=tuple(str(o.get("text", "")) for o in orders),
+    )
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/")).lstrip("/") if path else path
