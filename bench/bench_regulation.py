@@ -37,7 +37,7 @@ from pathlib import Path
 import _util
 
 import gr_notebook as gr
-from gr_notebook.examples import ExampleJob, audit_job, coding_job
+from gr_notebook.examples import ExampleJob, audit_job, coding_job, quickstart_job
 from gr_notebook.guardrails import pass_count_todos_and_first_reads
 
 SIZES = {  # name: (files per module, lines per file); there are 6 modules
@@ -113,37 +113,12 @@ def pair(files_per_module: int, lines_per_file: int, seed: int) -> tuple[AuditRe
     return unregulated, regulated
 
 
-QUICKSTART = """# A field guide to garden birds
-
-Write a short field guide for beginners, part by part.
-
-## Survey
-- List the twelve most common garden species
-- Note the habitat each species prefers
-- Describe each species' song
-- Record the feeding habits of each species
-- Collect identification tips
-
-## Species pages
-- Draft the pages for the finches
-- Draft the pages for the tits
-- Draft the pages for the thrushes
-- Draft the pages for the corvids
-- Draft the pages for the remaining species
-
-## Review
-- Check every species name
-- Check the cross-references between pages
-- Proofread the introduction
-- Write the glossary
-- Assemble the table of contents
-"""
 LITERAL_MAX_ITERATIONS = 600
 
 
 def literal_jobs() -> dict[str, ExampleJob]:
     return {
-        "quickstart": ExampleJob(QUICKSTART),
+        "quickstart": quickstart_job(),
         "8 phases": ExampleJob(_util.job("Eight parts", phases=8, steps=5, unit="section")),
         "30 phases": ExampleJob(_util.job("Thirty parts", phases=30, steps=5, unit="section")),
         "audit": audit_job(),

@@ -51,6 +51,10 @@ _TURN_COLUMNS = [
     "tokens_used",
     "tokens_budget",
     "iterations_used",
+    "iterations_max",
+    "budget_scope",
+    "budget_tokens_used",
+    "budget_iterations_used",
 ]
 _PHASE_COLUMNS = [
     "phase",

@@ -4,6 +4,7 @@
   ``implementer`` and ``stuck_reader`` profiles; seed 004's interventions).
 - :func:`audit_job`: a codebase to audit for planted issues (seed 003's benchmark).
 - :func:`corpus_job`: a job with large reference files (the ``token_hog`` profile).
+- :func:`quickstart_job`: the quickstart notebook's three-phase writing job.
 
 Every job is deterministic: the same arguments give the same files, byte for byte.
 """
@@ -21,7 +22,15 @@ from gr_notebook.tools.base import Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.workspace import Workspace
 
-__all__ = ["AUDIT_PATTERN", "ExampleJob", "audit_job", "coding_job", "corpus_job"]
+__all__ = [
+    "AUDIT_PATTERN",
+    "QUICKSTART",
+    "ExampleJob",
+    "audit_job",
+    "coding_job",
+    "corpus_job",
+    "quickstart_job",
+]
 
 AUDIT_PATTERN = r"TODO|FIXME|eval\(|password\s*=|verify=False"
 """What the audit job plants, and what an auditor searches for."""
@@ -39,6 +48,39 @@ class ExampleJob:
         for path, text in self.files.items():
             workspace.write_text(path, text)
         return workspace
+
+
+QUICKSTART = """\
+# A field guide to garden birds
+
+Write a short field guide for beginners, part by part.
+
+## Survey
+- List the twelve most common garden species
+- Note the habitat each species prefers
+- Describe each species' song
+- Record the feeding habits of each species
+- Collect identification tips
+
+## Species pages
+- Draft the pages for the finches
+- Draft the pages for the tits
+- Draft the pages for the thrushes
+- Draft the pages for the corvids
+- Draft the pages for the remaining species
+
+## Review
+- Check every species name
+- Check the cross-references between pages
+- Proofread the introduction
+- Write the glossary
+- Assemble the table of contents
+"""
+"""The job of ``notebooks/01_quickstart.ipynb``: three phases of five writing steps."""
+
+
+def quickstart_job() -> ExampleJob:
+    return ExampleJob(QUICKSTART)
 
 
 _CELLS_TESTS = (

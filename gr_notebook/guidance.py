@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from gr_notebook.eventdata import clip
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
+    from gr_notebook.guardrails.feedback import Feedback
     from gr_notebook.plan import Plan
     from gr_notebook.todos import TodoList
 
-__all__ = ["ACTIONS", "Action", "Directive", "action_of_text", "guidance_data", "limit_fractions"]
+__all__ = [
+    "ACTIONS",
+    "Action",
+    "Directive",
+    "action_of_text",
+    "feedback_directive",
+    "guidance_data",
+    "limit_fractions",
+]
 
 Action: TypeAlias = Literal[
     "work_on_task",
@@ -32,16 +41,7 @@ Action: TypeAlias = Literal[
     "read_first",
     "narrow_scope",
 ]
-ACTIONS: tuple[Action, ...] = (
-    "work_on_task",
-    "change_approach",
-    "write_todos",
-    "finish_job",
-    "wrap_up",
-    "continue",
-    "read_first",
-    "narrow_scope",
-)
+ACTIONS: tuple[Action, ...] = get_args(Action)
 """The next actions a directive can name:
 
 - ``work_on_task``: do the current todo, then call ``todo_complete()``;
@@ -90,6 +90,15 @@ def action_of_text(text: str) -> Action | None:
     if _NARROW.search(text):
         return "narrow_scope"
     return None
+
+
+def feedback_directive(block: Feedback, *, avoid_reads: tuple[str, ...] = ()) -> Directive:
+    """A feedback block as an order: the Redundancy block the system wrote names the file
+    not to re-read; any other provider's text is read for the action it names."""
+    text = block.render()
+    if block.provider_name == "Redundancy" and avoid_reads:
+        return Directive(text, "feedback:Redundancy", None, avoid_reads=avoid_reads)
+    return Directive(text, f"feedback:{block.provider_name}", action_of_text(text))
 
 
 def limit_fractions(usage: BudgetUsage) -> dict[str, float | None]:

@@ -130,8 +130,13 @@ def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceCo
                 "wrap_up_with_work_left",
                 turn,
                 [d],
-                f"{d.get('tasks_left')} tasks and {d.get('phases_left')} phases left, "
-                f"limits {limits or 0:.0f}% used",
+                f"{d.get('tasks_left')} tasks and "
+                + (
+                    "no plan yet"
+                    if d.get("phases_left") is None
+                    else f"{d.get('phases_left')} phases left"
+                )
+                + f", limits {limits or 0:.0f}% used",
             )
         )
     if action == "narrow_scope" and far and not d.get("from_limits"):

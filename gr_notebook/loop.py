@@ -25,10 +25,10 @@ from gr_notebook.guardrails.interventions import (
     InterventionConfig,
     InterventionEngine,
 )
-from gr_notebook.guardrails.regulation import RegulationSettings, SelfRegulation
+from gr_notebook.guardrails.regulation import RegulationSettings, ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
 from gr_notebook.guardrails.spec import GuardrailSpec
-from gr_notebook.guidance import Directive, action_of_text, guidance_data
+from gr_notebook.guidance import Directive, feedback_directive, guidance_data
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import Model, ModelResponse
 from gr_notebook.models.call_context import CallContext, calling
@@ -187,24 +187,20 @@ class Loop:
         return self.budget.max_iterations
 
     def measured(self) -> dict[str, Any]:
-        """The budget the agent is measured against now, as the meters show it: the phase's
-        allotment counted from its assessment, else the run's hard limits."""
-        assessed = self.regulation.assessment if self.regulation else None
-        if assessed is None:
-            return {
-                "tokens_budget": self.budget.max_tokens,
-                "iterations_max": self.budget.max_iterations,
-                "budget_tokens_used": self.tokens,
-                "budget_iterations_used": self.turn,
-                "budget_scope": "the run",
-            }
-        assert self.regulation is not None
+        """The budget the agent is measured against now, as the meters show it: what
+        check_resources would report (the phase's allotment, else the run's limits)."""
+        usage = self.usage()
+        report = (
+            self.regulation.report(usage)
+            if self.regulation is not None
+            else ResourceReport.of(usage, None)
+        )
         return {
-            "tokens_budget": assessed.token_budget,
-            "iterations_max": assessed.max_iterations,
-            "budget_tokens_used": self.tokens - assessed.tokens_at,
-            "budget_iterations_used": self.turn - assessed.iterations_at,
-            "budget_scope": self.regulation.scope,
+            "tokens_budget": report.tokens_budget,
+            "iterations_max": report.iterations_max,
+            "budget_tokens_used": report.tokens_used,
+            "budget_iterations_used": report.iterations_used,
+            "budget_scope": report.scope,
         }
 
     def usage(self) -> BudgetUsage:
@@ -372,16 +368,7 @@ class Loop:
                 self.emit("feedback", redundant.event_data(use.name, None))
                 blocks, avoid = [*blocks, redundant], (path,)
         for block in blocks:
-            text = block.render()
-            own = block.provider_name == "Redundancy" and bool(avoid)
-            self.direct(
-                Directive(
-                    text,
-                    f"feedback:{block.provider_name}",
-                    None if own else action_of_text(text),
-                    avoid_reads=avoid if own else (),
-                )
-            )
+            self.direct(feedback_directive(block, avoid_reads=avoid))
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
@@ -401,7 +388,7 @@ class Loop:
                 if verdict.give_up:
                     self._give_up = verdict
                 text = self._refusal(verdict)
-                return ToolOutput(text, True, Directive(text, "stop_refused", "work_on_task"))
+                return ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
         context = ToolContext(
             self.phases.workspace, self.phases, self.clock, self.turn, regulation=self.regulation
         )

@@ -249,7 +249,7 @@ class PhaseController:
                 phase=label,
                 archive=archive,
                 plan_file=self.plan_file,
-                by_person=source != "model",
+                by=source,
                 assess=self.regulated,
             ),
             reads=prompts.rewind_reads(self.plan_file),

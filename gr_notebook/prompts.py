@@ -163,10 +163,13 @@ def rewind_prompt(
     phase: str,
     archive: str | None,
     plan_file: str,
-    by_person: bool,
+    by: str,
     assess: bool = False,
 ) -> str:
-    who = "A person pressed the rewind button" if by_person else "You called todo_rewind()"
+    who = {
+        "model": "You called todo_rewind()",
+        "system": "The system rewound your todo list: no progress, even after a strategy check",
+    }.get(by, "A person pressed the rewind button")
     what = (
         f"The todo list of {phase} was archived to {archive}"
         if archive
@@ -261,7 +264,7 @@ _ACTIONS: dict[str, Action] = {
     REWIND_MARKER: "write_todos",
     RESET_MARKER: "write_todos",
     JOB_COMPLETION_MARKER: "finish_job",
-    STOP_REFUSED_MARKER: "work_on_task",
+    STOP_REFUSED_MARKER: "continue",
     STRATEGY_CHECK_MARKER: "change_approach",
 }
 

@@ -377,6 +377,12 @@ class _Totals:
                 self.cost_usd = cost
             elif self.cost_usd is not None:
                 self.cost_usd = None if cost is None else self.cost_usd + cost
+        elif event.kind == "task_assessed" and event.data.get("approved") is True:
+            data = event.data  # the new allotment counts from here, before the next call
+            self.tokens_budget = data.get("token_budget", self.tokens_budget)
+            self.iterations_max = data.get("max_iterations", self.iterations_max)
+            self.budget_scope = data.get("scope", self.budget_scope)
+            self.budget_tokens_used = self.budget_iterations_used = 0
         elif event.kind == "phase_transition":
             data = event.data
             self.phases_completed += (

@@ -12,59 +12,12 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.examples import ExampleJob, audit_job, coding_job, corpus_job
+from gr_notebook.analysis import GUIDANCE_COLUMNS
+from gr_notebook.examples import QUICKSTART, ExampleJob, audit_job, coding_job, corpus_job
 from gr_notebook.guidance import action_of_text
 from gr_notebook.lint import RULES
 
-QUICKSTART = """\
-# A field guide to garden birds
-
-Write a short field guide for beginners, part by part.
-
-## Survey
-- List the twelve most common garden species
-- Note the habitat each species prefers
-- Describe each species' song
-- Record the feeding habits of each species
-- Collect identification tips
-
-## Species pages
-- Draft the pages for the finches
-- Draft the pages for the tits
-- Draft the pages for the thrushes
-- Draft the pages for the corvids
-- Draft the pages for the remaining species
-
-## Review
-- Check every species name
-- Check the cross-references between pages
-- Proofread the introduction
-- Write the glossary
-- Assemble the table of contents
-"""
-
 QUITTER_JOB = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
-
-GUIDANCE_COLUMNS = [
-    "seq",
-    "turn",
-    "phase",
-    "source",
-    "action",
-    "text",
-    "reads",
-    "avoid_reads",
-    "from_limits",
-    "phase_name",
-    "phase_kind",
-    "tasks_left",
-    "phases_left",
-    "job_done",
-    "tokens_pct",
-    "iterations_pct",
-    "deadline_pct",
-    "limits_pct",
-]
 
 
 def phased_job(phases: int, steps: int = 5) -> str:
@@ -443,6 +396,9 @@ def test_guidance_df_records_every_kind_of_order(tmp_path: Path) -> None:
     run = run_model(tmp_path, "literal", QUICKSTART)
     guidance = run.guidance_df()
     assert list(guidance.columns) == GUIDANCE_COLUMNS
+    # what the issue asks of each row: the turn, the source, the text, and the state then
+    assert {"turn", "source", "text", "phase", "tasks_left", "limits_pct"} <= set(guidance)
+    assert {"tokens_pct", "iterations_pct", "deadline_pct"} <= set(guidance)
     assert {
         "todo_layer",
         "prompt:PHASE TRANSITION",
@@ -637,3 +593,18 @@ def test_the_literal_agent_checks_resources_as_often_as_asked(tmp_path: Path) ->
     diligent = gaps(run_model(tmp_path, "diligent", QUICKSTART, name="diligent"))
     assert len(literal) > len(diligent)
     assert sorted(literal)[len(literal) // 2] <= 5  # the median: 4 calls or fewer between
+
+
+def test_a_system_rewind_says_who_rewound(tmp_path: Path) -> None:
+    """Tier 2 rewinds for the agent: the prompt must not claim a person pressed the button."""
+    run = run_model(
+        tmp_path,
+        "stuck_reader",
+        coding_job(),
+        max_iterations=300,
+        interventions=gr.InterventionConfig.more_protective(),
+    )
+    guidance = run.guidance_df()
+    rewinds = guidance[guidance.source == "prompt:REWIND"].text
+    assert len(rewinds) >= 1
+    assert all(t.startswith("REWIND: The system rewound your todo list") for t in rewinds)

@@ -199,9 +199,7 @@ class BudgetTable:
             notes.append(f"capped at the {max_tokens:,} tokens the run's hard limits leave")
         if max_iterations is not None and iterations > max_iterations:
             iterations = max_iterations
-            notes.append(
-                f"capped at the {max_iterations} iterations the run's hard limits leave"
-            )
+            notes.append(f"capped at the {max_iterations} iterations the run's hard limits leave")
         guidance = (
             f"Budget for {scope}: {tokens:,} tokens and {iterations} iterations ({task_type} "
             f"over about {estimated_files} files, your estimate of {estimated_iterations} "

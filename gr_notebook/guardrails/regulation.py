@@ -302,8 +302,13 @@ class SelfRegulation:
         self.emit("task_assessed", {**assessment.to_json(), "approved": approved, "scope": scope})
         return assessment, approved
 
-    def report(self) -> ResourceReport:
-        report = ResourceReport.of(self.usage(), self.assessment, scope=self.scope)
+    def report(self, usage: BudgetUsage | None = None) -> ResourceReport:
+        """Usage against the allotment in force (the run's limits without one)."""
+        return ResourceReport.of(usage or self.usage(), self.assessment, scope=self.scope)
+
+    def check(self) -> ResourceReport:
+        """``check_resources``: the report, and a wrap-up order that stands once given."""
+        report = self.report()
         if report.wrap_up and self.wrap_up is None:
             self.wrap_up = report.recommendation
         return report

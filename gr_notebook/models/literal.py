@@ -153,9 +153,7 @@ def _narrowing(s: Situation) -> int | None:
             except (ValueError, AttributeError):
                 return None
             return _allotted_if_narrow(guidance)
-    budget = next(
-        (line for line in s.summary.splitlines() if line.startswith(_RECAP_BUDGET)), None
-    )
+    budget = next((line for line in s.summary.splitlines() if line.startswith(_RECAP_BUDGET)), None)
     return None if budget is None else _allotted_if_narrow(budget)
 
 

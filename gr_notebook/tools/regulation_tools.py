@@ -71,7 +71,7 @@ async def _assess_task(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutpu
 
 
 def _check_resources(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
-    report = _state(ctx).report()
+    report = _state(ctx).check()
     if report.wrap_up:
         ctx.phases.order_wrap_up()
     payload = report.to_json()
