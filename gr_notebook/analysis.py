@@ -7,7 +7,7 @@ from the store are analysed the same way.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.events import Event
@@ -134,10 +134,10 @@ def guidance_df(events: Iterable[Event]) -> pd.DataFrame:
             "seq": e.seq,
             "turn": e.turn,
             "phase": e.phase,
-            **{c: e.data.get(c) for c in GUIDANCE_COLUMNS[3:]},
+            **{c: g.get(c) for c in GUIDANCE_COLUMNS[3:]},
         }
         for e in events
-        if e.kind == "guidance"
+        if isinstance(g := e.data.get("directive"), Mapping)
     ]
     return pd.DataFrame(rows, columns=GUIDANCE_COLUMNS)
 

@@ -1,10 +1,13 @@
-"""Every order the system gives the model, as data: a :class:`Directive` and its event.
+"""Every order the system gives the model, as data: a :class:`Directive` and its record.
 
 A real model obeys what it reads, so each text the system sends (a workflow prompt, a
 feedback block, a resource recommendation, a denial, a refused stop, the todo layer's
-INSTRUCTION line) is recorded as a ``guidance`` event with the next action it names and the
-state of the job when it was given. :mod:`gr_notebook.lint` reads these events back to find
-orders that contradict each other or the job.
+INSTRUCTION line) is recorded with the next action it names and the state of the job when it
+was given. The record sits under ``data["directive"]`` of the event that delivered the order
+(``prompt_injected``, ``tool_call``, ``feedback``), so an order costs no event of its own; the
+todo layer and the kickoff, which no other event delivers, get a ``guidance`` event.
+:mod:`gr_notebook.lint` reads these records back to find orders that contradict each other
+or the job.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from gr_notebook.eventdata import clip
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.guardrails.feedback import Feedback
     from gr_notebook.plan import Plan
     from gr_notebook.todos import TodoList
 
@@ -92,13 +94,12 @@ def action_of_text(text: str) -> Action | None:
     return None
 
 
-def feedback_directive(block: Feedback, *, avoid_reads: tuple[str, ...] = ()) -> Directive:
-    """A feedback block as an order: the Redundancy block the system wrote names the file
-    not to re-read; any other provider's text is read for the action it names."""
-    text = block.render()
-    if block.provider_name == "Redundancy" and avoid_reads:
-        return Directive(text, "feedback:Redundancy", None, avoid_reads=avoid_reads)
-    return Directive(text, f"feedback:{block.provider_name}", action_of_text(text))
+def feedback_directive(provider: str, text: str, *, avoid_reads: tuple[str, ...] = ()) -> Directive:
+    """A rendered feedback block as an order: the system's own Redundancy block names the
+    file not to re-read; any other provider's text is read for the action it names."""
+    if avoid_reads:
+        return Directive(text, f"feedback:{provider}", None, avoid_reads=avoid_reads)
+    return Directive(text, f"feedback:{provider}", action_of_text(text))
 
 
 def limit_fractions(usage: BudgetUsage) -> dict[str, float | None]:
@@ -131,8 +132,8 @@ def guidance_data(
         "source": directive.source,
         "action": directive.action,
         "text": clip(directive.text),
-        "reads": list(directive.reads),
-        "avoid_reads": list(directive.avoid_reads),
+        "reads": directive.reads,  # tuples: no work for the garbage collector
+        "avoid_reads": directive.avoid_reads,
         "from_limits": directive.from_limits,
         "phase_name": todos.phase_name,
         "phase_kind": todos.kind,

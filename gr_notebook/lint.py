@@ -1,8 +1,8 @@
 """``lint_guidance``: orders the system gave a model that contradict each other or the job.
 
-It reads a run's ``guidance`` events (see :mod:`gr_notebook.guidance`), so it works the same
-on a live run, a finished one and one read back from the store. Each rule is one kind of
-contradiction a model that obeys would trip over:
+It reads the guidance records of a run's events (see :mod:`gr_notebook.guidance`), so it
+works the same on a live run, a finished one and one read back from the store. Each rule is
+one kind of contradiction a model that obeys would trip over:
 
 ``wrap_up_with_work_left``
     An order to wrap up (stop, call ``job_complete`` now) while tasks or phases are left
@@ -90,13 +90,12 @@ def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
             path = _norm(str((event.data.get("input") or {}).get("path", "")))
             if path in requested and not event.data.get("is_error"):
                 requested[path] += 1
-            continue
-        if event.kind != "guidance":
+        d = event.data.get("directive")
+        if not isinstance(d, Mapping):
             continue
         if event.turn != current_turn:
             close_turn()
             current_turn = event.turn
-        d = event.data
         if d.get("source") == "todo_layer":
             layer = d
         turn_orders.append(d)

@@ -156,22 +156,27 @@ class Loop:
         return self._stop_requested
 
     def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
+        if kind == "feedback" and data is not None and "directive" not in data:
+            provider, text = str(data.get("provider")), str(data.get("text", ""))
+            data = {**data, "directive": self.guidance(feedback_directive(provider, text))}
         self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
         if kind == "phase_started" and self.regulation is not None and data:
             self.regulation.on_phase_started(data["phase"])
 
-    def direct(self, directive: Directive) -> None:
-        """Record an order given to the model, with the state of the job at that moment."""
-        self.emit(
-            "guidance",
-            guidance_data(
-                directive,
-                todos=self.phases.todos,
-                plan=self.phases.plan(),
-                usage=self.usage(),
-                job_done=self.phases.job is not None,
-            ),
+    def guidance(self, directive: Directive) -> dict[str, Any]:
+        """An order given to the model, with the state of the job at that moment: recorded
+        on the event that delivers it (see :mod:`gr_notebook.guidance`)."""
+        return guidance_data(
+            directive,
+            todos=self.phases.todos,
+            plan=self.phases.plan(),
+            usage=self.usage(),
+            job_done=self.phases.job is not None,
         )
+
+    def direct(self, directive: Directive) -> None:
+        """An order that no other event delivers (the todo layer, the kickoff)."""
+        self.emit("guidance", {"directive": self.guidance(directive)})
 
     def _note_todo_layer(self) -> None:
         """The todo layer's INSTRUCTION line is an order on every turn: recorded when it
@@ -341,34 +346,31 @@ class Loop:
             output = ToolOutput("Not run: the job was already completed by job_complete.", True)
         else:
             output = await self._run_tool(use)
-        self.emit(
-            "tool_call",
-            {
-                "tool": use.name,
-                "tool_use_id": use.id,
-                "input": clip_json(use.input),
-                "is_error": output.is_error,
-                "result": clip(output.content),
-                "duration_s": time.perf_counter() - started,
-            },
-        )
-        content = output.content
+        call = {
+            "tool": use.name,
+            "tool_use_id": use.id,
+            "input": clip_json(use.input),
+            "is_error": output.is_error,
+            "result": clip(output.content),
+            "duration_s": time.perf_counter() - started,
+        }
         if output.directive is not None:
-            self.direct(output.directive)
+            call["directive"] = self.guidance(output.directive)
+        self.emit("tool_call", call)
+        content = output.content
         if self.interventions is not None and not self.phases.wrap_up_ordered:
             self._observe(use, output)  # told to wrap up, it is winding down, not stuck
         blocks = self.guards.after_call(
             use.name, use.input, is_error=output.is_error, turn=self.turn
         )
-        avoid: tuple[str, ...] = ()
         if self.regulation is not None and use.name == "read_file" and not output.is_error:
             path = str(use.input.get("path", ""))
             redundant = self.regulation.on_read(path, turn=self.turn, call_index=self.guards.calls)
             if redundant is not None:
-                self.emit("feedback", redundant.event_data(use.name, None))
-                blocks, avoid = [*blocks, redundant], (path,)
-        for block in blocks:
-            self.direct(feedback_directive(block, avoid_reads=avoid))
+                data = redundant.event_data(use.name, None)
+                order = feedback_directive("Redundancy", data["text"], avoid_reads=(path,))
+                self.emit("feedback", {**data, "directive": self.guidance(order)})
+                blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
@@ -560,8 +562,10 @@ class Loop:
         """Tell the model: workflow prompts, refusals and checks, each recorded as guidance."""
         directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
         for d in directives:
-            self.emit("prompt_injected", {"text": clip(d.text), "marker": marker_of(d.text)})
-            self.direct(d)
+            self.emit(
+                "prompt_injected",
+                {"text": clip(d.text), "marker": marker_of(d.text), "directive": self.guidance(d)},
+            )
             if d.reads and self.regulation is not None:
                 self.regulation.expect_reads(d.reads)
         self.context.append_user([TextBlock(d.text) for d in directives])

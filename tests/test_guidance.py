@@ -233,6 +233,9 @@ def test_a_premature_stop_order_is_flagged_and_obeyed(tmp_path: Path) -> None:
 
 
 def event(seq: int, kind: str, turn: int, data: Mapping[str, Any]) -> gr.Event:
+    """An event as the loop records it: an order's record sits under ``directive``."""
+    if kind == "guidance":
+        data = {"directive": dict(data)}
     return gr.Event(seq, kind, turn, 1, float(seq), dict(data))
 
 
@@ -414,7 +417,10 @@ def test_guidance_df_records_every_kind_of_order(tmp_path: Path) -> None:
     assert "feedback:Redundancy" not in set(guidance.source)  # requested re-reads are fine
     assert list(guidance.seq) == sorted(guidance.seq)
     assert not guidance.job_done.iloc[:-1].astype(bool).any()
-    assert len(guidance) == len(run.events.of_kind("guidance"))
+    # one row per order, each recorded on the event that delivered it
+    assert len(guidance) == sum("directive" in e.data for e in run.events)
+    carriers = {run.events[int(seq)].kind for seq in guidance.seq}
+    assert carriers == {"guidance", "prompt_injected", "tool_call"}
 
 
 # -- 7. the misbehaving profiles still meet their guardrails ------------------------------------
