@@ -130,3 +130,28 @@ def make_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[...,
         return agent_at(tmp_path, model, **kwargs)
 
     return factory
+
+
+HEALTHY_PROFILES = frozenset({"simulated:diligent", "simulated:literal"})
+
+
+@pytest.fixture(autouse=True)
+def healthy_runs_give_coherent_orders(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every run in the suite of a healthy profile under the default guardrails (no custom
+    policy, feedback or checker) that finishes its job must pass ``gr.lint_guidance``."""
+    started: list[tuple[gr.Agent, gr.Run]] = []
+    start = gr.Agent.start
+
+    def recording(self: gr.Agent, *args: Any, **kwargs: Any) -> gr.Run:
+        run = start(self, *args, **kwargs)
+        started.append((self, run))
+        return run
+
+    monkeypatch.setattr(gr.Agent, "start", recording)
+    yield
+    for agent, run in started:
+        spec = agent.guardrails
+        default = not (spec.bindings or spec.feedback or spec.checker)
+        if agent.model.name in HEALTHY_PROFILES and default and run.done and run.job:
+            conflicts = gr.lint_guidance(run)
+            assert conflicts == [], f"a healthy run gave conflicting orders: {conflicts}"
