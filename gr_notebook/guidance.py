@@ -40,7 +40,7 @@ Action: TypeAlias = Literal[
     "finish_job",
     "wrap_up",
     "continue",
-    "read_first",
+    "do_first",
     "narrow_scope",
 ]
 ACTIONS: tuple[Action, ...] = get_args(Action)
@@ -52,7 +52,7 @@ ACTIONS: tuple[Action, ...] = get_args(Action)
 - ``finish_job``: the job's own end: verify, report, call ``job_complete``;
 - ``wrap_up``: stop early: summarize what was done and call ``job_complete`` now;
 - ``continue``: keep working as before;
-- ``read_first``: retry after reading a file (a policy's denial);
+- ``do_first``: do what a policy's denial names first (read a file, call a tool), then retry;
 - ``narrow_scope``: do less than planned.
 """
 

@@ -382,7 +382,7 @@ class Loop:
         denial = self.guards.check(tool, use.input, turn=self.turn)
         if denial is not None:
             text = denial.message()
-            return ToolOutput(text, True, Directive(text, f"policy:{denial.policy}", "read_first"))
+            return ToolOutput(text, True, Directive(text, f"policy:{denial.policy}", "do_first"))
         if tool.name == "job_complete":
             verdict = self.guards.judge_stop("job_complete", dict(use.input))
             if not verdict.allowed:

@@ -57,7 +57,8 @@ def test_an_approved_assessment_moves_the_meters_at_once(make_agent: Factory) ->
     assert by_label(tracker.meters(run))["Context"][1] == run.limits.context_window
     [line] = [e for e in tracker.timeline if e.kind == "task_assessed"]
     assert line.text == (
-        f"Task assessed as codebase_audit: budget {allotted:,} tokens, 20 iterations"
+        f"Task assessed as codebase_audit for the bootstrap: budget {allotted:,} tokens, "
+        "20 iterations"
     )
 
 

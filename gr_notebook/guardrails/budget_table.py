@@ -90,6 +90,8 @@ class TaskAssessment:
     """The guidance asks to narrow the scope: the estimate is over what the limits leave."""
     phase: int = 0
     """The phase the allocation covers."""
+    scope: str = "the task"
+    """What it covers, in words: ``Phase 2 'Survey'``."""
     tokens_at: int = 0
     """Tokens the run had used when the allocation began; usage counts from here."""
     iterations_at: int = 0
@@ -107,6 +109,7 @@ class TaskAssessment:
             "turn": self.turn,
             "narrow": self.narrow,
             "phase": self.phase,
+            "scope": self.scope,
             "tokens_at": self.tokens_at,
             "iterations_at": self.iterations_at,
         }
@@ -227,6 +230,7 @@ class BudgetTable:
             guidance=guidance,
             turn=turn,
             narrow=narrow,
+            scope=scope,
         )
 
 

@@ -86,9 +86,7 @@ class ResourceReport:
     job_iterations_used: int = 0
 
     @classmethod
-    def of(
-        cls, usage: BudgetUsage, assessment: TaskAssessment | None, *, scope: str = "the run"
-    ) -> ResourceReport:
+    def of(cls, usage: BudgetUsage, assessment: TaskAssessment | None) -> ResourceReport:
         hard = usage.budget
         limits = [usage.iterations / hard.max_iterations]
         if hard.max_tokens:
@@ -101,7 +99,7 @@ class ResourceReport:
             tokens_used = usage.tokens - assessment.tokens_at
             iterations_used = usage.iterations - assessment.iterations_at
             tokens_budget, iterations_max = assessment.token_budget, assessment.max_iterations
-            source = "assessment"
+            source, scope = "assessment", assessment.scope
         else:
             tokens_used, iterations_used = usage.tokens, usage.iterations
             tokens_budget, iterations_max, source = hard.max_tokens, hard.max_iterations, "limits"
@@ -251,7 +249,6 @@ class SelfRegulation:
         self.run_id = run_id
         self.assessment: TaskAssessment | None = None
         """The allotment in force: it covers one phase and lapses when another begins."""
-        self.scope = "the run"
         self.wrap_up: str | None = None
         """The recommendation that ordered a wrap-up, once one did; it stands for the run."""
         self._requested: set[str] = set()
@@ -298,13 +295,13 @@ class SelfRegulation:
         if self.confirm_above is not None and assessment.token_budget > self.confirm_above:
             approved = await self._confirm(assessment)
         if approved:
-            self.assessment, self.scope = assessment, scope
-        self.emit("task_assessed", {**assessment.to_json(), "approved": approved, "scope": scope})
+            self.assessment = assessment
+        self.emit("task_assessed", {**assessment.to_json(), "approved": approved})
         return assessment, approved
 
     def report(self, usage: BudgetUsage | None = None) -> ResourceReport:
         """Usage against the allotment in force (the run's limits without one)."""
-        return ResourceReport.of(usage or self.usage(), self.assessment, scope=self.scope)
+        return ResourceReport.of(usage or self.usage(), self.assessment)
 
     def check(self) -> ResourceReport:
         """``check_resources``: the report, and a wrap-up order that stands once given."""
@@ -317,7 +314,7 @@ class SelfRegulation:
         """An allotment covers its own phase: another phase starts unassessed, measured
         against the run's limits until the agent assesses it."""
         if self.assessment is not None and self.assessment.phase != phase:
-            self.assessment, self.scope = None, "the run"
+            self.assessment = None
 
     def expect_reads(self, paths: Sequence[str]) -> None:
         """The latest workflow prompt asked for these reads: they are not redundant."""

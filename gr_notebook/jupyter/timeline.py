@@ -114,9 +114,10 @@ def _pruned(d: Mapping[str, Any]) -> str:
 
 
 def _assessed(d: Mapping[str, Any]) -> str:
+    scope = f" for {d['scope']}" if d.get("scope") else ""
     return (
-        f"Task assessed as {d.get('task_type', '?')}: budget {d.get('token_budget', 0):,} tokens, "
-        f"{plural(d.get('max_iterations', 0), 'iteration')}"
+        f"Task assessed as {d.get('task_type', '?')}{scope}: budget "
+        f"{d.get('token_budget', 0):,} tokens, {plural(d.get('max_iterations', 0), 'iteration')}"
     )
 
 
