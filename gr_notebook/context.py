@@ -212,8 +212,8 @@ def build_recap(
         journal.failed_approaches(),
         RECENT_FAILURES,
     )
-    if budget:  # an order still in force: the assessment of the phase ahead
-        lines += ["", f"Your assess_task budget: {budget}"]
+    if budget:  # an order still in force: the answer to the phase's assessment
+        lines += ["", f"Your latest assess_task answer: {budget}"]
     lines += [
         "",
         f"Now: {todos.phase_label()}, {len(todos.items)} tasks in your todo list. "

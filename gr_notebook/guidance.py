@@ -57,10 +57,15 @@ ACTIONS: tuple[Action, ...] = get_args(Action)
 """
 
 _WRAP_UP = re.compile(
-    r"\b(wrap(?:ping)?\s+(?:it\s+)?up|stop\s+now|stop\s+working|you\s+are\s+done|you're\s+done|"
-    r"call\s+job_complete|finish\s+(?:the\s+job\s+)?now|end\s+the\s+(?:job|run)\s+now)\b",
+    r"\b(wrap(?:ping)?\s+(?:it\s+)?up|stop\s+now|stop\s+working|"
+    r"(?:you\s+are|you're)\s+done(?!\s+with)|call\s+job_complete|"
+    r"finish\s+(?:the\s+job\s+)?now|end\s+the\s+(?:job|run)\s+now)\b",
     re.IGNORECASE,
 )
+_NEGATED = re.compile(r"\b(?:not|never|don't|do\s+not|no\s+need\s+to|before\s+you)\s*$", re.I)
+_DEFERRED = re.compile(r"^\W*(?:\w+\W+){0,3}?(?:yet|until|unless|later)\b", re.IGNORECASE)
+_NEAR = 24
+"""Characters around an order that are read for a negation ("do not call job_complete yet")."""
 _NARROW = re.compile(r"\bnarrow\s+(?:the|your)\s+scope\b", re.IGNORECASE)
 
 
@@ -87,8 +92,11 @@ class Directive:
 def action_of_text(text: str) -> Action | None:
     """The action a free text names, for texts the system did not write (a custom
     feedback provider's): an order to stop or wrap up, to narrow the scope, or nothing."""
-    if _WRAP_UP.search(text):
-        return "wrap_up"
+    for match in _WRAP_UP.finditer(text):
+        before = text[max(match.start() - _NEAR, 0) : match.start()]
+        after = text[match.end() : match.end() + _NEAR]
+        if not _NEGATED.search(before.rstrip()) and not _DEFERRED.search(after):
+            return "wrap_up"
     if _NARROW.search(text):
         return "narrow_scope"
     return None

@@ -12,14 +12,15 @@ one kind of contradiction a model that obeys would trip over:
     check asked it to read, on the first read after the request.
 ``conflicting_orders``
     Two orders reaching the model in one turn (the todo layer's INSTRUCTION line counts)
-    that name incompatible next actions: wrap up and keep working, or write the next todo
-    list and work on the current task.
+    that name incompatible next actions: wrap up and keep working (or finish the job the long
+    way), or write the next todo list and work on the current task.
 ``stop_refused_after_completion``
     A refused stop after the job was complete.
 ``stop_refused_after_wrap_up``
     A refused stop after the system itself ordered a wrap-up.
 ``narrow_scope_within_limits``
-    An order to narrow the scope that the run's hard limits do not call for.
+    An order to narrow the scope that the run's hard limits do not call for (a person's
+    denied confirmation is theirs to give, and is not counted).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ FAR = 80.0
 
 _KEEP_WORKING = frozenset({"work_on_task", "change_approach", "write_todos", "continue"})
 _CLASHES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("wrap_up", _KEEP_WORKING),
+    ("wrap_up", _KEEP_WORKING | {"finish_job"}),
     ("write_todos", frozenset({"work_on_task", "change_approach"})),
 )
 
@@ -138,7 +139,7 @@ def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceCo
                 + f", limits {limits or 0:.0f}% used",
             )
         )
-    if action == "narrow_scope" and far and not d.get("from_limits"):
+    if action == "narrow_scope" and far and not d.get("from_limits") and not _persons(d):
         found.append(
             _conflict("narrow_scope_within_limits", turn, [d], f"limits {limits or 0:.0f}% used")
         )
@@ -152,6 +153,11 @@ def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceCo
                 _conflict("stop_refused_after_wrap_up", turn, [d], "a wrap-up was ordered")
             )
     return found
+
+
+def _persons(d: Mapping[str, Any]) -> bool:
+    """A person's answer (a denied confirmation) is theirs to give, whatever the limits."""
+    return d.get("source") == "confirmation"
 
 
 def _clashes(orders: list[Mapping[str, Any]], turn: int) -> list[GuidanceConflict]:

@@ -178,6 +178,17 @@ class Loop:
         """An order that no other event delivers (the todo layer, the kickoff)."""
         self.emit("guidance", {"directive": self.guidance(directive)})
 
+    def _wrap_up_when_limits_run_low(self) -> None:
+        """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
+        model that has not called check_resources lately still hears it in time."""
+        regulation = self.regulation
+        if (
+            regulation is not None
+            and not self.phases.wrap_up_ordered
+            and regulation.check().wrap_up
+        ):
+            self.phases.order_wrap_up()
+
     def _note_todo_layer(self) -> None:
         """The todo layer's INSTRUCTION line is an order on every turn: recorded when it
         changes."""
@@ -234,6 +245,7 @@ class Loop:
                 if prompt:
                     self.emit("stuck_checkpoint", {"prompt": prompt})
                     self._inject([prompt])
+            self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
             self.turn += 1
             response = await self._call_model()
@@ -519,9 +531,7 @@ class Loop:
             todos=self.phases.todos,
             plan_file=self.phases.plan_file,
             turn=self.turn,
-            budget=self.regulation.assessment.guidance
-            if self.regulation is not None and self.regulation.assessment is not None
-            else None,
+            budget=self.regulation.answer if self.regulation is not None else None,
             workspace_state=workspace_state(
                 self.phases.workspace,
                 plan_file=self.phases.plan_file,

@@ -130,19 +130,25 @@ class PhaseController:
         """The phase an assessment made now covers, and its label: the current list's, or
         during a phase transition the next phase of the plan."""
         todos = self.todos
-        if self._pending != "phase":
+        if self._pending is None:
             if todos.kind == "bootstrap":
                 return todos.phase_number, "the bootstrap"
             return todos.phase_number, f"Phase {todos.phase_number}" + (
                 f" '{todos.phase_name}'" if todos.phase_name else ""
             )
-        finished = self.segments[-1].phase if self.segments else todos.phase_number
         plan = self.plan()
-        upcoming = (
-            next((p for p in plan.phases if p.status != "complete" and p.number > finished), None)
-            if plan
-            else None
-        )
+        if self._pending == "phase":  # the phase after the one that just finished
+            finished = self.segments[-1].phase if self.segments else todos.phase_number
+            upcoming = (
+                next(
+                    (p for p in plan.phases if p.status != "complete" and p.number > finished), None
+                )
+                if plan
+                else None
+            )
+        else:  # a rewind or reset: the list written next belongs to the plan's active phase
+            upcoming = plan.active if plan else None
+            finished = max(todos.phase_number, 1) - 1
         if upcoming is None:
             return finished + 1, f"Phase {finished + 1}"
         return upcoming.number, f"Phase {upcoming.number} '{upcoming.name}'"
@@ -243,6 +249,8 @@ class PhaseController:
         self.generate_summary(blocking=issue)
         self.emit("rewind", {"issue": issue, "source": source, "archive": archive})
         self._await_todos("rewind", what="rewind")
+        if self._wrap_up:  # recorded, but a standing wrap-up asks for no new list
+            return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
         self.queue_prompt(
             prompts.rewind_prompt(
                 issue=issue,
@@ -401,7 +409,8 @@ class PhaseController:
         )
         self._begin(finale, source="system")
         self.compaction_due = True
-        self.queue_prompt(prompts.job_completion_prompt(self.plan_file))
+        if not self._wrap_up:  # told to wrap up, it finishes now, not the long way
+            self.queue_prompt(prompts.job_completion_prompt(self.plan_file))
 
     def _set(self, todos: TodoList) -> None:
         """Every list goes on the board through here, so a standing wrap-up order stays

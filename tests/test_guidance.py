@@ -3,6 +3,7 @@ guidance events record each order, and ``lint_guidance`` catches the contradicti
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Iterable, Mapping
@@ -171,11 +172,20 @@ def test_literal_wraps_up_before_a_tight_iteration_cap(tmp_path: Path) -> None:
     assert run.job is not None
     assert len(run.turns_df()) < 40
     guidance = run.guidance_df()
-    warned = guidance[(guidance.source == "check_resources") & (guidance.action == "wrap_up")]
-    assert len(warned) >= 1
-    assert (warned.limits_pct > 80).all()
-    assert warned.text.str.startswith("WARNING").all()
+    warned = guidance[guidance.action == "wrap_up"]
+    assert len(warned) >= 1 and (warned.limits_pct > 80).all()
+    # the order stands on the todo layer once the limits pass 80% (33 of 40 turns)
+    first = warned.iloc[0]
+    assert first.source == "todo_layer" and first.turn == 33
     assert gr.lint_guidance(run) == []
+
+
+def test_a_tight_cap_is_announced_before_check_resources_is_due(tmp_path: Path) -> None:
+    """Five turns in all: the run is told to wrap up at turn 4, and does."""
+    run = run_model(tmp_path, "literal", QUICKSTART, max_iterations=5)
+    orders = run.guidance_df()
+    assert "wrap_up" in set(orders[orders.source == "todo_layer"].action)
+    assert run.status == "completed" and run.job is not None and run.turns <= 5
 
 
 def test_diligent_ignores_the_warning_and_hits_the_cap(tmp_path: Path) -> None:
@@ -531,11 +541,11 @@ def test_a_wrap_up_order_stands_over_the_next_phase(tmp_path: Path) -> None:
     orders the next phase: the two orders would contradict each other."""
     run = run_model(tmp_path, "diligent", QUICKSTART, max_iterations=40)
     guidance = run.guidance_df()
-    warned = guidance[(guidance.source == "check_resources") & (guidance.action == "wrap_up")]
-    first = int(warned.turn.min())
-    later = guidance[guidance.turn >= first]
+    first = int(guidance[guidance.action == "wrap_up"].seq.min())
+    later = guidance[guidance.seq >= first]
     assert "prompt:PHASE TRANSITION" not in set(later.source)
     assert set(later[later.source == "todo_layer"].action) == {"wrap_up"}
+    assert {"prompt:REWIND", "prompt:JOB COMPLETION"}.isdisjoint(later.source)
     assert gr.lint_guidance(run) == []
 
 
@@ -614,3 +624,128 @@ def test_a_system_rewind_says_who_rewound(tmp_path: Path) -> None:
     rewinds = guidance[guidance.source == "prompt:REWIND"].text
     assert len(rewinds) >= 1
     assert all(t.startswith("REWIND: The system rewound your todo list") for t in rewinds)
+
+
+# -- 10. regressions from the review: each order must fit the others -------------------------
+
+
+def test_a_token_cap_narrows_like_an_iteration_cap(tmp_path: Path) -> None:
+    run = run_model(
+        tmp_path,
+        "literal",
+        QUICKSTART,
+        budget=gr.Budget(max_tokens=60_000, max_iterations=200),
+        max_iterations=None,
+    )
+    assessed = run.guidance_df().query("source == 'assess_task'")
+    assert assessed.action.iloc[0] == "narrow_scope" and assessed.from_limits.iloc[0]
+    written = [len(e.data["titles"]) for e in run.events.of_kind("todos_written")]
+    assert written[1:3] == [5, 1]  # phase 1 written, then cut to what the tokens pay for
+    assert gr.lint_guidance(run) == []
+
+
+def test_past_the_wrap_up_mark_an_assessment_repeats_the_order() -> None:
+    usage = gr.Budget(max_tokens=40_000, max_iterations=200).usage(
+        tokens=33_000, iterations=12, elapsed_s=0
+    )
+    from gr_notebook.guardrails.regulation import ResourceReport
+
+    report = ResourceReport.of(usage, None)
+    assert report.wrap_up and report.limits_percentage_used == 82.5
+
+
+async def test_no_allotment_is_made_past_the_wrap_up_mark(make_agent: Any) -> None:
+    model = gr.ScriptedModel(
+        [gr.tool_call("read_file", path="instructions.md")] * 5
+        + [
+            gr.tool_call(
+                "assess_task",
+                task_type="exploration",
+                estimated_files=1,
+                estimated_iterations=3,
+                strategy="s",
+            ),
+            gr.text("ok"),
+        ]
+    )
+    run = await make_agent(model, max_iterations=6).run("job")
+    [assessed] = [e for e in run.events.of_kind("tool_call") if e.data["tool"] == "assess_task"]
+    assert assessed.data["result"].startswith("No budget for the phase ahead")
+    assert assessed.data["directive"]["action"] == "wrap_up"
+    assert not run.events.of_kind("task_assessed")
+
+
+async def test_a_persons_rewind_after_a_wrap_up_asks_for_no_new_list(tmp_path: Path) -> None:
+    job = ExampleJob(QUICKSTART)
+    agent = gr.Agent(
+        gr.SimulatedModel("diligent"),
+        workspace=job.prepare(tmp_path / "ws"),
+        store=False,
+        max_iterations=40,
+    )
+    run = agent.start(job.instructions)
+
+    def wrap_up_ordered() -> bool:
+        return any((e.data.get("directive") or {}).get("action") == "wrap_up" for e in run.events)
+
+    while not run.done and not wrap_up_ordered():
+        await asyncio.sleep(0)
+    run.rewind("the sources are out of date")
+    await run.wait()
+    orders = run.guidance_df()
+    first = int(orders[orders.action == "wrap_up"].seq.min())
+    assert "prompt:REWIND" not in set(orders[orders.seq > first].source)
+    assert run.events.of_kind("rewind")  # the rewind itself is recorded
+    assert gr.lint_guidance(run) == []
+
+
+async def test_an_assessment_after_a_bootstrap_rewind_covers_phase_1(tmp_path: Path) -> None:
+    job = ExampleJob(QUICKSTART)
+    agent = gr.Agent(
+        gr.SimulatedModel("literal"),
+        workspace=job.prepare(tmp_path / "ws"),
+        store=False,
+        max_iterations=200,
+    )
+    run = agent.start(job.instructions)
+    while run.turns < 3:
+        await asyncio.sleep(0)
+    run.rewind("the bootstrap went wrong")
+    await run.wait()
+    first = run.events.of_kind("task_assessed")[0].data
+    assert (first["phase"], first["scope"]) == (1, "Phase 1 'Survey'")
+    assert_finished_everything(run)
+
+
+def test_a_persons_denial_is_theirs_and_the_literal_agent_narrows(tmp_path: Path) -> None:
+    run = run_model(
+        tmp_path,
+        "literal",
+        QUICKSTART,
+        max_iterations=200,
+        confirm=lambda request: request.estimated_tokens <= 50_000,
+        confirm_above_tokens=50_000,
+    )
+    orders = run.guidance_df()
+    assert set(orders[orders.source == "confirmation"].action) == {"narrow_scope"}
+    asked = [e.data for e in run.events.of_kind("tool_call") if e.data["tool"] == "assess_task"]
+    halves = [a["input"]["estimated_iterations"] for a in asked if not a["is_error"]]
+    assert halves and all(h == 7 for h in halves)  # asked again for half of 14
+    written = [len(e.data["titles"]) for e in run.events.of_kind("todos_written")]
+    assert 2 in written  # a phase cut to half its tasks
+    assert "Left out to fit the budget" in run.workspace.read_text("notes.md")
+    assert gr.lint_guidance(run) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Do not call job_complete yet",
+        "Never stop now, keep going",
+        "Don't wrap up until the tests pass",
+        "You're done with the survey; start the next phase",
+        "Wrap up later, after the review.",
+    ],
+)
+def test_a_negated_or_deferred_stop_is_not_an_order_to_stop(text: str) -> None:
+    assert action_of_text(text) is None

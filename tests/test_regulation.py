@@ -60,10 +60,13 @@ class TestBudgetTable:
 
     def test_hard_limits_cap_the_allocation_and_say_so(self) -> None:
         a = gr.BudgetTable().assess("codebase_audit", 20, 50, max_tokens=50_000, max_iterations=30)
-        assert (a.token_budget, a.max_iterations) == (50_000, 30)
+        # 50,000 tokens pay for 12 turns at the table's 4,000 a turn: the token cap binds
+        assert (a.token_budget, a.max_iterations) == (50_000, 12)
         assert "capped at the 50,000 tokens the run's hard limits leave" in a.guidance
-        assert "Your estimate of 50 iterations is over the 30 the run's hard limits" in a.guidance
+        assert "Your estimate of 50 iterations is over the 12 the run's hard limits" in a.guidance
         assert a.narrow
+        loose = gr.BudgetTable().assess("codebase_audit", 20, 50, max_iterations=30)
+        assert (loose.max_iterations, loose.narrow) == (30, True)
 
     def test_an_estimate_the_limits_fit_is_granted_with_a_reserve(self) -> None:
         a = gr.BudgetTable().assess("exploration", 3, 42, max_iterations=200, turn=12)

@@ -200,6 +200,11 @@ class BudgetTable:
         if max_tokens is not None and tokens > max_tokens:
             tokens = max_tokens
             notes.append(f"capped at the {max_tokens:,} tokens the run's hard limits leave")
+            # the turns those tokens pay for, at this run's rate: the token cap binds as hard
+            affordable = max(math.floor((max_tokens - reading) / rate), 1)
+            max_iterations = (
+                affordable if max_iterations is None else min(max_iterations, affordable)
+            )
         if max_iterations is not None and iterations > max_iterations:
             iterations = max_iterations
             notes.append(f"capped at the {max_iterations} iterations the run's hard limits leave")

@@ -50,9 +50,12 @@ def recommendation_for(percentage_used: float) -> str:
     return HEALTHY
 
 
-def _recommend(percentage: float, limits: float, scope: str) -> str:
+def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool) -> str:
     """Only the hard limits can order a wrap-up: an allotment spent early while the limits
-    have room asks for pace, not for the end of the job (decision 108)."""
+    have room asks for pace, not for the end of the job (decision 108). A limit with one
+    turn left orders it too, whatever its percentage: a wrap-up takes a turn."""
+    if last_turn:
+        return WARNING
     if limits > WRAP_UP_AT or percentage <= WRAP_UP_AT:
         return recommendation_for(max(percentage, limits))
     return (
@@ -94,6 +97,10 @@ class ResourceReport:
         if hard.deadline_s:
             limits.append(usage.elapsed_s / hard.deadline_s)
         limits_pct = round(100 * max(limits), 1)
+        per_turn = usage.tokens / usage.iterations if usage.iterations else 0.0
+        last_turn = hard.max_iterations - usage.iterations <= 1 or (
+            hard.max_tokens is not None and hard.max_tokens - usage.tokens <= per_turn
+        )
         tokens_budget: int | None
         if assessment is not None:
             tokens_used = usage.tokens - assessment.tokens_at
@@ -116,7 +123,7 @@ class ResourceReport:
             iterations_used=iterations_used,
             iterations_max=iterations_max,
             iterations_remaining=iterations_max - iterations_used,
-            recommendation=_recommend(percentage, limits_pct, scope),
+            recommendation=_recommend(percentage, limits_pct, scope, last_turn=last_turn),
             budget_source=source,
             scope=scope,
             limits_percentage_used=limits_pct,
@@ -249,6 +256,9 @@ class SelfRegulation:
         self.run_id = run_id
         self.assessment: TaskAssessment | None = None
         """The allotment in force: it covers one phase and lapses when another begins."""
+        self.answer: str | None = None
+        """What assess_task last answered (a budget, or a person's denial): an order that
+        must outlive the compaction that follows the transition."""
         self.wrap_up: str | None = None
         """The recommendation that ordered a wrap-up, once one did; it stands for the run."""
         self._requested: set[str] = set()
@@ -314,6 +324,8 @@ class SelfRegulation:
         """An allotment covers its own phase: another phase starts unassessed, measured
         against the run's limits until the agent assesses it."""
         if self.assessment is not None and self.assessment.phase != phase:
+            if self.answer == self.assessment.guidance:  # a newer answer (a denial) stays
+                self.answer = None
             self.assessment = None
 
     def expect_reads(self, paths: Sequence[str]) -> None:

@@ -6,7 +6,8 @@ order that contradicts the job shows up here as a job that does not get done:
 - told to wrap up (a resource warning, a feedback block, the todo layer's INSTRUCTION line),
   it summarizes its progress and calls ``job_complete`` with what is done and what is left;
 - told that a read is redundant, it does not read that file again while the copy is in view;
-- told to narrow the scope, it keeps only the todos its allotment fits;
+- told to narrow the scope, it keeps only the todos its allotment fits (and notes the rest);
+  denied a budget by a person, it asks again for half the scope;
 - it calls ``check_resources`` every 3 tool calls, the most often the prompt asks;
 - told by a strategy check to re-read the plan and change its approach, it does.
 """
@@ -31,7 +32,9 @@ __all__ = ["Literal"]
 CHECK_EVERY = 3
 _FEEDBACK = re.compile(r"<feedback provider='[^']*'>.*?</feedback>", re.DOTALL)
 _REDUNDANT = "provider='Redundancy'"
-_RECAP_BUDGET = "Your assess_task budget: "
+_TASK_TYPES = ("codebase_audit", "multi_file_refactor", "file_edit", "exploration")
+_RECAP_ANSWER = "Your latest assess_task answer: "
+_DENIED = "Not approved"
 _ALLOTTED = re.compile(r" tokens and (\d+) iterations")
 
 
@@ -74,20 +77,32 @@ class Literal(Profile):
         return respond("I was told to wrap up, so I am finishing now.", calls)
 
     def narrow(self, s: Situation) -> ModelResponse | None:
-        """After an assessment that said to narrow the scope: keep the todos it fits."""
+        """Told to narrow the scope: by an assessment, it keeps the todos the allotment
+        fits; by a person's denial, it asks again for half the scope."""
+        left = [t.title for t in s.tasks if not t.done]
+        denied = _denied(s)
+        if denied is not None:
+            half = {
+                **denied,
+                "estimated_files": max(int(denied.get("estimated_files", 1)) // 2, 1),
+                "estimated_iterations": max(int(denied.get("estimated_iterations", 2)) // 2, 1),
+            }
+            keep = max(len(left) // 2, 1)
+            return respond(
+                "Asking again for half the scope, and keeping half the tasks.",
+                [("assess_task", half), *_narrowed_to(left, keep)],
+            )
         for call in reversed(s.calls_since_marker):
             if call.name == "todo_write" and call.turn_index > _last_assessed(s):
                 return None
         assessed = _narrowing(s)
         if assessed is None:
             return None
-        left = [t.title for t in s.tasks if not t.done]
         fits = max((assessed - habits.TRANSITION_ITERATIONS) // habits.ITERATIONS_PER_STEP, 1)
         if len(left) <= fits:
             return None
         return respond(
-            f"Narrowing the scope to the {fits} tasks the budget fits.",
-            [("todo_write", {"todos": left[:fits]})],
+            f"Narrowing the scope to the {fits} tasks the budget fits.", _narrowed_to(left, fits)
         )
 
     def checks_resources(self, s: Situation) -> bool:
@@ -152,16 +167,58 @@ def _narrowing(s: Situation) -> int | None:
                 guidance = str(json.loads(call.result or "").get("guidance", ""))
             except (ValueError, AttributeError):
                 return None
-            return _allotted_if_narrow(guidance)
-    budget = next((line for line in s.summary.splitlines() if line.startswith(_RECAP_BUDGET)), None)
-    return None if budget is None else _allotted_if_narrow(budget)
+            after_denial = (_recap_answer(s) or "").startswith(_DENIED)
+            return _allotted_if_narrow(guidance, after_denial=after_denial)
+    answer = _recap_answer(s)
+    return None if answer is None else _allotted_if_narrow(answer)
 
 
-def _allotted_if_narrow(guidance: str) -> int | None:
+def _recap_answer(s: Situation) -> str | None:
+    prefix = _RECAP_ANSWER
+    line = next((ln for ln in s.summary.splitlines() if ln.startswith(prefix)), None)
+    return None if line is None else line[len(prefix) :]
+
+
+def _allotted_if_narrow(guidance: str, *, after_denial: bool = False) -> int | None:
+    """The iterations allotted, when the answer asks to narrow the scope (or answers the
+    smaller request that a person's denial asked for)."""
     match = _ALLOTTED.search(guidance)
-    if match is None or "narrow the scope" not in guidance:
+    if match is None or not (after_denial or "narrow the scope" in guidance):
         return None
     return int(match.group(1))
+
+
+def _narrowed_to(left: list[str], keep: int) -> list[tuple[str, Mapping[str, Any]]]:
+    """The todo list cut to ``keep`` tasks, and a note of what was left out."""
+    if len(left) <= keep:
+        return []
+    dropped = "; ".join(left[keep:])
+    return [
+        ("todo_write", {"todos": left[:keep]}),
+        ("add_note", {"text": f"Left out to fit the budget: {dropped}"[:500]}),
+    ]
+
+
+def _denied(s: Situation) -> dict[str, Any] | None:
+    """What to ask again for, when a person denied the latest assessment (in view, or
+    carried by the recap) and it was not asked again since."""
+    for call in reversed(s.calls):
+        if call.name == "assess_task":
+            if call.is_error and (call.result or "").startswith(_DENIED):
+                return dict(call.input)
+            return None
+    if not s.tasks:
+        return None
+    if not (_recap_answer(s) or "").startswith(_DENIED) or any(t.done for t in s.tasks):
+        return None  # the recap's denial counts only before the phase's first task is done
+    left = [t for t in s.tasks if not t.done]
+    return {
+        "task_type": habits.task_type_of(s.latest_read("instructions.md") or "", _TASK_TYPES),
+        "estimated_files": len(left),
+        "estimated_iterations": habits.ITERATIONS_PER_STEP * len(left)
+        + habits.TRANSITION_ITERATIONS,
+        "strategy": "The same phase, at half the scope the person declined.",
+    }
 
 
 def _last_assessed(s: Situation) -> int:

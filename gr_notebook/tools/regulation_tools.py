@@ -42,6 +42,16 @@ def _state(ctx: ToolContext) -> SelfRegulation:
 
 
 async def _assess_task(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+    now = _state(ctx).check()
+    if now.wrap_up:  # past the wrap-up mark there is no phase ahead to budget
+        ctx.phases.order_wrap_up()
+        text = (
+            f"No budget for the phase ahead: the run's hard limits are "
+            f"{now.limits_percentage_used:.0f}% used. {now.recommendation}"
+        )
+        return ToolOutput(
+            text, directive=Directive(text, "assess_task", "wrap_up", from_limits=True)
+        )
     assessment, approved = await _state(ctx).assess(
         params["task_type"],
         params["estimated_files"],
@@ -55,13 +65,15 @@ async def _assess_task(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutpu
             f"{_state(ctx).confirm_above or 0:,}, and the person did not confirm it. Narrow the "
             "scope (fewer files, a cheaper task_type) and call assess_task again."
         )
-        return ToolOutput(text, True, Directive(text, "assess_task", "narrow_scope"))
+        _state(ctx).answer = text
+        return ToolOutput(text, True, Directive(text, "confirmation", "narrow_scope"))
     directive = Directive(
         assessment.guidance,
         "assess_task",
         "narrow_scope" if assessment.narrow else "continue",
         from_limits=assessment.narrow,
     )
+    _state(ctx).answer = assessment.guidance
     payload = {
         "token_budget": assessment.token_budget,
         "max_iterations": assessment.max_iterations,
