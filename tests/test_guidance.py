@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -675,23 +675,30 @@ async def test_no_allotment_is_made_past_the_wrap_up_mark(make_agent: Any) -> No
     assert not run.events.of_kind("task_assessed")
 
 
-async def test_a_persons_rewind_after_a_wrap_up_asks_for_no_new_list(tmp_path: Path) -> None:
+async def rewound_when(
+    tmp_path: Path, profile: str, max_iterations: int, ready: Callable[[gr.Run], bool]
+) -> gr.Run:
+    """The quickstart job, rewound by a person once ``ready`` holds, run to its end."""
     job = ExampleJob(QUICKSTART)
     agent = gr.Agent(
-        gr.SimulatedModel("diligent"),
+        gr.SimulatedModel(profile),
         workspace=job.prepare(tmp_path / "ws"),
         store=False,
-        max_iterations=40,
+        max_iterations=max_iterations,
     )
     run = agent.start(job.instructions)
-
-    def wrap_up_ordered() -> bool:
-        return any((e.data.get("directive") or {}).get("action") == "wrap_up" for e in run.events)
-
-    while not run.done and not wrap_up_ordered():
+    while not run.done and not ready(run):
         await asyncio.sleep(0)
-    run.rewind("the sources are out of date")
-    await run.wait()
+    run.rewind("the work so far went wrong")
+    return await run.wait()
+
+
+def wrap_up_ordered(run: gr.Run) -> bool:
+    return any((e.data.get("directive") or {}).get("action") == "wrap_up" for e in run.events)
+
+
+async def test_a_persons_rewind_after_a_wrap_up_asks_for_no_new_list(tmp_path: Path) -> None:
+    run = await rewound_when(tmp_path, "diligent", 40, wrap_up_ordered)
     orders = run.guidance_df()
     first = int(orders[orders.action == "wrap_up"].seq.min())
     assert "prompt:REWIND" not in set(orders[orders.seq > first].source)
@@ -700,18 +707,7 @@ async def test_a_persons_rewind_after_a_wrap_up_asks_for_no_new_list(tmp_path: P
 
 
 async def test_an_assessment_after_a_bootstrap_rewind_covers_phase_1(tmp_path: Path) -> None:
-    job = ExampleJob(QUICKSTART)
-    agent = gr.Agent(
-        gr.SimulatedModel("literal"),
-        workspace=job.prepare(tmp_path / "ws"),
-        store=False,
-        max_iterations=200,
-    )
-    run = agent.start(job.instructions)
-    while run.turns < 3:
-        await asyncio.sleep(0)
-    run.rewind("the bootstrap went wrong")
-    await run.wait()
+    run = await rewound_when(tmp_path, "literal", 200, lambda r: r.turns >= 3)
     first = run.events.of_kind("task_assessed")[0].data
     assert (first["phase"], first["scope"]) == (1, "Phase 1 'Survey'")
     assert_finished_everything(run)
