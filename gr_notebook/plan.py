@@ -12,12 +12,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
+from gr_notebook.eventdata import clip
+
 __all__ = ["MAX_PHASE_STEPS", "MIN_PHASE_STEPS", "Phase", "PhaseStatus", "Plan", "Step"]
 
 PhaseStatus: TypeAlias = Literal["complete", "current", "pending"]
 
 MIN_PHASE_STEPS = 5
 MAX_PHASE_STEPS = 20
+MAX_PHASE_DIGITS = 6
+"""A phase number longer than this is refused: ``int()`` of 4,300+ digits raises."""
 
 _PHASE_HEADING = re.compile(r"^##\s+Phase\s+(\d+)\s*[:.\-–—]\s*(.*?)\s*$", re.IGNORECASE)
 _LOOSE_PHASE_HEADING = re.compile(r"^##\s+Phase\b", re.IGNORECASE)
@@ -84,13 +88,14 @@ class Plan:
 
         for lineno, line in enumerate(text.splitlines(), start=1):
             match = _PHASE_HEADING.match(line)
-            if match:
+            if match and len(match.group(1)) <= MAX_PHASE_DIGITS:
                 close_phase()
                 phases.append(_phase_from_heading(int(match.group(1)), match.group(2)))
                 continue
             if _LOOSE_PHASE_HEADING.match(line):
+                what = "the phase number is too long in" if match else "could not read"
                 problems.append(
-                    f"line {lineno}: could not read the phase heading {line.strip()!r}; "
+                    f"line {lineno}: {what} the phase heading {clip(line.strip(), 60)!r}; "
                     "write it as '## Phase 3: Name'"
                 )
             step = _STEP.match(line)

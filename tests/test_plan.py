@@ -408,3 +408,17 @@ def test_from_phases_render_parses_back_to_same_plan() -> None:
     again = Plan.parse(plan.render())
     assert again == plan
     assert again.render() == plan.render()
+
+
+# ── hostile input (issue 14) ─────────────────────────────────────────────────
+
+
+def test_phase_number_too_long_for_int_is_a_warning_not_a_crash() -> None:
+    digits = "9" * 5000
+    heading = f"## Phase {digits}: Huge"
+    plan = Plan.parse(f"# Execution Plan\n\n{heading}\n- [ ] a step\n")
+    assert plan.phases == ()
+    assert heading in plan.render()  # kept verbatim, nothing lost
+    (warning,) = [w for w in plan.warnings if "number" in w and "line 3" in w]
+    assert "too long" in warning and "'## Phase 3: Name'" in warning
+    assert len(warning) < 300  # the 5,000 digits are not echoed back to the model
