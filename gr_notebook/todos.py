@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import TodoError, WorkspaceError
+from gr_notebook.eventdata import clip
 from gr_notebook.workspace import Workspace
 
 __all__ = ["TODOS_FILE", "TodoBoard", "TodoItem", "TodoKind", "TodoList"]
@@ -167,17 +168,27 @@ class TodoList:
                 phase_name=str(phase.get("name", "")),
                 kind=kind,
             )
-        except (TypeError, ValueError) as exc:
-            raise TodoError(f"{source}: phase number and total must be integers ({exc})") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int(1e400)
+            raise TodoError(
+                f"{source}: phase number and total must be integers ({clip(str(exc), 80)})"
+            ) from None
 
     @classmethod
     def loads(cls, text: str, *, source: str = TODOS_FILE) -> TodoList:
+        """Parse ``todos.json`` text; any hostile content becomes a :class:`TodoError`."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TodoError(
                 f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                 "fix the file or delete it"
+            ) from None
+        except (ValueError, RecursionError) as exc:  # a 4,300+ digit number; deep nesting
+            reason = (
+                "it nests too deeply" if isinstance(exc, RecursionError) else clip(str(exc), 80)
+            )
+            raise TodoError(
+                f"{source} cannot be read as a todo list ({reason}); fix the file or delete it"
             ) from None
         return cls.from_json(data, source=source)
 

@@ -334,3 +334,23 @@ def test_archived_lists_archive_files(ws: Workspace) -> None:
         "archive/phase_01_complete.json",
         "archive/phase_02_reset.json",
     ]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "1e400",
+        '{"items": [], "phase": {"number": 1e400, "total": 1}}',
+        "9" * 5000,
+        '{"items": [], "phase": {"number": ' + "9" * 5000 + "}}",
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["inf", "inf-phase-number", "5000-digits", "5000-digit-phase-number", "deep-nesting"],
+)
+def test_load_existing_moves_hostile_json_aside(ws: Workspace, raw: str) -> None:
+    (ws.root / TODOS_FILE).write_text(raw, encoding="utf-8")
+    loaded, problem = TodoBoard(ws).load_existing()
+    assert loaded is None
+    assert problem is not None and "todos.json.corrupt" in problem
+    assert len(problem) < 400
+    assert (ws.root / "todos.json.corrupt").read_text(encoding="utf-8") == raw
