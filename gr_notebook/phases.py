@@ -71,7 +71,10 @@ class PhaseController:
     _plan_written: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        self._board = TodoBoard(self.workspace)
+        self._board = TodoBoard(
+            self.workspace,
+            on_problem=lambda message: self.emit("error", {"source": "todos", "message": message}),
+        )
         self._journal = Journal(self.workspace)
 
     # -- state ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -205,33 +205,47 @@ class TodoList:
 
 
 class TodoBoard:
-    """The run's current todo list, written through to ``todos.json``, with its archive."""
+    """The run's current todo list, written through to ``todos.json``, with its archive.
 
-    def __init__(self, workspace: Workspace) -> None:
+    A ``todos.json`` that someone broke by hand since the board last wrote it is moved
+    aside before the next write, never overwritten, and ``on_problem`` hears where it went.
+    """
+
+    def __init__(
+        self, workspace: Workspace, *, on_problem: Callable[[str], None] | None = None
+    ) -> None:
         self._workspace = workspace
         self._list = TodoList()
+        self._on_problem = on_problem
+        self._written: tuple[int, int, int] | None = None
 
     @property
     def list(self) -> TodoList:
         return self._list
 
     def set(self, todos: TodoList) -> TodoList:
+        version = self._workspace.version(TODOS_FILE)
+        if version is not None and version != self._written:
+            _, problem = self.load_existing()
+            if problem and self._on_problem:
+                self._on_problem(f"{TODOS_FILE} was changed during the run: {problem}")
         self._list = todos
         self._workspace.write_text(TODOS_FILE, json.dumps(todos.to_json(), indent=2) + "\n")
+        self._written = self._workspace.version(TODOS_FILE)
         return todos
 
     def load_existing(self) -> tuple[TodoList | None, str | None]:
-        """Read a ``todos.json`` left by an earlier run.
+        """Read the ``todos.json`` on disk, left by an earlier run or edited by a person.
 
         A corrupt file is moved aside (never deleted) and the reason returned, so the caller
         can report it and start fresh without losing what a person wrote.
         """
         if not self._workspace.exists(TODOS_FILE):
             return None, None
-        path = self._workspace.resolve(TODOS_FILE)
         try:
-            return TodoList.loads(path.read_text(encoding="utf-8")), None
-        except (TodoError, UnicodeDecodeError, WorkspaceError) as exc:
+            return TodoList.loads(self._workspace.read_text(TODOS_FILE)), None
+        except (TodoError, WorkspaceError) as exc:
+            path = self._workspace.resolve(TODOS_FILE)
             aside = Path(_free_name(path.with_name(TODOS_FILE + ".corrupt")))
             os.replace(path, aside)
             return None, f"{exc} (moved aside to {self._workspace.relative(aside)})"

@@ -220,6 +220,25 @@ def test_todo_complete_emits_event_and_persists(env: Env) -> None:
     assert TodoList.loads(env.workspace.read_text(TODOS_FILE)).done_count == 1
 
 
+def test_todos_json_broken_by_hand_mid_run_is_moved_aside_not_overwritten(env: Env) -> None:
+    broken = b'{"items": [\n  "half-typed title\n'
+    (env.workspace.root / TODOS_FILE).write_bytes(broken)
+    env.ok("todo_complete")
+    assert (env.workspace.root / "todos.json.corrupt").read_bytes() == broken
+    assert TodoList.loads(env.workspace.read_text(TODOS_FILE)).done_count == 1
+    (error,) = [d for k, d in env.events if k == "error"]
+    assert error["source"] == "todos"
+    assert "todos.json" in error["message"] and "todos.json.corrupt" in error["message"]
+
+
+def test_todos_json_edited_by_hand_and_still_valid_raises_no_error(env: Env) -> None:
+    path = env.workspace.root / TODOS_FILE
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    env.ok("todo_complete")
+    assert not (env.workspace.root / "todos.json.corrupt").exists()
+    assert "error" not in env.kinds()
+
+
 def test_todo_complete_after_archive_and_reset_is_an_error(env: Env) -> None:
     text = env.ok("archive_and_reset")
     assert "archive/phase_00_reset.json" in text
