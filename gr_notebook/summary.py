@@ -10,10 +10,11 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
+from gr_notebook.errors import WorkspaceError
 from gr_notebook.journal import EXPERIENCES_FILE, NOTES_FILE, Journal
 from gr_notebook.plan import Plan
 from gr_notebook.todos import ARCHIVE_DIR, TODOS_FILE, TodoList
-from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace, read_regular
 
 __all__ = ["SUMMARY_FILE", "build_workspace_summary", "workspace_state"]
 
@@ -63,19 +64,27 @@ def build_workspace_summary(
 
 def _file_rows(workspace: Workspace, plan_file: str) -> list[str]:
     grouped: dict[str, int] = {}
-    entries: list[tuple[float, str, Path]] = []
-    for path in workspace.files():
+    entries: list[tuple[float, str, Path, str | None]] = []
+    for path, kind in workspace.entries():
         rel = workspace.relative(path)
         top = rel.split("/", 1)[0]
         if top in (ARCHIVE_DIR, TOOL_DOCS_DIR) and "/" in rel:
             grouped[top] = grouped.get(top, 0) + 1
             continue
-        entries.append((path.stat().st_mtime, rel, path))
+        try:
+            entries.append((path.lstat().st_mtime, rel, path, kind))
+        except OSError:
+            continue  # removed since the walk found it
     shown = sorted(entries, reverse=True)[:MAX_FILE_ROWS]
     rows = []
-    for mtime, rel, path in sorted(shown, key=lambda e: e[1]):
+    for mtime, rel, path, kind in sorted(shown, key=lambda e: e[1]):
         stamp = dt.datetime.fromtimestamp(mtime).strftime("%H:%M")
-        rows.append(f"| {rel} | {_purpose(rel, path, plan_file)} | {stamp} |")
+        purpose = (
+            f"{kind[0].upper()}{kind[1:]} (not a regular file; not read)"
+            if kind
+            else _purpose(rel, path, plan_file)
+        )
+        rows.append(f"| {rel} | {purpose} | {stamp} |")
     if len(entries) > len(shown):
         rows.append(f"| … | {len(entries) - len(shown)} older files; use list_files() | |")
     if TOOL_DOCS_DIR in grouped:
@@ -91,9 +100,10 @@ def _purpose(rel: str, path: Path, plan_file: str) -> str:
     if rel in _KNOWN_PURPOSES:
         return _KNOWN_PURPOSES[rel]
     try:
-        with path.open("rb") as handle:
-            head = handle.read(512).decode("utf-8", errors="strict")
-    except (OSError, UnicodeDecodeError):
+        head = read_regular(path, limit=512).decode("utf-8", errors="strict")
+    except WorkspaceError:
+        return "Unreadable file"
+    except UnicodeDecodeError:
         return "Binary file"
     for line in head.splitlines():
         text = line.strip().lstrip("#").strip()

@@ -8,16 +8,59 @@ beyond the workspace. Writes are atomic, so a crash mid-write never leaves half 
 from __future__ import annotations
 
 import os
+import stat as stat_module
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from gr_notebook.errors import WorkspaceError
 
-__all__ = ["TOOL_DOCS_DIR", "Workspace"]
+__all__ = ["TOOL_DOCS_DIR", "Workspace", "read_regular", "special_kind"]
 
 TOOL_DOCS_DIR = "tools"
 """Where each tool's full documentation is written, for the pointers in Layer 3."""
+
+_SPECIAL_KINDS = (
+    (stat_module.S_ISFIFO, "FIFO"),
+    (stat_module.S_ISSOCK, "socket"),
+    (stat_module.S_ISCHR, "character device"),
+    (stat_module.S_ISBLK, "block device"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is neither a regular file nor a directory
+    (a FIFO, socket or device: opening one to read can block forever); else None."""
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), None)
+
+
+def read_regular(path: Path, *, limit: int = -1, name: str | None = None) -> bytes:
+    """The bytes of a regular file (the first ``limit`` only, if given), or WorkspaceError.
+
+    The kind is checked before opening, and the open never blocks or follows a link, so a
+    FIFO, socket or device, even one swapped in after the check, is refused at once.
+    """
+    name = name or path.name
+    try:
+        mode = os.stat(path).st_mode
+        if stat_module.S_ISREG(mode):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                mode = os.fstat(fd).st_mode
+                if stat_module.S_ISREG(mode):
+                    return handle.read(limit)
+    except FileNotFoundError:
+        raise WorkspaceError(
+            f"no file '{name}' in the workspace; use list_files() to see what exists"
+        ) from None
+    except OSError as exc:
+        raise WorkspaceError(f"'{name}' cannot be read ({exc.strerror})") from None
+    if stat_module.S_ISDIR(mode):
+        raise WorkspaceError(f"'{name}' is a directory; use list_files('{name}') to see it")
+    raise WorkspaceError(
+        f"'{name}' is a {special_kind(mode) or 'special file'}, not a regular file; only "
+        "regular files can be read"
+    )
 
 
 class Workspace:
@@ -84,15 +127,10 @@ class Workspace:
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
     def read_text(self, rel: str) -> str:
-        path = self.resolve(rel)
-        if path.is_dir():
-            raise WorkspaceError(f"'{rel}' is a directory; use list_files('{rel}') to see it")
+        """The text of a regular UTF-8 file; anything else is refused without blocking."""
+        data = read_regular(self.resolve(rel), name=rel)
         try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise WorkspaceError(
-                f"no file '{rel}' in the workspace; use list_files() to see what exists"
-            ) from None
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise WorkspaceError(
                 f"'{rel}' is not UTF-8 text (byte {exc.start}); it cannot be read as text"
@@ -120,11 +158,16 @@ class Workspace:
         Symlinks are listed only when they resolve to a file inside the workspace, so a
         listing never reveals, or leads a reader to, anything outside it.
         """
+        return (path for path, kind in self.entries(rel) if kind is None)
+
+    def entries(self, rel: str = ".") -> Iterator[tuple[Path, str | None]]:
+        """:meth:`files`, with FIFOs, sockets and devices too, each with its
+        :func:`special_kind` (None for a regular file), so listings can label them."""
         top = self.resolve(rel)
         if not top.exists():
             raise WorkspaceError(f"no directory '{rel}' in the workspace; try list_files('.')")
-        if top.is_file():
-            yield top
+        if not top.is_dir():
+            yield top, special_kind(top.stat().st_mode)
             return
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -132,9 +175,15 @@ class Workspace:
                 if name.startswith(".") and name.endswith(".tmp"):
                     continue
                 path = Path(dirpath, name)
-                if path.is_symlink() and not self._inside(path):
+                try:
+                    mode = path.lstat().st_mode
+                except OSError:
+                    continue  # gone since the walk listed it
+                if stat_module.S_ISLNK(mode):
+                    if self._inside(path):
+                        yield path, None
                     continue
-                yield path
+                yield path, special_kind(mode)
 
     def _inside(self, path: Path) -> bool:
         real = Path(os.path.realpath(path))

@@ -155,3 +155,35 @@ def healthy_runs_give_coherent_orders(monkeypatch: pytest.MonkeyPatch) -> Iterat
         if agent.model.name in HEALTHY_PROFILES and default and run.done and run.job:
             conflicts = gr.lint_guidance(run)
             assert conflicts == [], f"a healthy run gave conflicting orders: {conflicts}"
+
+
+@pytest.fixture
+def fails_if_it_hangs() -> Iterator[None]:
+    """Turns a call that would block forever (a FIFO opened for reading, a runaway regex)
+    into a failure after a few seconds, so a regression fails the test instead of hanging."""
+    import signal
+
+    def hung(signum: int, frame: Any) -> None:
+        raise AssertionError("hung: the call blocked for over 5 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 5.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def special_files(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path/ws`` holding a FIFO (``pipe``), a listening Unix socket (``sock``) and
+    ``notes.txt``, as a person or a command might leave them."""
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    (root / "notes.txt").write_text("hello pipe\n", encoding="utf-8")
+    os.mkfifo(root / "pipe")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(root / "sock"))
+        server.listen()
+        yield root

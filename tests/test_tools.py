@@ -472,6 +472,30 @@ def test_list_files_of_missing_directory_is_an_error(env: Env) -> None:
     assert env.call("list_files", path="nope").is_error
 
 
+@pytest.mark.usefixtures("fails_if_it_hangs")
+def test_file_tools_refuse_or_skip_a_fifo_and_a_socket(special_files: Path, env: Env) -> None:
+    for name, kind in (("pipe", "FIFO"), ("sock", "socket")):
+        out = env.call("read_file", path=name)
+        assert out.is_error and f"is a {kind}, not a regular file" in out.content
+        assert env.call("edit_file", path=name, old_text="a", new_text="b").is_error
+    assert env.ok("search", pattern="hello|pipe") == "1 file match:\nnotes.txt:1: hello pipe"
+    listing = env.ok("list_files").splitlines()
+    assert "notes.txt  (11 bytes)" in listing
+    assert "pipe  (FIFO: not a regular file, so it cannot be read)" in listing
+    assert "sock  (socket: not a regular file, so it cannot be read)" in listing
+
+
+@pytest.mark.usefixtures("fails_if_it_hangs")
+def test_summary_labels_a_fifo_and_a_socket_without_opening_them(
+    special_files: Path, env: Env
+) -> None:
+    env.ok("generate_workspace_summary")
+    summary = env.workspace.read_text(SUMMARY_FILE)
+    assert "| pipe | FIFO (not a regular file; not read) |" in summary
+    assert "| sock | Socket (not a regular file; not read) |" in summary
+    assert "| notes.txt | hello pipe |" in summary
+
+
 # ── workspace memory tools ───────────────────────────────────────────────────
 
 

@@ -255,3 +255,35 @@ def test_listing_skips_symlinks_that_leave_the_workspace_or_dangle(tmp_path: Pat
     (ws.root / "alias.md").symlink_to(ws.root / "inside.md")
     names = [ws.relative(p) for p in ws.files()]
     assert names == ["alias.md", "inside.md"]
+
+
+# ── special files: FIFOs, sockets, devices (issue 14) ────────────────────────
+
+
+@pytest.mark.usefixtures("fails_if_it_hangs")
+@pytest.mark.parametrize(("name", "kind"), [("pipe", "FIFO"), ("sock", "socket")])
+def test_reading_a_special_file_is_refused_without_blocking(
+    special_files: Path, name: str, kind: str
+) -> None:
+    ws = Workspace(special_files)
+    with pytest.raises(WorkspaceError, match=f"'{name}' is a {kind}, not a regular file"):
+        ws.read_text(name)
+
+
+@pytest.mark.usefixtures("fails_if_it_hangs")
+def test_files_lists_only_regular_files_and_entries_label_the_rest(special_files: Path) -> None:
+    ws = Workspace(special_files)
+    assert [ws.relative(p) for p in ws.files()] == ["notes.txt"]
+    assert [(ws.relative(p), kind) for p, kind in ws.entries()] == [
+        ("notes.txt", None),
+        ("pipe", "FIFO"),
+        ("sock", "socket"),
+    ]
+
+
+@pytest.mark.usefixtures("fails_if_it_hangs")
+def test_a_symlink_to_a_fifo_is_refused_too(special_files: Path) -> None:
+    ws = Workspace(special_files)
+    (special_files / "link").symlink_to(special_files / "pipe")
+    with pytest.raises(WorkspaceError, match="is a FIFO"):
+        ws.read_text("link")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from gr_notebook.errors import ToolError
+from gr_notebook.errors import ToolError, WorkspaceError
 from gr_notebook.plan import Plan
 from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
 from gr_notebook.wording import plural
+from gr_notebook.workspace import read_regular
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "MAX_SEARCH_HITS", "WORKSPACE_TOOLS"]
 
@@ -74,8 +76,9 @@ def _after_write(ctx: ToolContext, path: str, text: str, message: str) -> str:
 def _list_files(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     root = params.get("path", ".")
     entries = []
-    for path in ctx.workspace.files(root):
-        entries.append(f"{ctx.workspace.relative(path)}  ({path.stat().st_size} bytes)")
+    for path, kind in ctx.workspace.entries(root):
+        about = f"{kind}: not a regular file, so it cannot be read" if kind else None
+        entries.append(f"{ctx.workspace.relative(path)}  ({about or f'{_size(path)} bytes'})")
         if len(entries) > MAX_LIST_ENTRIES:
             break
     if not entries:
@@ -83,6 +86,13 @@ def _list_files(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     if len(entries) > MAX_LIST_ENTRIES:
         entries[MAX_LIST_ENTRIES:] = ["… more files; list a subdirectory to see them"]
     return "\n".join(entries)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # removed since the listing found it
 
 
 def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
@@ -100,9 +110,9 @@ def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     for path in ctx.workspace.files(root):
         name = ctx.workspace.relative(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # binary or unreadable: nothing to match
+            text = read_regular(path).decode("utf-8")
+        except (WorkspaceError, UnicodeDecodeError):
+            continue  # binary, unreadable, or changed into a FIFO since listed: nothing to match
         found = False
         for number, line in enumerate(text.splitlines(), 1):
             if pattern.search(line):
