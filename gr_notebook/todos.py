@@ -212,7 +212,7 @@ class TodoBoard:
     """
 
     def __init__(
-        self, workspace: Workspace, *, on_problem: Callable[[str], None] | None = None
+        self, workspace: Workspace, *, on_problem: Callable[[str], object] | None = None
     ) -> None:
         self._workspace = workspace
         self._list = TodoList()
