@@ -17,7 +17,14 @@ from gr_notebook.phases import PhaseController
 from gr_notebook.prompts import BOOTSTRAP_TODOS, JOB_COMPLETION_TODOS
 from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.todos import TODOS_FILE, TodoItem, TodoList
-from gr_notebook.tools import CORE_TOOLS, Tool, ToolContext, ToolOutput, ToolRegistry
+from gr_notebook.tools import (
+    CORE_TOOLS,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+    workspace_tools,
+)
 from gr_notebook.tools.workspace_tools import MAX_READ_CHARS
 from gr_notebook.workspace import Workspace
 
@@ -494,6 +501,19 @@ def test_summary_labels_a_fifo_and_a_socket_without_opening_them(
     assert "| pipe | FIFO (not a regular file; not read) |" in summary
     assert "| sock | Socket (not a regular file; not read) |" in summary
     assert "| notes.txt | hello pipe |" in summary
+
+
+@pytest.mark.usefixtures("fails_if_it_hangs")
+def test_catastrophic_search_patterns_are_bounded_in_time(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workspace_tools, "SEARCH_TIMEOUT_S", 0.3)
+    env.ok("write_file", path="a.txt", content="a" * 40 + "\n")
+    assert env.ok("search", pattern="(a+)+b", path="a.txt").startswith("No lines under a.txt")
+    out = env.call("search", pattern="(a|aa)+b", path="a.txt")
+    assert out.is_error
+    assert "took longer than 0.3 s" in out.content
+    assert "nested repetition" in out.content and "plain word" in out.content
 
 
 # ── workspace memory tools ───────────────────────────────────────────────────

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from gr_notebook.errors import ToolError, WorkspaceError
 from gr_notebook.plan import Plan
@@ -20,6 +22,9 @@ MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 200
 MAX_SEARCH_HITS = 50
 MAX_HIT_CHARS = 160
+SEARCH_TIMEOUT_S = 2.0
+"""The most one search may take: a pattern that backtracks catastrophically, such as
+``(a|aa)+b``, is stopped by the ``regex`` engine's own timeout instead of hanging the run."""
 
 _PATH = {"type": "string", "minLength": 1, "description": "Path relative to the workspace."}
 
@@ -98,8 +103,8 @@ def _size(path: Path) -> int:
 def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     """Matching lines, so the model reads only the files that matter (seed 003)."""
     try:
-        pattern = re.compile(params["pattern"], re.IGNORECASE)
-    except re.error as exc:
+        pattern = regex.compile(params["pattern"], regex.IGNORECASE)
+    except regex.error as exc:
         raise ToolError(
             f"pattern is not a valid regular expression ({exc}); escape special characters "
             "such as ( or [ with a backslash"
@@ -107,6 +112,7 @@ def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     root = params.get("path", ".")
     hits: list[str] = []
     files = 0
+    deadline = time.monotonic() + SEARCH_TIMEOUT_S
     for path in ctx.workspace.files(root):
         name = ctx.workspace.relative(path)
         try:
@@ -115,7 +121,16 @@ def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
             continue  # binary, unreadable, or changed into a FIFO since listed: nothing to match
         found = False
         for number, line in enumerate(text.splitlines(), 1):
-            if pattern.search(line):
+            try:
+                matched = pattern.search(line, timeout=max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                raise ToolError(
+                    f"the search took longer than {SEARCH_TIMEOUT_S:g} s and was stopped (at "
+                    f"{name}:{number}); the pattern likely backtracks: avoid nested repetition "
+                    "such as (a+)+ or (a|aa)+, search for a plain word or phrase, or give a "
+                    "narrower path"
+                ) from None
+            if matched:
                 found = True
                 if len(hits) < MAX_SEARCH_HITS:
                     hits.append(f"{name}:{number}: {line.strip()[:MAX_HIT_CHARS]}")
