@@ -66,7 +66,7 @@ def _file_rows(workspace: Workspace, plan_file: str) -> list[str]:
     grouped: dict[str, int] = {}
     entries: list[tuple[float, str, Path, str | None]] = []
     for path, kind in workspace.entries():
-        rel = workspace.relative(path)
+        rel = workspace.shown(path)
         top = rel.split("/", 1)[0]
         if top in (ARCHIVE_DIR, TOOL_DOCS_DIR) and "/" in rel:
             grouped[top] = grouped.get(top, 0) + 1

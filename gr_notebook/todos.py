@@ -248,7 +248,7 @@ class TodoBoard:
             path = self._workspace.resolve(TODOS_FILE)
             aside = Path(_free_name(path.with_name(TODOS_FILE + ".corrupt")))
             os.replace(path, aside)
-            return None, f"{exc} (moved aside to {self._workspace.relative(aside)})"
+            return None, f"{exc} (moved aside to {self._workspace.shown(aside)})"
 
     def archive(self, outcome: str, *, note: str | None = None) -> str | None:
         """Move the current list to ``archive/phase_NN_<outcome>.json``; returns its name."""

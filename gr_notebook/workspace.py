@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from gr_notebook.errors import WorkspaceError
 
-__all__ = ["TOOL_DOCS_DIR", "Workspace", "read_regular", "special_kind"]
+__all__ = ["TOOL_DOCS_DIR", "Workspace", "display_name", "read_regular", "special_kind"]
 
 TOOL_DOCS_DIR = "tools"
 """Where each tool's full documentation is written, for the pointers in Layer 3."""
@@ -26,6 +26,19 @@ _SPECIAL_KINDS = (
     (stat_module.S_ISCHR, "character device"),
     (stat_module.S_ISBLK, "block device"),
 )
+
+
+def display_name(name: str) -> str:
+    """``name`` as text that always encodes as UTF-8, for summaries, listings and events.
+
+    Python keeps the bytes of a file name that is not UTF-8 as lone surrogates, which no
+    UTF-8 writer accepts; they are shown as ``\\xNN`` escapes (``caf\\xe9.txt``) instead.
+    """
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that never came from a byte
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def special_kind(mode: int) -> str | None:
@@ -86,6 +99,12 @@ class Workspace:
             raise WorkspaceError("path contains a NUL character; give a plain relative path")
         if not raw.strip():
             raise WorkspaceError("path is empty; give a path relative to the workspace")
+        try:
+            os.fsencode(raw)
+        except UnicodeEncodeError:
+            raise WorkspaceError(
+                f"'{display_name(raw)}' holds characters no file name can; use plain text"
+            ) from None
         pure = PurePosixPath(raw.replace("\\", "/"))
         if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
             raise WorkspaceError(
@@ -108,6 +127,10 @@ class Workspace:
     def relative(self, path: Path) -> str:
         """The workspace-relative POSIX name of a path inside the workspace."""
         return path.relative_to(self._root).as_posix()
+
+    def shown(self, path: Path) -> str:
+        """:meth:`relative`, as text safe to write anywhere (see :func:`display_name`)."""
+        return display_name(self.relative(path))
 
     def exists(self, rel: str) -> bool:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.store import Store
-from tests.conftest import PHASE_1, bootstrap_script
+from tests.conftest import PHASE_1, bootstrap_script, full_job_script
 
 
 def last_result(model: gr.ScriptedModel, request: int) -> gr.ToolResultBlock:
@@ -286,3 +287,19 @@ def test_an_earlier_runs_todo_list_is_archived_not_overwritten(
     archived = json.loads(run.workspace.read_text("archive/phase_03_superseded.json"))
     assert archived["items"] == [{"title": "Left over", "done": False}]
     assert run.todos.kind == "bootstrap"
+
+
+def test_non_utf8_file_names_are_shown_escaped_and_the_job_completes(
+    tmp_path: Path, make_agent: Callable[..., gr.Agent]
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (Path(os.fsdecode(os.fsencode(root) + b"/caf\xe9.txt"))).write_bytes(b"# Menu\n")
+    written_by_a_tool = gr.tool_call("write_file", path="na\udcefve.md", content="# Naive\n")
+    model = gr.ScriptedModel([written_by_a_tool, *full_job_script()])
+    run = make_agent(model).run_sync("job")
+    assert [e.data for e in run.events.of_kind("error")] == []
+    assert run.status == "completed" and run.job is not None
+    summary = (root / "workspace_summary.md").read_text(encoding="utf-8")
+    assert "| caf\\xe9.txt | Menu |" in summary
+    assert "| na\\xefve.md | Naive |" in summary

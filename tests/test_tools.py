@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -514,6 +515,16 @@ def test_catastrophic_search_patterns_are_bounded_in_time(
     assert out.is_error
     assert "took longer than 0.3 s" in out.content
     assert "nested repetition" in out.content and "plain word" in out.content
+
+
+def test_non_utf8_file_names_are_listed_escaped_and_rewind_goes_on(env: Env) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")  # 'caf\udce9.txt': not encodable as UTF-8
+    (env.workspace.root / name).write_text("menu\n", encoding="utf-8")
+    assert "caf\\xe9.txt  (5 bytes)" in env.ok("list_files").splitlines()
+    assert env.ok("search", pattern="menu") == "1 file match:\ncaf\\xe9.txt:1: menu"
+    env.ok("todo_rewind", issue="the menu file is odd")
+    assert "| caf\\xe9.txt | menu |" in env.workspace.read_text(SUMMARY_FILE)
+    assert "error" not in env.kinds()
 
 
 # ── workspace memory tools ───────────────────────────────────────────────────

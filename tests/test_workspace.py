@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gr_notebook.errors import GrNotebookError, WorkspaceError
-from gr_notebook.workspace import Workspace
+from gr_notebook.workspace import Workspace, display_name
 
 
 @pytest.fixture
@@ -287,3 +287,17 @@ def test_a_symlink_to_a_fifo_is_refused_too(special_files: Path) -> None:
     (special_files / "link").symlink_to(special_files / "pipe")
     with pytest.raises(WorkspaceError, match="is a FIFO"):
         ws.read_text("link")
+
+
+# ── file names that are not UTF-8 (issue 14) ─────────────────────────────────
+
+
+def test_display_name_escapes_what_utf8_cannot_hold() -> None:
+    assert display_name(os.fsdecode(b"caf\xe9.txt")) == "caf\\xe9.txt"
+    assert display_name("\ud800.txt") == "\\ud800.txt"
+    assert display_name("café.txt") == "café.txt"
+
+
+def test_a_path_no_file_name_can_hold_is_refused(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError, match="no file name can"):
+        ws.write_text("\ud800.txt", "x")

@@ -14,7 +14,7 @@ from gr_notebook.plan import Plan
 from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
 from gr_notebook.wording import plural
-from gr_notebook.workspace import read_regular
+from gr_notebook.workspace import display_name, read_regular
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "MAX_SEARCH_HITS", "WORKSPACE_TOOLS"]
 
@@ -45,7 +45,8 @@ def _write_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     existed = ctx.workspace.exists(path)
     ctx.workspace.write_text(path, content)
     verb = "Overwrote" if existed else "Created"
-    return _after_write(ctx, path, content, f"{verb} {path} ({len(content)} characters).")
+    message = f"{verb} {display_name(path)} ({len(content)} characters)."
+    return _after_write(ctx, path, content, message)
 
 
 def _edit_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
@@ -63,7 +64,7 @@ def _edit_file(ctx: ToolContext, params: Mapping[str, Any]) -> str:
         )
     edited = text.replace(old, new, 1)
     ctx.workspace.write_text(path, edited)
-    return _after_write(ctx, path, edited, f"Edited {path}: replaced 1 occurrence.")
+    return _after_write(ctx, path, edited, f"Edited {display_name(path)}: replaced 1 occurrence.")
 
 
 def _after_write(ctx: ToolContext, path: str, text: str, message: str) -> str:
@@ -83,7 +84,7 @@ def _list_files(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     entries = []
     for path, kind in ctx.workspace.entries(root):
         about = f"{kind}: not a regular file, so it cannot be read" if kind else None
-        entries.append(f"{ctx.workspace.relative(path)}  ({about or f'{_size(path)} bytes'})")
+        entries.append(f"{ctx.workspace.shown(path)}  ({about or f'{_size(path)} bytes'})")
         if len(entries) > MAX_LIST_ENTRIES:
             break
     if not entries:
@@ -114,7 +115,7 @@ def _search(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     files = 0
     deadline = time.monotonic() + SEARCH_TIMEOUT_S
     for path in ctx.workspace.files(root):
-        name = ctx.workspace.relative(path)
+        name = ctx.workspace.shown(path)
         try:
             text = read_regular(path).decode("utf-8")
         except (WorkspaceError, UnicodeDecodeError):
