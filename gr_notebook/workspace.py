@@ -7,9 +7,10 @@ beyond the workspace. Writes are atomic, so a crash mid-write never leaves half 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat as stat_module
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -74,6 +75,84 @@ def read_regular(path: Path, *, limit: int = -1, name: str | None = None) -> byt
         f"'{name}' is a {special_kind(mode) or 'special file'}, not a regular file; only "
         "regular files can be read"
     )
+
+
+def _encode(rel: str, text: str) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(
+            f"the text for '{display_name(rel)}' holds a lone surrogate at character "
+            f"{exc.start} ({display_name(text[exc.start])}), which UTF-8 cannot store; "
+            "remove it or write the character it stands for"
+        ) from None
+
+
+def _open_folders(root: Path, folders: list[str], rel: str) -> int:
+    """A descriptor of the folder ``root/folders...``, made as needed, never via a link."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for depth, folder in enumerate(folders, start=1):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, dir_fd=fd)
+            try:
+                child = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                raise _folder_refusal(fd, "/".join(folders[:depth]), folder, rel, exc) from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _folder_refusal(fd: int, where: str, folder: str, rel: str, exc: OSError) -> WorkspaceError:
+    shown, where = display_name(rel), display_name(where)
+    try:
+        mode = os.stat(folder, dir_fd=fd, follow_symlinks=False).st_mode
+    except OSError:
+        mode = 0
+    if stat_module.S_ISLNK(mode):
+        return WorkspaceError(
+            f"'{where}' became a symlink while '{shown}' was being written, so the write was "
+            "refused (it could land outside the workspace); check that folder, then write again"
+        )
+    if mode and not stat_module.S_ISDIR(mode):
+        return WorkspaceError(
+            f"'{where}' is a file, not a directory, so '{shown}' cannot be written; "
+            "choose another path"
+        )
+    return WorkspaceError(f"'{shown}' cannot be written ({exc.strerror})")
+
+
+def _replace_in(folder: int, name: str, data: bytes, rel: str) -> None:
+    """Write ``data`` to a fresh temp file in ``folder``, then rename it over ``name``.
+
+    Neither step follows a link: the temp file is created exclusively with ``O_NOFOLLOW``,
+    and a rename replaces a link at ``name`` rather than writing through it.
+    """
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder
+        )
+    except OSError as exc:
+        raise WorkspaceError(f"'{display_name(rel)}' cannot be written ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder)
+        if isinstance(exc, OSError):
+            raise WorkspaceError(
+                f"'{display_name(rel)}' cannot be written ({exc.strerror})"
+            ) from None
+        raise
 
 
 class Workspace:
@@ -160,19 +239,22 @@ class Workspace:
             ) from None
 
     def write_text(self, rel: str, text: str) -> Path:
-        """Write atomically (temp file, then rename), creating parent directories."""
+        """Write atomically (temp file, then rename), creating parent directories.
+
+        After :meth:`resolve` checks the path, the write walks it again from the root one
+        directory at a time, each opened relative to the last with ``O_NOFOLLOW``: a symlink
+        swapped in between the check and the write is refused, never followed.
+        """
         path = self.resolve(rel)
-        if path.is_dir():
-            raise WorkspaceError(f"'{rel}' is a directory; give a file path")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        data = _encode(rel, text)
+        *folders, name = path.relative_to(self._root).parts or ("",)
+        if not name or path.is_dir():
+            raise WorkspaceError(f"'{display_name(rel)}' is a directory; give a file path")
+        parent = _open_folders(self._root, folders, rel)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            _replace_in(parent, name, data, rel)
+        finally:
+            os.close(parent)
         return path
 
     def files(self, rel: str = ".") -> Iterator[Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,57 @@ def test_display_name_escapes_what_utf8_cannot_hold() -> None:
 def test_a_path_no_file_name_can_hold_is_refused(ws: Workspace) -> None:
     with pytest.raises(WorkspaceError, match="no file name can"):
         ws.write_text("\ud800.txt", "x")
+
+
+# ── writes race-free against symlinks (issue 14) ─────────────────────────────
+
+
+def swap_after_check(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]
+) -> None:
+    """Run ``swap`` right after the path check, as a process racing the write would."""
+    check = ws.resolve
+
+    def check_then_swap(rel: str | os.PathLike[str]) -> Path:
+        path = check(rel)
+        swap()
+        return path
+
+    monkeypatch.setattr(ws, "resolve", check_then_swap)
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
+    ws: Workspace, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws.root / "sub").mkdir()
+
+    def swap() -> None:
+        (ws.root / "sub").rename(ws.root / "old_sub")
+        (ws.root / "sub").symlink_to(outside, target_is_directory=True)
+
+    swap_after_check(ws, monkeypatch, swap)
+    with pytest.raises(WorkspaceError, match="'sub' became a symlink"):
+        ws.write_text("sub/evil.txt", "x")
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+def test_a_file_swapped_for_a_symlink_after_the_check_is_replaced_not_followed(
+    ws: Workspace, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws.write_text("a.txt", "old")
+
+    def swap() -> None:
+        (ws.root / "a.txt").unlink()
+        (ws.root / "a.txt").symlink_to(outside / "secret.txt")
+
+    swap_after_check(ws, monkeypatch, swap)
+    ws.write_text("a.txt", "new")
+    assert (outside / "secret.txt").read_text(encoding="utf-8") == "secret"
+    assert not (ws.root / "a.txt").is_symlink()
+    assert (ws.root / "a.txt").read_text(encoding="utf-8") == "new"
+
+
+def test_writing_below_a_file_says_the_file_is_in_the_way(ws: Workspace) -> None:
+    ws.write_text("a.txt", "x")
+    with pytest.raises(WorkspaceError, match=r"'a\.txt' is a file, not a directory"):
+        ws.write_text("a.txt/b.txt", "y")
