@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gr_notebook.errors import GrNotebookError, WorkspaceError
-from gr_notebook.workspace import Workspace, display_name
+from gr_notebook.workspace import Workspace, display_name, special_kind
 
 
 @pytest.fixture
@@ -269,6 +270,21 @@ def test_reading_a_special_file_is_refused_without_blocking(
     ws = Workspace(special_files)
     with pytest.raises(WorkspaceError, match=f"'{name}' is a {kind}, not a regular file"):
         ws.read_text(name)
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [
+        (stat.S_IFIFO, "FIFO"),
+        (stat.S_IFSOCK, "socket"),
+        (stat.S_IFCHR, "character device"),
+        (stat.S_IFBLK, "block device"),
+        (stat.S_IFREG, None),
+        (stat.S_IFDIR, None),
+    ],
+)
+def test_special_kind_names_every_file_that_is_not_regular(mode: int, kind: str | None) -> None:
+    assert special_kind(mode | 0o644) == kind
 
 
 @pytest.mark.usefixtures("fails_if_it_hangs")
