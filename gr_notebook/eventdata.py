@@ -1,5 +1,9 @@
 """What events keep of model text and tool inputs: shortened, so that an event stays small
-whatever the model sends, and the store and the dashboard stay cheap."""
+whatever the model sends, and the store and the dashboard stay cheap.
+
+Emitters shorten what they know to be long (:func:`clip`, :func:`clip_json`); the event log
+then passes every event's data through :func:`clip_data`, so no string field of any event,
+key or value, from whichever emitter, is longer than :data:`MAX_EVENT_TEXT` (decision 23)."""
 
 from __future__ import annotations
 
@@ -7,11 +11,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_EVENT_TEXT", "clip", "clip_json"]
+__all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json"]
 
 MAX_EVENT_TEXT = 400
 MAX_EVENT_ITEMS = 50
 MAX_EVENT_DEPTH = 4
+MAX_DATA_DEPTH = 16
+"""Levels of event data :func:`clip_data` walks; emitters build shallow data, so deeper
+levels are a bug, shown as ``…`` rather than walked."""
 
 
 def clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
@@ -35,3 +42,19 @@ def clip_json(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return clip(repr(value))
+
+
+def clip_data(value: Any, depth: int = 0) -> Any:
+    """Event data with every string in it, keys included, at most :data:`MAX_EVENT_TEXT`
+    characters; anything else as it is."""
+    if isinstance(value, str):
+        return clip(value)
+    if depth >= MAX_DATA_DEPTH and isinstance(value, (Mapping, list, tuple)):
+        return "…"
+    if isinstance(value, Mapping):
+        return {clip(str(k)): clip_data(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clip_data(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(clip_data(v, depth + 1) for v in value)
+    return value

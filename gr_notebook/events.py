@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, overload
 
+from gr_notebook.eventdata import clip_data
+
 __all__ = ["EVENT_KINDS", "Event", "EventLog", "Subscriber"]
 
 logger = logging.getLogger("gr_notebook")
@@ -102,7 +104,7 @@ class EventLog(Sequence[Event]):
             turn=turn,
             phase=phase,
             time=self._clock(),
-            data=MappingProxyType(dict(data)) if data else _EMPTY,
+            data=MappingProxyType(clip_data(dict(data))) if data else _EMPTY,
         )
         self._events.append(event)
         self._deliver(event)

@@ -44,6 +44,7 @@ from gr_notebook.prompts import (
 from gr_notebook.stuck import SameStateDetector, StuckDetector
 from gr_notebook.summary import workspace_state
 from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
+from gr_notebook.tools.nesting import cut_deep_inputs, too_deep_message
 from gr_notebook.workspace import Workspace
 
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
@@ -123,6 +124,7 @@ class Loop:
         self._intervention: InterventionCheck | None = None  # the highest tier this turn
         self._give_up: StopVerdict | None = None
         self._refused_calls = 0  # job_complete calls refused in the current turn
+        self._too_deep: frozenset[str] = frozenset()  # this turn's calls whose input was cut
         self._rewinds: list[tuple[str, bool]] = []
         self._stop_requested: str | None = None
         self._resume = asyncio.Event()
@@ -324,8 +326,9 @@ class Loop:
             return self._fail_response("the model returned an empty response")
         if response.stop_reason == "refusal":
             return self._fail_response(f"the model refused: {clip(response.text)}")
-        self.context.append(response.message())
-        uses = response.tool_uses
+        message, self._too_deep = cut_deep_inputs(response.message())
+        self.context.append(message)
+        uses = message.tool_uses
         if not uses:
             if response.stop_reason == "max_tokens":
                 self._inject(["Your reply was cut off at the token limit; continue."])
@@ -388,6 +391,8 @@ class Loop:
         return ToolResultBlock(use.id, content, output.is_error)
 
     async def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
+        if use.id in self._too_deep:
+            return ToolOutput(too_deep_message(use.name), True)
         tool, problem = self.registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
             return problem or ToolOutput("Unknown tool.", True)

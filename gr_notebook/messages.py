@@ -104,10 +104,35 @@ def block_tokens(block: ContentBlock) -> int:
     if isinstance(block, TextBlock):
         return approx_tokens(block.text)
     if isinstance(block, ToolUseBlock):
-        return approx_tokens(block.name) + approx_tokens(
-            json.dumps(dict(block.input), ensure_ascii=False, default=str)
-        )
+        try:
+            encoded = json.dumps(dict(block.input), ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):  # nested too deep, or circular: a rough size
+            encoded = _rough_json(block.input)
+        return approx_tokens(block.name) + approx_tokens(encoded)
     return approx_tokens(block.content) + 2
+
+
+def _rough_json(value: Any) -> str:
+    """A stand-in of about the JSON's length, built without recursion, for inputs that
+    ``json.dumps`` cannot encode (the loop refuses those calls; the estimate must not fail)."""
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (Mapping, list, tuple)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            parts.append("[]")
+            if isinstance(item, Mapping):
+                parts.extend(f'"{k}":' for k in item)
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
+        else:
+            parts.append(str(item))
+    return ",".join(parts)
 
 
 MESSAGE_OVERHEAD = 4

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import NetworkDisabled
 from gr_notebook.jupyter.state import RunTracker
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.anthropic_model import AnthropicModel
@@ -351,3 +352,56 @@ def test_the_agent_magic_runs_on_the_spec_string(
             assert SECRET not in shown.stdout + shown.stderr
         finally:
             shell.user_ns.pop("on_claude", None)
+
+
+def test_a_redirect_to_a_refused_host_fails_like_any_refused_request(
+    serve: Any, tmp_path: Path
+) -> None:
+    """A 307 from the allowed local server to a host off this machine is refused before it
+    is sent: the guard sees every request the client makes, not only the base URL."""
+    elsewhere = "http://10.9.9.9:8080/v1/messages"
+    server, model = serve([Fault.status(307, headers={"location": elsewhere}), gr.text("done")])
+    run = agent_at(tmp_path, model).run_sync("job")
+    assert run.status == "failed"
+    assert isinstance(run.error, NetworkDisabled)
+    assert "the request to 10.9.9.9 was not sent" in str(run.error)
+    assert retries(run) == []  # refused at once, like any refused request: no retry
+    assert len(server.requests) == 1
+
+
+def test_a_redirect_is_guarded_on_a_client_passed_in(tmp_path: Path) -> None:
+    import anthropic
+
+    elsewhere = "http://10.9.9.9:8080/v1/messages"
+    with MessagesServer([Fault.status(307, headers={"location": elsewhere})]) as server:
+        client = anthropic.AsyncAnthropic(api_key=SECRET, base_url=server.url, max_retries=0)
+        run = agent_at(tmp_path, AnthropicModel(MODEL, client=client)).run_sync("job")
+    assert isinstance(run.error, NetworkDisabled), run.error
+
+
+def _chain(error: BaseException | None) -> str:
+    """Every exception in ``error``'s chain, with its traceback, as a person would see it."""
+    import traceback
+
+    return "".join(traceback.format_exception(error)) if error is not None else ""
+
+
+def test_an_api_key_echoed_by_the_server_is_redacted(
+    serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A proxy or server that echoes the key back: run.error, its chain, events and logs
+    carry none of its forms."""
+    caplog.set_level(logging.DEBUG)
+    echo = f"invalid x-api-key {SECRET!r} ({json.dumps(SECRET)}) {SECRET}"
+    _server, model = serve([Fault.status(400, message=echo)])
+    run = agent_at(tmp_path, model).run_sync("job")
+    assert run.status == "failed"
+    places = {
+        "run.error": _chain(run.error),
+        "reason": run.reason or "",
+        "events": json.dumps([dict(e.data) for e in run.events], default=str),
+        "logs": caplog.text,
+    }
+    for place, text in places.items():
+        assert SECRET[-12:] not in text, f"the API key leaked into {place}"
+    assert "[redacted]" in str(run.error)

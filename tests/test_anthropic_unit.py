@@ -258,3 +258,34 @@ class TestNetworkGuard:
         assert allow_network_default() is False
         monkeypatch.setenv("GR_NOTEBOOK_ALLOW_NETWORK", "1")
         assert allow_network_default() is True
+
+
+class TestKeyHygiene:
+    @pytest.mark.parametrize(
+        "key", ["sk-ant-one\nsk-ant-two", "sk-ant-abc123 xyz789", "sk-ant-\tqqq", "sk-ant-\r\nzzz"]
+    )
+    def test_a_key_with_whitespace_inside_is_refused_without_echoing_it(self, key: str) -> None:
+        with pytest.raises(ConfigError, match="whitespace") as caught:
+            model_with_key(key)
+        for part in key.split():
+            assert part not in str(caught.value)
+        assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+    def test_the_environment_key_is_checked_too(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env\nsecond")
+        with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+            AnthropicModel("claude-sonnet-4-5")
+
+    def test_a_client_passed_in_with_such_a_key_is_refused(self) -> None:
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(api_key="sk-ant-one\nsk-ant-two")
+        with pytest.raises(ConfigError, match="whitespace"):
+            AnthropicModel("claude-sonnet-4-5", client=client)
+
+    def test_surrounding_whitespace_is_trimmed_as_before(self) -> None:
+        assert model_with_key(f"  {KEY}\n").base_url  # a key read from a file keeps working
+
+
+def model_with_key(key: str) -> AnthropicModel:
+    return AnthropicModel("claude-sonnet-4-5", api_key=key)

@@ -425,3 +425,22 @@ def test_the_checker_sees_the_run_as_it_stands(make_agent: Callable[..., gr.Agen
     assert (ctx.tentative_output, ctx.stop_reason) == ("bye", "end_turn")
     assert ctx.todos.kind == "bootstrap" and ctx.plan is None
     assert ctx.budget.iterations == 1 and ctx.workspace.exists("instructions.md")
+
+
+def test_file_output_checker_maps_absolute_paths_inside_the_workspace(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    ctx.workspace.write_text("out/report.md", "r")
+    inside = str(ctx.workspace.root / "out" / "report.md")
+    assert gr.FileOutputChecker([inside]).check(ctx).complete
+    missing = gr.FileOutputChecker([str(ctx.workspace.root / "out" / "other.md")]).check(ctx)
+    assert not missing.complete and "missing: out/other.md" in (missing.feedback or "")
+
+
+def test_file_output_checker_refuses_absolute_paths_outside_the_workspace(
+    tmp_path: Path,
+) -> None:
+    ctx = context(tmp_path)
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("x")
+    with pytest.raises(gr.ConfigError, match="outside the workspace"):
+        gr.FileOutputChecker([str(outside)]).check(ctx)

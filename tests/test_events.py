@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import gr_notebook as gr
+from gr_notebook.eventdata import MAX_EVENT_TEXT
 from gr_notebook.events import EVENT_KINDS, Event, EventLog
+from gr_notebook.messages import ToolUseBlock
+from tests.conftest import agent_at
 
 
 @pytest.fixture
@@ -235,3 +242,47 @@ def test_other_subscribers_see_events_in_seq_order_when_one_raises(log: EventLog
     log.append("model_call")
     assert seen == sorted(seen)
     assert seen == [0, 1, 2, 3]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in an event's data, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_every_string_of_every_event_is_clipped(tmp_path: Path) -> None:
+    """Decision 23, for every field: tool names, tool-use ids, argument keys, todo titles,
+    rewind issues and job summaries included. A model that sends huge values cannot make an
+    event big."""
+    huge = "x" * 200_000
+    model = gr.ScriptedModel(
+        [
+            gr.ModelResponse((ToolUseBlock(huge, "list_files", {}),), "tool_use"),
+            gr.tool_call(huge),
+            gr.tool_call("list_files", **{huge: 1}),
+            gr.tool_call("todo_write", todos=[huge, "y" * 100_000]),
+            gr.tool_call("todo_rewind", issue=huge),
+            gr.tool_call("job_complete", summary=huge, confidence=0.5, notes=huge),
+        ]
+    )
+    run = agent_at(tmp_path, model).run_sync("job")
+    assert run.status == "completed", run.error
+    kinds = {e.kind for e in run.events}
+    assert {"tool_call", "rewind", "job_complete"} <= kinds
+    for event in run.events:
+        longest = max((len(s) for s in _strings(dict(event.data))), default=0)
+        assert longest <= MAX_EVENT_TEXT, f"{event.kind} keeps a string of {longest} characters"
+        assert len(json.dumps(dict(event.data), default=str)) < 50_000, event.kind
+
+
+def test_the_log_clips_what_any_emitter_appends(log: EventLog) -> None:
+    event = log.append("custom", {"k" * 1000: ["v" * 1000, {"n": "w" * 1000}], "n": 3})
+    assert all(len(s) <= MAX_EVENT_TEXT for s in _strings(dict(event.data)))
+    assert event["n"] == 3

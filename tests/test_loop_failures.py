@@ -303,3 +303,38 @@ def test_non_utf8_file_names_are_shown_escaped_and_the_job_completes(
     summary = (root / "workspace_summary.md").read_text(encoding="utf-8")
     assert "| caf\\xe9.txt | Menu |" in summary
     assert "| na\\xefve.md | Naive |" in summary
+
+
+@pytest.mark.parametrize("confidence", [float("nan"), float("inf"), float("-inf")])
+def test_job_complete_refuses_a_confidence_that_is_not_a_number_in_range(
+    make_agent: Callable[..., gr.Agent], confidence: float
+) -> None:
+    model = gr.ScriptedModel(
+        [gr.tool_call("job_complete", summary="done", confidence=confidence), gr.text("ok")]
+    )
+    run = make_agent(model).run_sync("job")
+    result = last_result(model, 1)
+    assert result.is_error and "'confidence' must be" in result.content
+    assert run.job is None
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for i in range(depth):
+        value = [value] if i % 2 else {"deeper": value}
+    return value
+
+
+@pytest.mark.parametrize("tool", ["write_file", "todo_write", "no_such_tool"])
+def test_deeply_nested_tool_input_is_an_error_result_not_a_failed_run(
+    make_agent: Callable[..., gr.Agent], tool: str
+) -> None:
+    model = gr.ScriptedModel(
+        [gr.tool_call(tool, path="a.md", content=_nested(1000)), gr.text("ok")]
+    )
+    run = make_agent(model).run_sync("job")
+    assert run.status == "completed", run.error
+    result = last_result(model, 1)
+    assert result.is_error and "nested" in result.content
+    [call] = run.events.of_kind("tool_call")
+    assert call["is_error"] and len(json.dumps(dict(call.data))) < 10_000

@@ -176,3 +176,36 @@ def test_the_simulated_agent_rewinds_past_a_step_that_keeps_failing(tmp_path) ->
     completed = [e.data["title"] for e in run.events.of_kind("todo_completed") if e.phase == 1]
     assert completed.count("a") == 1  # work done before the rewind is not redone
     assert not (tmp_path / "outside.md").exists()
+
+
+def test_scripted_model_keeps_a_bounded_number_of_requests() -> None:
+    model = gr.ScriptedModel([gr.text(str(i)) for i in range(30)], keep_requests=5)
+
+    async def calls() -> None:
+        for turn in range(1, 31):
+            await model.complete(request(turn))
+
+    asyncio.run(calls())
+    assert len(model.requests) == 5  # the latest five, oldest first
+    assert [r.turn for r in model.requests] == [26, 27, 28, 29, 30]
+    assert model.calls == 30 and model.remaining == 0
+
+
+def test_scripted_model_keeps_every_request_only_when_asked() -> None:
+    default = gr.ScriptedModel([gr.text(str(i)) for i in range(300)])
+    everything = gr.ScriptedModel([gr.text(str(i)) for i in range(300)], keep_requests=None)
+
+    async def calls() -> None:
+        for turn in range(1, 301):
+            await default.complete(request(turn))
+            await everything.complete(request(turn))
+
+    asyncio.run(calls())
+    assert len(default.requests) < 300 and default.requests[-1].turn == 300
+    assert len(everything.requests) == 300
+
+
+@pytest.mark.parametrize("keep", [0, -1, 1.5, True])
+def test_scripted_model_refuses_a_bad_bound(keep: object) -> None:
+    with pytest.raises(gr.ConfigError, match="keep_requests"):
+        gr.ScriptedModel([], keep_requests=keep)  # type: ignore[arg-type]

@@ -215,3 +215,15 @@ def test_every_problem_is_reported() -> None:
     assert any("'bogus'" in p for p in problems)
     assert "'summary' must not be empty" in problems
     assert "'confidence' must be at most 1, got 2" in problems
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_nan_and_the_infinities_are_out_of_range(bad: float) -> None:
+    [problem] = validate(TOOL, ok(confidence=bad))
+    assert problem.startswith("'confidence' must be ")
+    assert problem.endswith(f"got {bad}")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_an_unbounded_number_must_be_finite_too(bad: float) -> None:
+    assert validate({"type": "number"}, bad) == [f"the input must be a finite number, got {bad}"]

@@ -7,8 +7,10 @@ an incomplete result refuses the stop and its feedback goes back to the model.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from gr_notebook import prompts
@@ -149,7 +151,8 @@ class FileOutputChecker:
             raise ConfigError("FileOutputChecker needs the paths of the files that must exist")
 
     def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
-        missing = [f for f in self.files if not is_file(context.workspace, f)]
+        names = [_in_workspace(context.workspace, f) for f in self.files]
+        missing = [f for f in names if not is_file(context.workspace, f)]
         if not missing:
             return TaskCompletionResult.ok(f"All {_count(len(self.files), 'required file')} exist.")
         listed = ", ".join(missing[:MAX_TITLES]) + (", ..." if len(missing) > MAX_TITLES else "")
@@ -163,6 +166,21 @@ class FileOutputChecker:
 
     def __repr__(self) -> str:
         return f"FileOutputChecker({list(self.files)!r})"
+
+
+def _in_workspace(workspace: Workspace, name: str) -> str:
+    """A person's absolute path as the workspace-relative name it denotes (a relative one
+    is already that); one outside the workspace is a mistake in the agent's definition."""
+    if not os.path.isabs(name):
+        return name
+    path = Path(os.path.normpath(name))
+    for root in (workspace.root, workspace.root.resolve()):
+        if path == root or path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    raise ConfigError(
+        f"FileOutputChecker: {name!r} is outside the workspace {workspace.root}; name the "
+        "files inside it, relative to it (e.g. 'report.md')"
+    )
 
 
 class CompositeChecker:

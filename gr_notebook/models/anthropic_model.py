@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gr_notebook.errors import ConfigError, ModelError, RequestOverBudget
+from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled, RequestOverBudget
 from gr_notebook.eventdata import clip
 from gr_notebook.messages import (
     ContentBlock,
@@ -38,9 +38,10 @@ from gr_notebook.models.base import (
     ToolSpec,
 )
 from gr_notebook.models.call_context import current_call, report
-from gr_notebook.models.network import check_network
+from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable
 from gr_notebook.models.retry import RetryPolicy, parse_retry_after
+from gr_notebook.models.secrets import check_key, mentions, redact
 
 if TYPE_CHECKING:
     import anthropic
@@ -120,6 +121,16 @@ class AnthropicModel:
                 "client must be an anthropic.AsyncAnthropic (the async client), got "
                 f"{type(self._client).__name__}"
             )
+        given_key = getattr(self._client, "api_key", None)
+        self._key = (
+            self._client_options["api_key"]
+            if client is None
+            else check_key(given_key, "the client passed in")
+            if isinstance(given_key, str)
+            else ""
+        )
+        if client is not None:  # the guard sees each request it sends, redirects included
+            guard_http_client(getattr(client, "_client", None))
         # An async client's pooled connections belong to the event loop that opened them;
         # each run_sync() outside Jupyter runs in a new loop (decision 105).
         self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
@@ -226,23 +237,29 @@ class AnthropicModel:
         attempt = 0
         while True:
             attempt += 1
+            fatal: str | None = None
             try:
                 return await send()
             except anthropic.APIStatusError as exc:
                 if not _should_retry(exc):
-                    raise ModelError(_status_message(exc)) from exc
+                    fatal = _status_message(exc)
                 error: Exception = exc
             except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
                 error = exc
             except json.JSONDecodeError as exc:  # a body that is not JSON (the SDK lets it through)
                 error = exc
-            if attempt > policy.max_retries:
-                raise ModelError(
+            refused = error.__cause__
+            if isinstance(refused, NetworkDisabled):  # the guard, on a redirect: no retry
+                raise NetworkDisabled(str(refused)) from None
+            if fatal is None and attempt > policy.max_retries:
+                fatal = (
                     f"the Anthropic API still failed after {policy.max_retries} "
                     f"{'retry' if policy.max_retries == 1 else 'retries'} ({what}): "
                     f"{_describe(error)}. The workspace and the store are intact; start the "
                     "job again to resume it"
-                ) from error
+                )
+            if fatal is not None:
+                raise self._failure(fatal, error)
             retry_after = _retry_after(error)
             delay = policy.delay(attempt, retry_after)
             report(
@@ -255,10 +272,18 @@ class AnthropicModel:
                     "status": getattr(error, "status_code", None),
                     "retry_after": retry_after,
                     "delay_s": delay,
-                    "message": clip(_describe(error), 200),
+                    "message": clip(redact(_describe(error), self._key), 200),
                 },
             )
             await asyncio.sleep(delay)
+
+    def _failure(self, message: str, error: Exception) -> ModelError:
+        """The error a failed call raises, with the key redacted from its message; its
+        chain is kept unless some exception in it quotes the key."""
+        failure = ModelError(redact(message, self._key))
+        if not (self._key and mentions(error, self._key)):
+            failure.__cause__ = error
+        return failure
 
     def _response(self, message: Any, counted: int | None) -> ModelResponse:
         content: list[ContentBlock] = []
@@ -298,7 +323,8 @@ def _client_options(
     key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
     if not key or not key.strip():
         raise ConfigError(MISSING_KEY)
-    options: dict[str, Any] = {"api_key": key.strip(), "max_retries": 0}
+    source = "api_key=" if api_key is not None else "ANTHROPIC_API_KEY"
+    options: dict[str, Any] = {"api_key": check_key(key, source), "max_retries": 0}
     if timeout is not None:  # else the SDK's own: 600 s, and 5 s to connect
         options["timeout"] = float(timeout)
     if base_url is not None:
@@ -312,7 +338,9 @@ def _new_client(options: Mapping[str, Any]) -> anthropic.AsyncAnthropic:
     # Our own HTTP client rather than the SDK's wrapper: the wrapper closes itself on garbage
     # collection by scheduling a task on whatever loop runs then, which fails noisily for a
     # client whose own loop has closed (a run_sync() earlier in the script).
-    return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAsyncHttpxClient())
+    # Its request hook is the network guard, on every request it sends, redirects included.
+    http_client = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [guard_request]})
+    return anthropic.AsyncAnthropic(**options, http_client=http_client)
 
 
 def _is_sync_client(client: object) -> bool:

@@ -1,17 +1,29 @@
 """The network guard: with ``gr.models.ALLOW_NETWORK = False`` (or the environment variable
 ``GR_NOTEBOOK_ALLOW_NETWORK=0``), a model request to anything but this machine fails at once,
-before a socket is opened. The test suite runs with the guard on."""
+before a socket is opened. The test suite runs with the guard on.
+
+An adapter checks its base URL up front, and hooks :func:`guard_request` into its HTTP
+client, so every request the client sends, each hop of a redirect included, is checked too.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 from gr_notebook.errors import NetworkDisabled
 
-__all__ = ["allow_network_default", "check_network", "is_loopback", "via_proxy"]
+__all__ = [
+    "allow_network_default",
+    "check_network",
+    "guard_http_client",
+    "guard_request",
+    "is_loopback",
+    "via_proxy",
+]
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -63,3 +75,20 @@ def check_network(url: str) -> None:
         "was not sent; allow it with gr.models.ALLOW_NETWORK = True, or point base_url at a "
         "local server"
     )
+
+
+async def guard_request(request: Any) -> None:
+    """An httpx ``request`` event hook: the guard on every request a client sends, redirects
+    included, so a 307 from an allowed host cannot carry the request anywhere else."""
+    check_network(str(request.url))
+
+
+def guard_http_client(http_client: Any) -> None:
+    """Put :func:`guard_request` on an ``httpx.AsyncClient`` (once; a no-op on anything
+    without ``event_hooks``, which has no redirects of its own to follow)."""
+    hooks = getattr(http_client, "event_hooks", None)
+    if not isinstance(hooks, dict):
+        return
+    requests = list(hooks.get("request", ()))
+    if guard_request not in requests:
+        http_client.event_hooks = {**hooks, "request": [*requests, guard_request]}

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from gr_notebook.errors import ModelError, ScriptExhausted
+from gr_notebook.errors import ConfigError, ModelError, ScriptExhausted
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelRequest, ModelResponse, finish_response
 
-__all__ = ["ScriptEntry", "ScriptedModel", "text", "tool_call", "tool_calls"]
+__all__ = ["KEEP_REQUESTS", "ScriptEntry", "ScriptedModel", "text", "tool_call", "tool_calls"]
+
+KEEP_REQUESTS = 100
+"""How many of the latest requests a ScriptedModel keeps by default. Each request holds the
+whole conversation so far, so keeping every one costs memory quadratic in the turns."""
 
 ScriptEntry: TypeAlias = (
     ModelResponse | Callable[[ModelRequest], ModelResponse | Awaitable[ModelResponse]]
@@ -46,12 +51,31 @@ class ScriptedModel:
     Tool-use ids left empty by the builders are filled in deterministically, and usage is
     estimated from the request when the entry gives none, so scripted runs have realistic
     token figures.
+
+    ``requests`` holds the latest ``keep_requests`` requests, oldest first (all of them
+    with ``keep_requests=None``); ``calls`` counts every request.
     """
 
-    def __init__(self, responses: Sequence[ScriptEntry], *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        responses: Sequence[ScriptEntry],
+        *,
+        name: str = "scripted",
+        keep_requests: int | None = KEEP_REQUESTS,
+    ) -> None:
+        if keep_requests is not None and (
+            isinstance(keep_requests, bool)
+            or not isinstance(keep_requests, int)
+            or keep_requests < 1
+        ):
+            raise ConfigError(
+                f"keep_requests is how many of the latest requests to keep (a whole number "
+                f">= 1), or None to keep all of them; got {keep_requests!r}"
+            )
         self._responses = list(responses)
         self._name = name
-        self.requests: list[ModelRequest] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
+        self.calls = 0
 
     @property
     def name(self) -> str:
@@ -62,10 +86,11 @@ class ScriptedModel:
 
     @property
     def remaining(self) -> int:
-        return len(self._responses) - len(self.requests)
+        return len(self._responses) - self.calls
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        index = len(self.requests)
+        index = self.calls
+        self.calls += 1
         self.requests.append(request)
         if index >= len(self._responses):
             raise ScriptExhausted(

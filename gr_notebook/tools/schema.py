@@ -7,6 +7,7 @@ comes back as "'confidence' must be at most 1, got 1.5" rather than a stack trac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,10 +44,7 @@ def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]
         choices = ", ".join(repr(c) for c in schema["enum"])
         errors.append(f"{_name(path)} must be one of {choices}, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{_name(path)} must be at least {schema['minimum']}, got {value}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{_name(path)} must be at most {schema['maximum']}, got {value}")
+        errors += _validate_number(schema, value, path)
     if isinstance(value, str):
         shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
         if len(value) < shortest:
@@ -61,6 +59,25 @@ def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]
         errors += _validate_array(schema, value, path)
     if isinstance(value, Mapping):
         errors += _validate_object(schema, value, path)
+    return errors
+
+
+def _validate_number(schema: Mapping[str, Any], value: float, path: str) -> list[str]:
+    """Bounds; NaN and the infinities (which JSON cannot carry) fail as out of range."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if not math.isfinite(value):
+        if low is not None and high is not None:
+            return [f"{_name(path)} must be between {low} and {high}, got {value}"]
+        if low is not None and not value > low:
+            return [f"{_name(path)} must be at least {low}, got {value}"]
+        if high is not None and not value < high:
+            return [f"{_name(path)} must be at most {high}, got {value}"]
+        return [f"{_name(path)} must be a finite number, got {value}"]
+    errors = []
+    if low is not None and value < low:
+        errors.append(f"{_name(path)} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        errors.append(f"{_name(path)} must be at most {high}, got {value}")
     return errors
 
 
