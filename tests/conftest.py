@@ -79,6 +79,12 @@ def full_job_script() -> list[gr.ModelResponse]:
     ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: runs by default (tens of seconds); deselect with -m 'not slow'"
+    )
+
+
 @pytest.fixture(autouse=True, scope="session")
 def offline() -> Iterator[None]:
     """Tests never reach the internet: the package's network guard is on, a stray API key or

@@ -30,7 +30,8 @@ def test_binder_installs_every_runtime_dependency() -> None:
     assert {_name(d) for d in project["dependencies"]} <= binder_requirements()
 
 
-def test_binder_installs_what_the_notebooks_import() -> None:
+def notebook_imports() -> set[str]:
+    """The distributions (lower-case) of the third-party modules the notebooks import."""
     needed: set[str] = set()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
@@ -51,7 +52,20 @@ def test_binder_installs_what_the_notebooks_import() -> None:
         if name not in sys.stdlib_module_names and name != "gr_notebook"
     }
     assert third_party, "the notebooks import nothing? the scan is broken"
-    assert third_party <= binder_requirements() | {"ipython"}  # ipython comes with ipykernel
+    return third_party
+
+
+def test_binder_installs_what_the_notebooks_import() -> None:
+    assert notebook_imports() <= binder_requirements() | {"ipython"}  # ipython: via ipykernel
+
+
+def test_runtime_dependencies_cover_what_the_notebooks_import() -> None:
+    """A plain ``pip install`` must be enough to run every notebook: what they import is a
+    runtime dependency, not only a development one (issue 14)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_name(d) for d in project["dependencies"]} | {"ipython"}  # via ipykernel
+    missing = notebook_imports() - declared
+    assert not missing, f"the notebooks import {sorted(missing)}, which pip install leaves out"
 
 
 def test_post_build_installs_the_package_itself() -> None:

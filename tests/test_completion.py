@@ -444,3 +444,43 @@ def test_file_output_checker_refuses_absolute_paths_outside_the_workspace(
     outside.write_text("x")
     with pytest.raises(gr.ConfigError, match="outside the workspace"):
         gr.FileOutputChecker([str(outside)]).check(ctx)
+
+
+# -- differences from WINK, pinned (docs/decisions.md) -------------------------------------------
+
+
+def test_an_incomplete_result_without_feedback_still_refuses_the_stop(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    """WINK lets such a stop through; here ``complete=False`` decides, and the model is told
+    in general words why it goes on."""
+    run = make_agent(
+        gr.ScriptedModel([gr.text("done"), gr.text("done")]),
+        task_completion_checker=lambda ctx: gr.TaskCompletionResult(False),
+        max_refusals=2,
+    ).run_sync("job")
+    assert run.status == "incomplete"
+    checks = run.events.of_kind("completion_check")
+    assert [c["complete"] for c in checks] == [False, False]
+    [refusal] = [e["text"] for e in run.events.of_kind("prompt_injected")]
+    assert refusal.startswith("STOP REFUSED: the task is not complete")
+    assert "The completion check found unfinished work." in refusal
+
+
+def test_a_deadline_under_one_second_is_a_deadline(make_agent: Callable[..., gr.Agent]) -> None:
+    """WINK refuses a deadline less than a second away; ours is a duration on the agent's
+    clock, so half a second is as good a limit as any."""
+    clock = gr.FakeClock()
+
+    def slow(request: ModelRequest) -> gr.ModelResponse:
+        clock.advance(0.3)
+        return gr.tool_call("list_files")
+
+    run = make_agent(
+        gr.ScriptedModel([slow] * 5),
+        budget=Budget(deadline_s=0.5),
+        max_iterations=None,
+        clock=clock,
+    ).run_sync("job")
+    assert (run.status, run.turns) == ("budget_exhausted", 2)
+    assert run.reason == "the deadline of 0.5 s passed (0.6 s elapsed)"

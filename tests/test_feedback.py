@@ -259,6 +259,24 @@ def test_every_matching_provider_runs_and_blocks_come_together(
     assert list(frame.provider) == ["first", "second"]
 
 
+def test_feedback_follows_an_error_result_too(make_agent: Callable[..., gr.Agent]) -> None:
+    """A failed or denied call is a call: it counts toward the cadence and carries the blocks
+    it triggers, still marked is_error (WINK's Codex adapter drops them after an error)."""
+    model = gr.ScriptedModel([gr.tool_call("read_file", path="missing.txt"), gr.text("done")])
+    run = make_agent(
+        model, feedback_providers=[static("pace", every_n_calls=1)], stuck_turns=None
+    ).run_sync("job")
+    result = [
+        b
+        for m in model.requests[-1].messages
+        for b in m.content
+        if isinstance(b, gr.ToolResultBlock)
+    ][-1]
+    assert result.is_error
+    assert result.content.endswith("\n\n<feedback provider='pace'>\npace\n</feedback>")
+    assert [e["tool"] for e in run.events.of_kind("feedback")] == ["read_file"]
+
+
 @dataclass
 class Picky:
     """Runs only when told to; records what its context said."""
@@ -400,6 +418,21 @@ def test_deadline_feedback_stays_quiet_without_a_deadline(tmp_path: Path) -> Non
         gr.FeedbackProviderConfig(gr.DeadlineFeedback(), gr.FeedbackTrigger(every_n_calls=1)),
     )
     assert h.call() == []
+
+
+def test_deadline_feedback_provide_without_a_deadline_says_nothing(tmp_path: Path) -> None:
+    """WINK's raises ValueError; here None is a provider's way to have nothing to say."""
+    h = harness(tmp_path)
+    context = gr.FeedbackContext(
+        h.guards.feedback,
+        workspace=h.ws,
+        todos=TodoList.of(["a"]),
+        plan=lambda: None,
+        budget=Budget().usage(tokens=0, iterations=0, elapsed_s=10),
+        now=h.clock(),
+    )
+    assert context.deadline is None
+    assert gr.DeadlineFeedback().provide(context=context) is None
 
 
 def test_deadline_feedback_threshold_is_checked() -> None:

@@ -342,6 +342,21 @@ def test_toolset_policies_govern_only_their_tools(make_agent: Callable[..., gr.A
     assert "'deploy' requires build" in results[-3].content
 
 
+def test_agent_wide_policies_are_asked_before_a_toolsets_own(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    """WINK asks a section's policies first; here the agent's own rules come first, so a call
+    meets the same gate whichever toolset supplies the tool."""
+    agent_wide, scoped = Recorder("agent_wide", allow=False), Recorder("scoped", allow=False)
+    toolset = gr.Toolset([tool("build")], policies=[scoped])
+    run, results = run_calls(
+        make_agent, [gr.tool_call("build")], tools=[toolset], policies=[agent_wide]
+    )
+    assert results[-1].content == "Denied by policy 'agent_wide': no"
+    assert (agent_wide.checked, scoped.checked) == (["build"], [])
+    assert run.events.of_kind("policy_decision")[-1]["policies"] == ["agent_wide", "scoped"]
+
+
 def test_one_policy_object_declared_twice_is_one_history(
     make_agent: Callable[..., gr.Agent],
 ) -> None:
