@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -422,3 +423,22 @@ class TestRelease:
         with pytest.raises(gr.RunError, match="still running"):
             run.release_conversation()
         await run.wait()
+
+
+def test_a_file_removed_while_counting_costs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gr_notebook.guardrails.regulation import typical_file_tokens
+
+    ws = gr.Workspace(tmp_path / "ws")
+    ws.write_text("a.md", "x" * 400)
+    ws.write_text("b.md", "x" * 400)
+    files = list(ws.files())
+
+    def vanishing(rel: str = ".") -> Any:
+        yield files[0]
+        files[1].unlink()  # gone between the listing and the stat
+        yield files[1]
+
+    monkeypatch.setattr(ws, "files", vanishing)
+    assert typical_file_tokens(ws) == 100.0

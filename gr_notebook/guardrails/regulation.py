@@ -157,11 +157,14 @@ class ResourceReport:
 def typical_file_tokens(workspace: Workspace) -> float:
     """The mean size of the job's files, in tokens (four characters each), leaving out the
     system's own tool docs and archive; what reading one more file is likely to cost."""
-    sizes = [
-        path.stat().st_size
-        for path in workspace.files()
-        if not workspace.relative(path).startswith((f"{TOOL_DOCS_DIR}/", f"{ARCHIVE_DIR}/"))
-    ]
+    sizes = []
+    for path in workspace.files():
+        if workspace.relative(path).startswith((f"{TOOL_DOCS_DIR}/", f"{ARCHIVE_DIR}/")):
+            continue
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:  # removed while counting: it costs nothing to read
+            continue
     return sum(sizes) / len(sizes) / CHARS_PER_TOKEN if sizes else 0.0
 
 
