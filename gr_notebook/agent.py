@@ -37,7 +37,7 @@ from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
-from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace, relative_path
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 
@@ -84,10 +84,13 @@ class Agent:
         name: str = "agent",
     ) -> None:
         self.budget = _budget_of(budget, max_iterations)
-        if not plan_file.strip() or os.path.isabs(plan_file) or ".." in Path(plan_file).parts:
+        try:  # exactly as a tool's path is checked, so every write of the plan succeeds
+            plan_file = relative_path(plan_file)
+        except WorkspaceError as exc:
             raise WorkspaceError(
-                f"plan_file {plan_file!r} must be a path inside the workspace, e.g. 'main_plan.md'"
-            )
+                f"plan_file {plan_file!r} must be a path inside the workspace, e.g. "
+                f"'main_plan.md': {exc}"
+            ) from None
         self.model = resolve_model(model)
         self.workspace = workspace
         self.user_tools = tuple(tools)
@@ -159,6 +162,10 @@ class Agent:
             ) from None
         run_id = _new_run_id(self.clock)
         workspace = self._workspace_for(run_id)
+        try:
+            workspace.resolve(self.plan_file)
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
         if workspace.root in _IN_USE:
             raise RunError(
                 f"workspace {workspace.root} is in use by run {_IN_USE[workspace.root]}; give "
