@@ -38,15 +38,12 @@ from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_t
 from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace, relative_path
+from gr_notebook.workspace_lock import LockOwner, WorkspaceLock
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
 INSTRUCTIONS_FILE = "instructions.md"
-
-# Workspaces with a live run in this process. Two runs writing one todos.json and one plan
-# would silently corrupt each other, so the second is refused instead.
-_IN_USE: dict[Path, str] = {}
 
 
 class Agent:
@@ -166,11 +163,6 @@ class Agent:
             workspace.resolve(self.plan_file)
         except WorkspaceError as exc:
             raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
-        if workspace.root in _IN_USE:
-            raise RunError(
-                f"workspace {workspace.root} is in use by run {_IN_USE[workspace.root]}; give "
-                "each concurrent run its own workspace (workspace=None makes a fresh one)"
-            )
         events = EventLog(self.clock)
         engine = Loop(
             model=self.model,
@@ -213,21 +205,25 @@ class Agent:
                 token_budget=self.budget.max_tokens,
             ),
         )
-        store = self._open_store()
-        if store is not None:
-            store.record_run_started(
-                run_id,
-                started_at=self.clock(),
-                model=self.model.name,
-                workspace=str(workspace.root),
-                instructions=instructions,
-                config=self.config(),
+        lock = WorkspaceLock.acquire(workspace.root, LockOwner.this_process(run_id, self.clock()))
+        try:
+            store = self._open_store()
+            if store is not None:
+                store.record_run_started(
+                    run_id,
+                    started_at=self.clock(),
+                    model=self.model.name,
+                    workspace=str(workspace.root),
+                    instructions=instructions,
+                    config=self.config(),
+                )
+                events.subscribe(lambda event: store.record_event(run_id, event))
+            task = loop.create_task(
+                self._execute(run, engine, store, lock), name=f"gr-run-{run_id}", context=context
             )
-            events.subscribe(lambda event: store.record_event(run_id, event))
-        _IN_USE[workspace.root] = run_id
-        task = loop.create_task(
-            self._execute(run, engine, store), name=f"gr-run-{run_id}", context=context
-        )
+        except BaseException:
+            lock.release()
+            raise
         run._attach(engine, task)
         return run
 
@@ -252,11 +248,13 @@ class Agent:
 
     # -- internals --------------------------------------------------------------------------
 
-    async def _execute(self, run: Run, engine: Loop, store: Store | None) -> Run:
+    async def _execute(
+        self, run: Run, engine: Loop, store: Store | None, lock: WorkspaceLock
+    ) -> Run:
         try:
             return await self._execute_run(run, engine, store)
         finally:
-            _IN_USE.pop(run.workspace.root, None)
+            lock.release()
 
     async def _execute_run(self, run: Run, engine: Loop, store: Store | None) -> Run:
         workspace = run.workspace

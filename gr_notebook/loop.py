@@ -49,8 +49,16 @@ from gr_notebook.workspace import Workspace
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
 
 RunStatus: TypeAlias = Literal[
-    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
+    "running",
+    "completed",
+    "failed",
+    "cancelled",
+    "interrupted",
+    "budget_exhausted",
+    "incomplete",
+    "stuck",
 ]
+"""What each means, and which end of a run gives which, is decision 115's table."""
 
 
 @dataclass(frozen=True, slots=True)
