@@ -58,7 +58,7 @@ RunStatus: TypeAlias = Literal[
     "incomplete",
     "stuck",
 ]
-"""What each means, and which end of a run gives which, is decision 115's table."""
+"""Which end of a run gives which status: the status table in docs/decisions.md."""
 
 
 @dataclass(frozen=True, slots=True)
