@@ -275,12 +275,21 @@ class Agent:
             engine.phases.start()
             outcome = await engine.run(kickoff_prompt())
         except asyncio.CancelledError:
-            outcome = LoopOutcome("cancelled", engine.stop_reason or "cancelled")
+            outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")
+        except (KeyboardInterrupt, SystemExit) as exc:  # recorded, then on its way up
+            outcome = LoopOutcome("interrupted", _interrupt_reason(exc), exc)
         except Exception as exc:  # a bug or an I/O failure: record it, never lose the run
             engine.emit(
                 "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
             )
             outcome = LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+        self._finish(run, engine, store, outcome)
+        if isinstance(outcome.error, KeyboardInterrupt | SystemExit):
+            raise outcome.error
+        return run
+
+    def _finish(self, run: Run, engine: Loop, store: Store | None, outcome: LoopOutcome) -> None:
+        """Settle the run's status, record ``run_finished`` and the store's row."""
         run.status = outcome.status
         run.reason = outcome.reason
         run.error = outcome.error
@@ -300,7 +309,6 @@ class Agent:
             self._record_end(run, store)
         if self.release_after_s is not None:
             run._release_when_idle(self.release_after_s)
-        return run
 
     def _record_end(self, run: Run, store: Store) -> None:
         job = run.job
@@ -397,6 +405,12 @@ def _regulation_of(
             )
         return None
     return RegulationSettings(table or BudgetTable(), confirm, above)
+
+
+def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt: interrupted (Ctrl-C or a kernel interrupt)"
+    return f"SystemExit({exc.code!r}) raised inside the run"
 
 
 def _new_run_id(clock: Callable[[], float]) -> str:

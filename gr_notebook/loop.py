@@ -133,6 +133,8 @@ class Loop:
         self._refused_calls = 0  # job_complete calls refused in the current turn
         self._rewinds: list[tuple[str, bool]] = []
         self._stop_requested: str | None = None
+        self.stop_status: RunStatus = "cancelled"
+        """What a requested stop ends as: ``interrupted`` for Ctrl-C, else ``cancelled``."""
         self._resume = asyncio.Event()
         self._resume.set()
         self._todo_order: str | None = None  # the INSTRUCTION line last recorded as guidance
@@ -144,8 +146,9 @@ class Loop:
     def request_rewind(self, issue: str, *, reset_policies: bool = False) -> None:
         self._rewinds.append((issue, reset_policies))
 
-    def request_stop(self, reason: str = "stopped by request") -> None:
+    def request_stop(self, reason: str = "stopped by request", *, interrupted: bool = False) -> None:
         self._stop_requested = reason
+        self.stop_status = "interrupted" if interrupted else "cancelled"
         self._resume.set()  # a paused run wakes up to stop
 
     def request_pause(self) -> None:
@@ -243,7 +246,7 @@ class Loop:
             if not self._resume.is_set() and not self._stop_requested:
                 await self._pause()
             if self._stop_requested:
-                return LoopOutcome("cancelled", self._stop_requested)
+                return LoopOutcome(self.stop_status, self._stop_requested)
             spent = self.usage().exhausted
             if spent:
                 return LoopOutcome("budget_exhausted", spent)
