@@ -218,8 +218,13 @@ class Agent:
                     config=self.config(),
                 )
                 events.subscribe(lambda event: store.record_event(run_id, event))
+            # The run's initial state exists before start() returns, so a person's first
+            # edit (%todo add, right after a background start) is made to it, not replaced.
+            failure = self._prepare(run, engine)
             task = loop.create_task(
-                self._execute(run, engine, store, lock), name=f"gr-run-{run_id}", context=context
+                self._execute(run, engine, store, lock, failure),
+                name=f"gr-run-{run_id}",
+                context=context,
             )
         except BaseException:
             lock.release()
@@ -249,14 +254,21 @@ class Agent:
     # -- internals --------------------------------------------------------------------------
 
     async def _execute(
-        self, run: Run, engine: Loop, store: Store | None, lock: WorkspaceLock
+        self,
+        run: Run,
+        engine: Loop,
+        store: Store | None,
+        lock: WorkspaceLock,
+        failure: LoopOutcome | None,
     ) -> Run:
         try:
-            return await self._execute_run(run, engine, store)
+            return await self._execute_run(run, engine, store, failure)
         finally:
             lock.release()
 
-    async def _execute_run(self, run: Run, engine: Loop, store: Store | None) -> Run:
+    def _prepare(self, run: Run, engine: Loop) -> LoopOutcome | None:
+        """Write the instructions and tool docs, and start the bootstrap phase; an I/O
+        failure is recorded and ends the run as ``failed``, never lost."""
         workspace = run.workspace
         try:
             workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")
@@ -273,16 +285,28 @@ class Agent:
                 },
             )
             engine.phases.start()
-            outcome = await engine.run(kickoff_prompt())
+        except Exception as exc:
+            return self._failed(engine, exc)
+        return None
+
+    def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
+        """A bug or an I/O failure: recorded, never lost."""
+        engine.emit(
+            "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
+        )
+        return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+
+    async def _execute_run(
+        self, run: Run, engine: Loop, store: Store | None, failure: LoopOutcome | None
+    ) -> Run:
+        try:
+            outcome = failure or await engine.run(kickoff_prompt())
         except asyncio.CancelledError:
             outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")
         except (KeyboardInterrupt, SystemExit) as exc:  # recorded, then on its way up
             outcome = LoopOutcome("interrupted", _interrupt_reason(exc), exc)
-        except Exception as exc:  # a bug or an I/O failure: record it, never lose the run
-            engine.emit(
-                "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
-            )
-            outcome = LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+        except Exception as exc:
+            outcome = self._failed(engine, exc)
         self._finish(run, engine, store, outcome)
         if isinstance(outcome.error, KeyboardInterrupt | SystemExit):
             raise outcome.error
