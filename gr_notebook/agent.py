@@ -343,8 +343,9 @@ class Agent:
             finished_at=finished,
             error=run.reason if run.status != "completed" else None,
         )
-        # The job row says why the work ended; "stopped" is a model that quit with work left.
-        status = "completed" if job else ("stopped" if run.status == "completed" else run.status)
+        # The job row says why the work ended; "stopped" is a model that quit with work left,
+        # and a job reported unfinished under a spent limit keeps the run's status.
+        status = ("completed" if job else "stopped") if run.status == "completed" else run.status
         store.record_job(
             run.run_id,
             status=status,

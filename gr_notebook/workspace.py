@@ -36,8 +36,7 @@ def relative_path(raw: str | os.PathLike[str]) -> str:
     pure = PurePosixPath(raw.replace("\\", "/"))
     if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
         raise WorkspaceError(
-            f"'{raw}' is an absolute path; give a path relative to the workspace, "
-            "e.g. 'notes.md'"
+            f"'{raw}' is an absolute path; give a path relative to the workspace, e.g. 'notes.md'"
         )
     normal = os.path.normpath(str(pure))
     if normal == ".." or normal.startswith("../"):

@@ -23,8 +23,10 @@ from gr_notebook.errors import RunError, WorkspaceError
 
 try:
     import fcntl
+
+    FLOCK = True
 except ImportError:  # Windows: no flock; runs are then kept apart within a process only
-    fcntl = None  # type: ignore[assignment]
+    FLOCK = False
 
 __all__ = ["LOCK_FILE", "LockOwner", "WorkspaceLock", "live_owner"]
 
@@ -64,7 +66,7 @@ class WorkspaceLock:
     @classmethod
     def acquire(cls, root: Path, owner: LockOwner) -> WorkspaceLock:
         """Take the workspace for ``owner``, or refuse with the live owner's name."""
-        if fcntl is None:
+        if not FLOCK:
             if root in _LOCAL:
                 raise _in_use(root, None)
             _LOCAL.add(root)
@@ -106,8 +108,8 @@ def live_owner(root: str | os.PathLike[str]) -> LockOwner | None:
     owner with an empty run id: someone live holds it, but not a known run.
     """
     path = Path(root) / LOCK_FILE
-    if fcntl is None:
-        return None
+    if not FLOCK:  # no way to tell: never call a run dead that may be alive
+        return LockOwner("", 0, "", 0.0)
     try:
         handle = path.open("r", encoding="utf-8")
     except OSError:  # no lock file, or no workspace: nobody holds it

@@ -89,7 +89,7 @@ def test_a_plan_file_behind_an_escaping_symlink_is_refused_at_start(tmp_path: Pa
         plan_file="plans/main.md",
         store=False,
     )
-    with pytest.raises(gr.WorkspaceError, match="plan_file 'plans/main.md'.*symlink"):
+    with pytest.raises(gr.WorkspaceError, match=r"plan_file 'plans/main\.md'.*symlink"):
         agent.run_sync("Do it.")
 
 

@@ -93,7 +93,9 @@ def test_the_lock_records_its_owner_and_is_released(tmp_path: Path) -> None:
 
 
 def test_a_finished_run_releases_its_workspace(tmp_path: Path) -> None:
-    agent = gr.Agent(gr.ScriptedModel([gr.text("a"), gr.text("b")]), workspace=tmp_path, store=False)
+    agent = gr.Agent(
+        gr.ScriptedModel([gr.text("a"), gr.text("b")]), workspace=tmp_path, store=False
+    )
     agent.run_sync("One.")
     assert live_owner(tmp_path) is None
     assert agent.run_sync("Two.").status == "completed"
