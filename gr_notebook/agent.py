@@ -37,16 +37,13 @@ from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
-from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
+from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace, relative_path
+from gr_notebook.workspace_lock import LockOwner, WorkspaceLock
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
 INSTRUCTIONS_FILE = "instructions.md"
-
-# Workspaces with a live run in this process. Two runs writing one todos.json and one plan
-# would silently corrupt each other, so the second is refused instead.
-_IN_USE: dict[Path, str] = {}
 
 
 class Agent:
@@ -84,10 +81,13 @@ class Agent:
         name: str = "agent",
     ) -> None:
         self.budget = _budget_of(budget, max_iterations)
-        if not plan_file.strip() or os.path.isabs(plan_file) or ".." in Path(plan_file).parts:
+        try:  # exactly as a tool's path is checked, so every write of the plan succeeds
+            plan_file = relative_path(plan_file)
+        except WorkspaceError as exc:
             raise WorkspaceError(
-                f"plan_file {plan_file!r} must be a path inside the workspace, e.g. 'main_plan.md'"
-            )
+                f"plan_file {plan_file!r} must be a path inside the workspace, e.g. "
+                f"'main_plan.md': {exc}"
+            ) from None
         self.model = resolve_model(model)
         self.workspace = workspace
         self.user_tools = tuple(tools)
@@ -159,11 +159,10 @@ class Agent:
             ) from None
         run_id = _new_run_id(self.clock)
         workspace = self._workspace_for(run_id)
-        if workspace.root in _IN_USE:
-            raise RunError(
-                f"workspace {workspace.root} is in use by run {_IN_USE[workspace.root]}; give "
-                "each concurrent run its own workspace (workspace=None makes a fresh one)"
-            )
+        try:
+            workspace.resolve(self.plan_file)
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
         events = EventLog(self.clock)
         engine = Loop(
             model=self.model,
@@ -206,21 +205,30 @@ class Agent:
                 token_budget=self.budget.max_tokens,
             ),
         )
-        store = self._open_store()
-        if store is not None:
-            store.record_run_started(
-                run_id,
-                started_at=self.clock(),
-                model=self.model.name,
-                workspace=str(workspace.root),
-                instructions=instructions,
-                config=self.config(),
+        lock = WorkspaceLock.acquire(workspace.root, LockOwner.this_process(run_id, self.clock()))
+        try:
+            store = self._open_store()
+            if store is not None:
+                store.record_run_started(
+                    run_id,
+                    started_at=self.clock(),
+                    model=self.model.name,
+                    workspace=str(workspace.root),
+                    instructions=instructions,
+                    config=self.config(),
+                )
+                events.subscribe(lambda event: store.record_event(run_id, event))
+            # The run's initial state exists before start() returns, so a person's first
+            # edit (%todo add, right after a background start) is made to it, not replaced.
+            failure = self._prepare(run, engine)
+            task = loop.create_task(
+                self._execute(run, engine, store, lock, failure),
+                name=f"gr-run-{run_id}",
+                context=context,
             )
-            events.subscribe(lambda event: store.record_event(run_id, event))
-        _IN_USE[workspace.root] = run_id
-        task = loop.create_task(
-            self._execute(run, engine, store), name=f"gr-run-{run_id}", context=context
-        )
+        except BaseException:
+            lock.release()
+            raise
         run._attach(engine, task)
         return run
 
@@ -245,13 +253,22 @@ class Agent:
 
     # -- internals --------------------------------------------------------------------------
 
-    async def _execute(self, run: Run, engine: Loop, store: Store | None) -> Run:
+    async def _execute(
+        self,
+        run: Run,
+        engine: Loop,
+        store: Store | None,
+        lock: WorkspaceLock,
+        failure: LoopOutcome | None,
+    ) -> Run:
         try:
-            return await self._execute_run(run, engine, store)
+            return await self._execute_run(run, engine, store, failure)
         finally:
-            _IN_USE.pop(run.workspace.root, None)
+            lock.release()
 
-    async def _execute_run(self, run: Run, engine: Loop, store: Store | None) -> Run:
+    def _prepare(self, run: Run, engine: Loop) -> LoopOutcome | None:
+        """Write the instructions and tool docs, and start the bootstrap phase; an I/O
+        failure is recorded and ends the run as ``failed``, never lost."""
         workspace = run.workspace
         try:
             workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")
@@ -268,14 +285,35 @@ class Agent:
                 },
             )
             engine.phases.start()
-            outcome = await engine.run(kickoff_prompt())
+        except Exception as exc:
+            return self._failed(engine, exc)
+        return None
+
+    def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
+        """A bug or an I/O failure: recorded, never lost."""
+        engine.emit(
+            "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
+        )
+        return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+
+    async def _execute_run(
+        self, run: Run, engine: Loop, store: Store | None, failure: LoopOutcome | None
+    ) -> Run:
+        try:
+            outcome = failure or await engine.run(kickoff_prompt())
         except asyncio.CancelledError:
-            outcome = LoopOutcome("cancelled", engine.stop_reason or "cancelled")
-        except Exception as exc:  # a bug or an I/O failure: record it, never lose the run
-            engine.emit(
-                "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
-            )
-            outcome = LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
+            outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")
+        except (KeyboardInterrupt, SystemExit) as exc:  # recorded, then on its way up
+            outcome = LoopOutcome("interrupted", _interrupt_reason(exc), exc)
+        except Exception as exc:
+            outcome = self._failed(engine, exc)
+        self._finish(run, engine, store, outcome)
+        if isinstance(outcome.error, KeyboardInterrupt | SystemExit):
+            raise outcome.error
+        return run
+
+    def _finish(self, run: Run, engine: Loop, store: Store | None, outcome: LoopOutcome) -> None:
+        """Settle the run's status, record ``run_finished`` and the store's row."""
         run.status = outcome.status
         run.reason = outcome.reason
         run.error = outcome.error
@@ -295,7 +333,6 @@ class Agent:
             self._record_end(run, store)
         if self.release_after_s is not None:
             run._release_when_idle(self.release_after_s)
-        return run
 
     def _record_end(self, run: Run, store: Store) -> None:
         job = run.job
@@ -306,8 +343,9 @@ class Agent:
             finished_at=finished,
             error=run.reason if run.status != "completed" else None,
         )
-        # The job row says why the work ended; "stopped" is a model that quit with work left.
-        status = "completed" if job else ("stopped" if run.status == "completed" else run.status)
+        # The job row says why the work ended; "stopped" is a model that quit with work left,
+        # and a job reported unfinished under a spent limit keeps the run's status.
+        status = ("completed" if job else "stopped") if run.status == "completed" else run.status
         store.record_job(
             run.run_id,
             status=status,
@@ -392,6 +430,12 @@ def _regulation_of(
             )
         return None
     return RegulationSettings(table or BudgetTable(), confirm, above)
+
+
+def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt: interrupted (Ctrl-C or a kernel interrupt)"
+    return f"SystemExit({exc.code!r}) raised inside the run"
 
 
 def _new_run_id(clock: Callable[[], float]) -> str:

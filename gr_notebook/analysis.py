@@ -263,12 +263,27 @@ def _rows_of(events: Iterable[Event], kind: str, columns: list[str]) -> pd.DataF
 
 
 def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """Every run in the store (default ``gr_runs/store.sqlite``), newest first."""
+    """Every run in the store (default ``gr_runs/store.sqlite``), newest first.
+
+    A run recorded as ``running`` whose process no longer holds its workspace (killed, or
+    its kernel died) shows as ``interrupted``: the store alone cannot tell it from a live one.
+    """
     import pandas as pd
 
     from gr_notebook.store import DEFAULT_STORE_PATH, Store
 
     if isinstance(store, Store):
-        return pd.DataFrame(store.runs())
+        return pd.DataFrame(_live_status(store.runs()))
     with Store(DEFAULT_STORE_PATH if store is None else store) as opened:
-        return pd.DataFrame(opened.runs())
+        return pd.DataFrame(_live_status(opened.runs()))
+
+
+def _live_status(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from gr_notebook.workspace_lock import live_owner
+
+    for run in runs:
+        if run["status"] == "running":
+            owner = live_owner(run["workspace"]) if run["workspace"] else None
+            if owner is None or owner.run_id not in ("", run["run_id"]):
+                run["status"] = "interrupted"
+    return runs

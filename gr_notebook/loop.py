@@ -19,6 +19,7 @@ from gr_notebook.errors import RequestOverBudget
 from gr_notebook.eventdata import clip, clip_json
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
+from gr_notebook.guardrails.completion import StopKind
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import (
     InterventionCheck,
@@ -50,8 +51,16 @@ from gr_notebook.workspace import Workspace
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
 
 RunStatus: TypeAlias = Literal[
-    "running", "completed", "failed", "cancelled", "budget_exhausted", "incomplete", "stuck"
+    "running",
+    "completed",
+    "failed",
+    "cancelled",
+    "interrupted",
+    "budget_exhausted",
+    "incomplete",
+    "stuck",
 ]
+"""Which end of a run gives which status: the status table in docs/decisions.md."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +136,8 @@ class Loop:
         self._too_deep: frozenset[str] = frozenset()  # this turn's calls whose input was cut
         self._rewinds: list[tuple[str, bool]] = []
         self._stop_requested: str | None = None
+        self.stop_status: RunStatus = "cancelled"
+        """What a requested stop ends as: ``interrupted`` for Ctrl-C, else ``cancelled``."""
         self._resume = asyncio.Event()
         self._resume.set()
         self._todo_order: str | None = None  # the INSTRUCTION line last recorded as guidance
@@ -138,8 +149,11 @@ class Loop:
     def request_rewind(self, issue: str, *, reset_policies: bool = False) -> None:
         self._rewinds.append((issue, reset_policies))
 
-    def request_stop(self, reason: str = "stopped by request") -> None:
+    def request_stop(
+        self, reason: str = "stopped by request", *, interrupted: bool = False
+    ) -> None:
         self._stop_requested = reason
+        self.stop_status = "interrupted" if interrupted else "cancelled"
         self._resume.set()  # a paused run wakes up to stop
 
     def request_pause(self) -> None:
@@ -237,7 +251,7 @@ class Loop:
             if not self._resume.is_set() and not self._stop_requested:
                 await self._pause()
             if self._stop_requested:
-                return LoopOutcome("cancelled", self._stop_requested)
+                return LoopOutcome(self.stop_status, self._stop_requested)
             spent = self.usage().exhausted
             if spent:
                 return LoopOutcome("budget_exhausted", spent)
@@ -341,8 +355,9 @@ class Loop:
             return self._incomplete(self._give_up)
         if self._refused_calls < len(uses):  # the turn did more than try to stop
             self.guards.note_work()
-        if self.phases.job is not None:
-            return LoopOutcome("completed", "job_complete was called")
+        if (job := self.phases.job) is not None:
+            done = LoopOutcome("completed", "job_complete was called")
+            return self._settle(done, "job_complete", {"summary": job.summary})
         stopped = self._intervene()
         if stopped is not None:
             return stopped
@@ -465,12 +480,30 @@ class Loop:
                         source="detected",
                     )
                 )
+        reason = "the model ended its turn"
         if verdict.bypassed:
-            return LoopOutcome(
-                "completed",
-                f"the model ended its turn; the completion check was bypassed: {verdict.bypassed}",
-            )
-        return LoopOutcome("completed", "the model ended its turn")
+            reason += f"; the completion check was bypassed: {verdict.bypassed}"
+        return self._settle(LoopOutcome("completed", reason), "end_turn", final_text)
+
+    def _settle(self, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
+        """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
+        only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
+        it runs out between turns (the status table in docs/decisions.md)."""
+        pressed = self.usage().exhausted or (
+            f"the run was told to wrap up ({order})"
+            if self.regulation is not None and (order := self.regulation.wrap_up)
+            else None
+        )
+        if not pressed:
+            return outcome
+        left = self.guards.work_left(kind, tentative)
+        if left is None:
+            return outcome
+        why = "" if pressed in str(outcome.reason) else f" ({pressed})"
+        return LoopOutcome(
+            "budget_exhausted",
+            f"{outcome.reason}; a limit ended the job with work left{why}: {left}",
+        )
 
     def _refusal(self, verdict: StopVerdict) -> str:
         return stop_refused_prompt(

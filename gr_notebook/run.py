@@ -122,13 +122,15 @@ class Run:
         await asyncio.shield(self._task)
         return self
 
-    def cancel(self, reason: str = "cancelled by request") -> None:
-        """Stop the run; a model request in flight is cancelled too."""
+    def cancel(self, reason: str = "cancelled by request", *, interrupted: bool = False) -> None:
+        """Stop the run; a model request in flight is cancelled too. ``interrupted=True``
+        is Ctrl-C's stop: the run ends ``interrupted`` rather than ``cancelled``."""
         if self.done:
             return
         if self._loop is None:
             return
-        self._loop.request_stop(reason)  # honoured between turns, even before the first
+        # honoured between turns, even before the first
+        self._loop.request_stop(reason, interrupted=interrupted)
         if self._loop.started and self._task is not None and not self._task.done():
             self._task.cancel(reason)  # cuts a model request or tool call in flight
 

@@ -100,6 +100,39 @@ def _dumps(value: Mapping[str, Any]) -> str:
     return text
 
 
+_UNREADABLE: Final = object()
+
+
+def _loads(text: str | None, kind: type) -> Any:
+    """A JSON cell decoded, ``None`` for NULL, or :data:`_UNREADABLE` if it is damaged or is
+    not a ``kind``."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return _UNREADABLE
+    return value if isinstance(value, kind) else _UNREADABLE
+
+
+def _event(seq: int, kind: str, turn: int, phase: int, at: float, data: str) -> Event:
+    """An event row; a payload that cannot be decoded becomes ``{"unreadable": why,
+    "raw": the first 400 characters}``, so the rest of the run stays readable."""
+    try:
+        payload = json.loads(data)
+        if not isinstance(payload, dict):
+            raise TypeError(f"the payload is a JSON {type(payload).__name__}, not an object")
+    except (ValueError, TypeError) as exc:
+        payload = {"unreadable": f"{type(exc).__name__}: {exc}", "raw": str(data)[:400]}
+    return Event(seq, kind, turn, phase, at, MappingProxyType(payload))
+
+
+def _text(raw: bytes) -> str:
+    """SQLite TEXT as str; bytes that are not UTF-8 are replaced rather than failing the
+    whole query (a damaged cell then reads as unreadable JSON, not as a crash)."""
+    return raw.decode("utf-8", errors="replace")
+
+
 _RUNS_QUERY: Final = """
     SELECT r.run_id, r.status, r.model, r.workspace, r.instructions, r.started_at, r.finished_at,
            r.error, (SELECT COUNT(*) FROM events e WHERE e.run_id = r.run_id) AS n_events,
@@ -137,6 +170,7 @@ class Store:
             self._conn.close()
             raise self._open_error(exc) from exc
         self._conn.row_factory = sqlite3.Row
+        self._conn.text_factory = _text
 
     @property
     def path(self) -> Path:
@@ -220,25 +254,43 @@ class Store:
         )
 
     def runs(self) -> list[dict[str, Any]]:
-        """Newest first; job columns are None for a run that never reported a job."""
+        """Newest first; job columns are None for a run that never reported a job.
+
+        A JSON cell that cannot be decoded reads as empty (``{}`` config, ``None``
+        deliverables) and is named in the run's ``unreadable`` list, so one damaged row hides
+        nothing else; ``unreadable`` is None for a sound row.
+        """
         result = []
         for row in self._execute(_RUNS_QUERY)[0]:
             run = dict(row)
-            if run["deliverables"] is not None:
-                run["deliverables"] = json.loads(run["deliverables"])
-            run["config"] = json.loads(run["config"]) if run["config"] is not None else {}
+            unreadable = []
+            deliverables = _loads(run["deliverables"], list)
+            if deliverables is _UNREADABLE:
+                unreadable.append("deliverables")
+                deliverables = None
+            config = _loads(run["config"], dict)
+            if config is _UNREADABLE:
+                unreadable.append("config")
+            run["deliverables"] = deliverables
+            run["config"] = config if isinstance(config, dict) else {}
+            run["unreadable"] = sorted(unreadable) or None
             result.append(run)
         return result
 
     def events(self, run_id: str) -> list[Event]:
+        """The run's events in order; a row whose payload cannot be decoded is kept, marked
+        (see :func:`_event`). Raises StoreError only when not one of them can be read."""
         rows, _ = self._execute(
             "SELECT seq, kind, turn, phase, time, data FROM events WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [
-            Event(seq, kind, turn, phase, at, MappingProxyType(json.loads(data)))
-            for seq, kind, turn, phase, at, data in rows
-        ]
+        events = [_event(*row) for row in rows]
+        if events and all("unreadable" in e.data for e in events):
+            raise StoreError(
+                f"none of the {len(events)} events of run {run_id!r} in run store {self._path} "
+                "can be decoded; the file is damaged: restore it from a copy, or move it aside"
+            )
+        return events
 
     def events_of_kind(self, *kinds: str) -> list[tuple[str, Event]]:
         """``(run_id, event)`` for every stored event of these kinds, across all runs."""
@@ -250,10 +302,14 @@ class Store:
             f"WHERE kind IN ({marks}) ORDER BY run_id, seq",
             kinds,
         )
-        return [
-            (run_id, Event(seq, kind, turn, phase, at, MappingProxyType(json.loads(data))))
-            for run_id, seq, kind, turn, phase, at, data in rows
-        ]
+        found = [(run_id, _event(*row)) for run_id, *row in rows]
+        if found and all("unreadable" in e.data for _, e in found):
+            raise StoreError(
+                f"none of the {len(found)} stored events of kind {', '.join(kinds)} in run "
+                f"store {self._path} can be decoded; the file is damaged: restore it from a "
+                "copy, or move it aside"
+            )
+        return found
 
     def run_ids(self) -> list[str]:
         """Newest first, matching :meth:`runs`."""

@@ -16,7 +16,14 @@ from pathlib import Path, PurePosixPath
 
 from gr_notebook.errors import WorkspaceError
 
-__all__ = ["TOOL_DOCS_DIR", "Workspace", "display_name", "read_regular", "special_kind"]
+__all__ = [
+    "TOOL_DOCS_DIR",
+    "Workspace",
+    "display_name",
+    "read_regular",
+    "relative_path",
+    "special_kind",
+]
 
 TOOL_DOCS_DIR = "tools"
 """Where each tool's full documentation is written, for the pointers in Layer 3."""
@@ -155,6 +162,38 @@ def _replace_in(folder: int, name: str, data: bytes, rel: str) -> None:
         raise
 
 
+def relative_path(raw: str | os.PathLike[str]) -> str:
+    """The normalised relative form of a path the workspace may use, or a refusal.
+
+    The lexical half of :meth:`Workspace.resolve` (no ``..``, nothing absolute, ``\\`` read
+    as ``/``), for a path checked before any workspace exists, such as ``plan_file``.
+    """
+    raw = os.fspath(raw)
+    if not isinstance(raw, str):
+        raise WorkspaceError(f"path must be a string, got {type(raw).__name__}")
+    if "\x00" in raw:
+        raise WorkspaceError("path contains a NUL character; give a plain relative path")
+    if not raw.strip():
+        raise WorkspaceError("path is empty; give a path relative to the workspace")
+    try:
+        os.fsencode(raw)
+    except UnicodeEncodeError:
+        raise WorkspaceError(
+            f"'{display_name(raw)}' holds characters no file name can; use plain text"
+        ) from None
+    pure = PurePosixPath(raw.replace("\\", "/"))
+    if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
+        raise WorkspaceError(
+            f"'{raw}' is an absolute path; give a path relative to the workspace, e.g. 'notes.md'"
+        )
+    normal = os.path.normpath(str(pure))
+    if normal == ".." or normal.startswith("../"):
+        raise WorkspaceError(
+            f"'{raw}' leads outside the workspace (..); give a path inside it, e.g. 'notes.md'"
+        )
+    return normal
+
+
 class Workspace:
     """A directory that confines every path given to it."""
 
@@ -172,30 +211,7 @@ class Workspace:
     def resolve(self, rel: str | os.PathLike[str]) -> Path:
         """Map a workspace-relative path to a real path inside the workspace, or refuse it."""
         raw = os.fspath(rel)
-        if not isinstance(raw, str):
-            raise WorkspaceError(f"path must be a string, got {type(raw).__name__}")
-        if "\x00" in raw:
-            raise WorkspaceError("path contains a NUL character; give a plain relative path")
-        if not raw.strip():
-            raise WorkspaceError("path is empty; give a path relative to the workspace")
-        try:
-            os.fsencode(raw)
-        except UnicodeEncodeError:
-            raise WorkspaceError(
-                f"'{display_name(raw)}' holds characters no file name can; use plain text"
-            ) from None
-        pure = PurePosixPath(raw.replace("\\", "/"))
-        if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
-            raise WorkspaceError(
-                f"'{raw}' is an absolute path; give a path relative to the workspace, "
-                "e.g. 'notes.md'"
-            )
-        normal = os.path.normpath(str(pure))
-        if normal == ".." or normal.startswith("../"):
-            raise WorkspaceError(
-                f"'{raw}' leads outside the workspace (..); give a path inside it, e.g. 'notes.md'"
-            )
-        real = Path(os.path.realpath(self._root / normal))
+        real = Path(os.path.realpath(self._root / relative_path(raw)))
         if real != self._root and not real.is_relative_to(self._root):
             raise WorkspaceError(
                 f"'{raw}' resolves outside the workspace through a symlink; "

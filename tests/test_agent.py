@@ -70,10 +70,27 @@ def test_empty_instructions_are_refused(make_agent: Callable[..., gr.Agent]) -> 
         make_agent().run_sync("   ")
 
 
-@pytest.mark.parametrize("plan_file", ["../plan.md", "/tmp/plan.md", ""])
+@pytest.mark.parametrize(
+    "plan_file", ["../plan.md", "/tmp/plan.md", "", "..\\plan.md", "a/../../plan.md", "C:plan.md"]
+)
 def test_plan_file_must_stay_inside_the_workspace(plan_file: str) -> None:
     with pytest.raises(gr.WorkspaceError, match="inside the workspace"):
         gr.Agent(plan_file=plan_file, store=False)
+
+
+def test_a_plan_file_behind_an_escaping_symlink_is_refused_at_start(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "plans").symlink_to(outside)
+    agent = gr.Agent(
+        gr.ScriptedModel([gr.text("done")]),
+        workspace=tmp_path / "ws",
+        plan_file="plans/main.md",
+        store=False,
+    )
+    with pytest.raises(gr.WorkspaceError, match=r"plan_file 'plans/main\.md'.*symlink"):
+        agent.run_sync("Do it.")
 
 
 def test_plan_file_name_is_configurable(make_agent: Callable[..., gr.Agent]) -> None:

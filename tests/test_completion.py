@@ -296,8 +296,10 @@ def test_the_check_is_bypassed_on_an_exhausted_deadline(
     ).run_sync(INSTRUCTIONS)
     [check] = run.events.of_kind("completion_check")
     assert check["complete"] is None and "deadline of 3600 s passed" in check["bypassed"]
-    assert run.status == "completed" and run.job is None  # stopped despite unfinished work
+    # stopped with work left: the limit ended the job, as the deadline between turns does
+    assert run.status == "budget_exhausted" and run.job is None
     assert "completion check was bypassed" in str(run.reason)
+    assert "deadline of 3600 s passed" in str(run.reason) and "work left" in str(run.reason)
 
 
 @pytest.mark.parametrize("kind", MODELS)
@@ -314,7 +316,7 @@ def test_the_check_is_bypassed_on_an_exhausted_budget(
     ).run_sync(INSTRUCTIONS)
     [check] = run.events.of_kind("completion_check")
     assert "token budget of 1,000,000 was used" in check["bypassed"]
-    assert run.status == "completed" and run.job is None
+    assert run.status == "budget_exhausted" and run.job is None
 
 
 @pytest.mark.parametrize("kind", MODELS)
@@ -484,3 +486,48 @@ def test_a_deadline_under_one_second_is_a_deadline(make_agent: Callable[..., gr.
     ).run_sync("job")
     assert (run.status, run.turns) == ("budget_exhausted", 2)
     assert run.reason == "the deadline of 0.5 s passed (0.6 s elapsed)"
+
+
+def stop_at_the_cap(script: list[gr.ModelResponse], cap: int, **kwargs: Any) -> gr.Agent:
+    """A job that ends its last allowed turn by stopping (text, or job_complete)."""
+    return gr.Agent(
+        gr.ScriptedModel(script),
+        max_iterations=cap,
+        stuck_turns=None,
+        workspace=None,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("checker", [None, gr.PlanBasedChecker()], ids=["no-checker", "plan"])
+@pytest.mark.parametrize("stop", ["text", "job_complete"])
+def test_a_stop_a_spent_limit_lets_through_with_work_left_is_not_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker: Any, stop: str
+) -> None:
+    """The last allowed turn stops with the bootstrap unfinished: the same status as a run
+    the cap stops between turns, whatever the checker and however the model stops."""
+    monkeypatch.chdir(tmp_path)
+    job = gr.tool_call("job_complete", summary="Wrapped up.", confidence=0.4)
+    last = gr.text("All done.") if stop == "text" else job
+    run = stop_at_the_cap(
+        [*bootstrap_script()[:2], last], 3, task_completion_checker=checker
+    ).run_sync(INSTRUCTIONS)
+    assert run.turns == 3
+    assert run.status == "budget_exhausted"
+    assert (run.job is not None) is (stop == "job_complete")  # reported, yet unfinished
+    assert "iteration cap of 3" in str(run.reason)
+    cut = stop_at_the_cap([*bootstrap_script()[:2], gr.tool_call("list_files")], 3)
+    assert cut.run_sync(INSTRUCTIONS).status == "budget_exhausted"  # the cap between turns
+    stored = gr.runs_df("gr_runs/store.sqlite").set_index("run_id")
+    assert stored.status[run.run_id] == "budget_exhausted"
+    assert stored.job_status[run.run_id] != "completed"  # no column counts it a success
+
+
+def test_a_job_finished_on_the_last_allowed_turn_is_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    script = full_job_script()
+    run = stop_at_the_cap(script, len(script), task_completion_checker=None).run_sync(INSTRUCTIONS)
+    assert run.turns == len(script) and run.job is not None
+    assert run.status == "completed"

@@ -168,8 +168,10 @@ def test_budget_meters_stay_within_a_token_budget(tmp_path: Path, profile: str) 
 
 def test_literal_wraps_up_before_a_tight_iteration_cap(tmp_path: Path) -> None:
     run = run_model(tmp_path, "literal", QUICKSTART, max_iterations=40)
-    assert run.status == "completed"
+    # it obeys and reports the job with work left: the cap ended the job, not a success
+    assert run.status == "budget_exhausted"
     assert run.job is not None
+    assert "told to wrap up" in str(run.reason) and "work left" in str(run.reason)
     assert len(run.turns_df()) < 40
     guidance = run.guidance_df()
     warned = guidance[guidance.action == "wrap_up"]
@@ -185,7 +187,7 @@ def test_a_tight_cap_is_announced_before_check_resources_is_due(tmp_path: Path) 
     run = run_model(tmp_path, "literal", QUICKSTART, max_iterations=5)
     orders = run.guidance_df()
     assert "wrap_up" in set(orders[orders.source == "todo_layer"].action)
-    assert run.status == "completed" and run.job is not None and run.turns <= 5
+    assert run.status == "budget_exhausted" and run.job is not None and run.turns <= 5
 
 
 def test_diligent_ignores_the_warning_and_hits_the_cap(tmp_path: Path) -> None:

@@ -134,3 +134,40 @@ def test_agent_cells_nested_in_time_and_capture_run_in_a_kernel(
     captured = execute(client, f"%%capture cap\n%%agent --max-iterations 300 --out kept\n{short}")
     assert "Traceback" not in captured, captured
     assert execute(client, "print(timed.status, kept.status)").strip() == "completed completed"
+
+
+@pytest.mark.parametrize("outer", ["", "%%time\n"], ids=["top-level-await", "nested-blocking"])
+def test_a_kernel_interrupt_ends_a_blocking_agent_cell_interrupted(
+    kernel: tuple[KernelManager, BlockingKernelClient], outer: str
+) -> None:
+    """Ctrl-C in a notebook: the run ends ``interrupted`` with run_finished, and the cell
+    shows the interrupt; under %%time the cell blocks through nest-asyncio instead."""
+    manager, client = kernel
+    setup = (
+        "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+        "slow = gr.Agent(gr.SimulatedModel(latency=0.02), workspace='ws', "
+        "store='runs.sqlite', max_iterations=500)"
+    )
+    assert execute(client, setup) == ""
+    msg_id = client.execute(f"{outer}%%agent --agent slow --out r\n{JOB}")
+    updates: list[str] = []
+
+    def interrupt_once_running(msg: dict[str, Any]) -> None:
+        # the dashboard's updates show the run is under way; then press Ctrl-C, once
+        if msg["msg_type"] == "comm_msg":
+            updates.append(msg["msg_id"])
+            if len(updates) == 10:
+                manager.interrupt_kernel()
+
+    output = collect(client, msg_id, timeout=60, on_message=interrupt_once_running)
+    assert len(updates) >= 10, "the run never got going"
+    assert "KeyboardInterrupt" in output, output
+    report = execute(
+        client,
+        "await r.wait()\nprint(r.status, '|', r.events[-1].kind, '|', r.turns, '|', "
+        "gr.runs_df('runs.sqlite').status.tolist())",
+    )
+    status, last, turns, stored = (part.strip() for part in report.split("|"))
+    assert (status, last) == ("interrupted", "run_finished"), report
+    assert stored == "['interrupted']"
+    assert int(turns) < 100  # stopped well before the ~100-turn job could end

@@ -326,3 +326,24 @@ def test_agent_help_lists_every_option_and_the_line_actions(ip: InteractiveShell
                    "--agent", "--out"):  # fmt: skip
         assert option in doc
     assert "%agent status|stop|pause|resume" in doc
+
+
+async def test_a_persons_todo_edits_at_the_start_of_a_background_run_are_kept(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    model = gr.ScriptedModel([gr.text("Done for now.")])
+    ip.user_ns["quick"] = gr.Agent(model, workspace=tmp_path / "quick", store=False)
+    with capture_output():
+        ip.run_cell_magic("agent", "--background --agent quick --out q", JOB)
+        ip.run_line_magic("todo", "add Check the glossary")  # before the task ever ran
+        ip.run_line_magic("todo", "complete")
+    run = ip.user_ns["q"]
+    await asyncio.wait_for(run.wait(), 10)
+    titles = [item.title for item in run.todos.items]
+    assert titles[-1] == "Check the glossary" and len(titles) == 6  # the bootstrap's 5, and X
+    assert run.todos.items[0].done  # the person ticked the bootstrap's first task
+    person = [e for e in run.events if e.data.get("source") == "person"]
+    assert [e.kind for e in person] == ["todos_written", "todo_completed"]
+    assert run.events.of_kind("run_started")[0].seq < person[0].seq
+    request = model.requests[0].layer_text(2)
+    assert "Check the glossary" in request  # the model saw the person's task at once

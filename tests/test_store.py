@@ -178,6 +178,7 @@ def test_runs_newest_first_with_job_columns(tmp_path: Path) -> None:
         "deliverables": ["report.md", "données.csv"],
         "notes": None,
         "config": {"max_turns": 5},
+        "unreadable": None,
     }
 
 
@@ -320,3 +321,64 @@ def test_context_manager_closes(tmp_path: Path) -> None:
         start(store, "r1")
     with pytest.raises(StoreError, match="closed"):
         store.run_ids()
+
+
+# ── corrupt rows ─────────────────────────────────────────────────────────────
+
+
+def corrupt(path: Path, sql: str, *params: Any) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute(sql, params)
+
+
+def test_a_corrupt_event_row_is_marked_and_the_others_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        start(store, "r1")
+        for seq in range(3):
+            store.record_event("r1", event(seq, n=seq))
+    corrupt(path, "UPDATE events SET data = '{\"n\": 1, trunc' WHERE seq = 1")
+    corrupt(path, "UPDATE events SET data = CAST(x'7b226e223a2032ff7d' AS TEXT) WHERE seq = 2")
+    with Store(path) as store:
+        events = store.events("r1")
+        assert [e.seq for e in events] == [0, 1, 2]
+        assert events[0].data == {"n": 0}
+        assert "JSONDecodeError" in events[1]["unreadable"]
+        assert events[1]["raw"] == '{"n": 1, trunc'
+        assert "unreadable" in events[2].data
+        assert [e.seq for _, e in store.events_of_kind("tool_call")] == [0, 1, 2]
+
+
+def test_store_error_only_when_no_event_of_a_run_can_be_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        start(store, "r1")
+        store.record_event("r1", event(0))
+    corrupt(path, "UPDATE events SET data = 'not json'")
+    with Store(path) as store, pytest.raises(StoreError, match="none of the 1 events of run 'r1'"):
+        store.events("r1")
+
+
+def test_a_corrupt_config_cell_is_marked_and_runs_df_reads_every_run(tmp_path: Path) -> None:
+    from gr_notebook.analysis import runs_df
+
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        start(store, "r1", 1.0, name="a")
+        start(store, "r2", 2.0, name="b")
+        store.record_job(
+            "r2",
+            status="completed",
+            completed_at=3.0,
+            summary="s",
+            deliverables=["out.md"],
+            confidence=1.0,
+            notes=None,
+        )
+    corrupt(path, "UPDATE runs SET config = '{\"name\": ' WHERE run_id = 'r2'")
+    corrupt(path, "UPDATE jobs SET deliverables = '[\"out' WHERE run_id = 'r2'")
+    frame = runs_df(path)
+    assert list(frame.run_id) == ["r2", "r1"]
+    assert frame.config.iloc[1] == {"name": "a"} and frame.unreadable.iloc[1] is None
+    assert frame.config.iloc[0] == {} and frame.deliverables.iloc[0] is None
+    assert frame.unreadable.iloc[0] == ["config", "deliverables"]

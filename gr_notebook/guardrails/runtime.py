@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import RunError
 from gr_notebook.guardrails.completion import (
+    PlanBasedChecker,
     StopKind,
+    TaskCompletionChecker,
     TaskCompletionContext,
     TaskCompletionResult,
 )
@@ -211,13 +213,47 @@ class Guardrails:
                 },
             )
             return StopVerdict(True, bypassed=spent)
+        result = self._ask(checker, kind, tentative)
+        if result.complete:
+            self.refusals = 0
+        else:
+            self.refusals += 1
+        give_up = not result.complete and self.refusals >= self.spec.max_refusals
+        self._emit(
+            "completion_check",
+            {
+                **data,
+                "complete": result.complete,
+                "bypassed": None,
+                "feedback": result.feedback,
+                "refusals": self.refusals,
+                "give_up": give_up,
+            },
+        )
+        return StopVerdict(result.complete, result.feedback, give_up=give_up)
+
+    def work_left(self, kind: StopKind, tentative: Any) -> str | None:
+        """What is unfinished, for the status of a stop the limits let through unchecked;
+        None when the job is done. The agent's checker judges, or without one the plan and
+        todo list (:class:`PlanBasedChecker`). Nothing is refused and no check is recorded:
+        this only keeps an unfinished job from being reported as a success."""
+        result = self._ask(self.spec.checker or PlanBasedChecker(), kind, tentative)
+        if result.complete:
+            return None
+        return (result.feedback or "").replace("<blocker>", "").strip().split("\n")[0] or (
+            "the completion check found the job unfinished"
+        )
+
+    def _ask(
+        self, checker: TaskCompletionChecker, kind: StopKind, tentative: Any
+    ) -> TaskCompletionResult:
         context = TaskCompletionContext(
             workspace=self.workspace,
             todos=self._todos(),
             plan=self._plan(),
             tentative_output=tentative,
             stop_reason=kind,
-            budget=usage,
+            budget=self._usage(),
             run_id=self.run_id,
         )
         try:
@@ -237,23 +273,7 @@ class Guardrails:
                 f"The completion check failed ({type(exc).__name__}: {exc}), so the stop "
                 "could not be confirmed."
             )
-        if result.complete:
-            self.refusals = 0
-        else:
-            self.refusals += 1
-        give_up = not result.complete and self.refusals >= self.spec.max_refusals
-        self._emit(
-            "completion_check",
-            {
-                **data,
-                "complete": result.complete,
-                "bypassed": None,
-                "feedback": result.feedback,
-                "refusals": self.refusals,
-                "give_up": give_up,
-            },
-        )
-        return StopVerdict(result.complete, result.feedback, give_up=give_up)
+        return result
 
     def note_work(self) -> None:
         """The model did something other than try to stop: the refusal streak is broken."""

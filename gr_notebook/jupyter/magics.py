@@ -25,6 +25,7 @@ from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import GrNotebookError, ModelSpecError
 from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
 from gr_notebook.jupyter.cells import TopLevelAwait
+from gr_notebook.jupyter.interrupts import INTERRUPTED, CtrlC
 from gr_notebook.run import Run, current_run
 
 if TYPE_CHECKING:
@@ -239,7 +240,8 @@ class AgentMagics(Magics):
         buttons here: nothing could click them, and a request that waits out a timeout in a
         frozen cell helps no one, so a large budget is denied at once, on the timeline.
         """
-        run_blocking(self._run_async(agent, instructions, out, confirmer=None))
+        with CtrlC() as ctrl_c:
+            run_blocking(self._run_async(agent, instructions, out, confirmer=None, ctrl_c=ctrl_c))
 
     async def run_async(self, line: str, cell: str) -> None:
         """``%%agent`` as top-level ``await``: the kernel keeps serving the dashboard's
@@ -258,17 +260,25 @@ class AgentMagics(Magics):
             self._start_background(agent, cell.strip(), args.out)
 
     async def _run_async(
-        self, agent: Agent, instructions: str, out: str, *, confirmer: WidgetConfirmer | None
+        self,
+        agent: Agent,
+        instructions: str,
+        out: str,
+        *,
+        confirmer: WidgetConfirmer | None,
+        ctrl_c: CtrlC | None = None,
     ) -> None:
         from gr_notebook.jupyter.widgets import Dashboard
 
         run = _launch(agent, instructions, confirmer)
         self._namespace[out] = run
+        if ctrl_c is not None:
+            ctrl_c.watch(run)
         display(Dashboard.for_run(run))
         try:
             await run.wait()
         except (KeyboardInterrupt, asyncio.CancelledError):
-            run.cancel("interrupted by the person")
+            run.cancel(INTERRUPTED, interrupted=True)
             raise
         display(run)
 

@@ -50,6 +50,7 @@ STATE_COLOURS = {
     "completed": "#2e7d32",
     "failed": "#c62828",
     "cancelled": "#616161",
+    "interrupted": "#616161",  # Ctrl-C, or its process died
     "budget_exhausted": "#ef6c00",
     "incomplete": "#ef6c00",
     "stuck": "#ad1457",  # tier 3: the interventions gave up on the run
