@@ -25,6 +25,8 @@ __all__ = [
     "special_kind",
 ]
 
+SYSTEM_DIR = ".gr"
+"""The system's own folder (the workspace lock): no path given to the workspace reaches it."""
 TOOL_DOCS_DIR = "tools"
 """Where each tool's full documentation is written, for the pointers in Layer 3."""
 
@@ -190,6 +192,11 @@ def relative_path(raw: str | os.PathLike[str]) -> str:
     if normal == ".." or normal.startswith("../"):
         raise WorkspaceError(
             f"'{raw}' leads outside the workspace (..); give a path inside it, e.g. 'notes.md'"
+        )
+    if normal == SYSTEM_DIR or normal.startswith(f"{SYSTEM_DIR}/"):
+        raise WorkspaceError(
+            f"'{raw}' is in {SYSTEM_DIR}/, which the system keeps for itself (the run's lock); "
+            "use any other path, e.g. 'notes.md'"
         )
     return normal
 

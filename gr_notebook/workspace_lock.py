@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from gr_notebook.errors import RunError, WorkspaceError
+from gr_notebook.workspace import SYSTEM_DIR
 
 try:
     import fcntl
@@ -30,7 +31,7 @@ except ImportError:  # Windows: no flock; runs are then kept apart within a proc
 
 __all__ = ["LOCK_FILE", "LockOwner", "WorkspaceLock", "live_owner"]
 
-LOCK_FILE = ".gr/run.lock"
+LOCK_FILE = f"{SYSTEM_DIR}/run.lock"
 """Under a dot-directory, so ``list_files`` and the workspace summary never show it."""
 
 _ATTEMPTS = 5

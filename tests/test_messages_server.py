@@ -259,7 +259,9 @@ async def test_a_slow_answer_beyond_the_client_timeout_is_api_timeout_error() ->
         started = time.monotonic()
         with pytest.raises(anthropic.APITimeoutError):
             await create(server, timeout=0.2)
-        assert time.monotonic() - started < 1.0
+        assert (
+            time.monotonic() - started < 1.8
+        )  # cut before the 2 s answer, with room for a busy machine
         assert server.remaining == 0
 
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,17 @@ def test_a_finished_run_releases_its_workspace(tmp_path: Path) -> None:
     agent.run_sync("One.")
     assert live_owner(tmp_path) is None
     assert agent.run_sync("Two.").status == "completed"
+
+
+async def test_the_model_cannot_reach_the_lock(make_agent: Any) -> None:
+    """Overwriting .gr/run.lock would let a second process take the workspace."""
+    model = gr.ScriptedModel(
+        [
+            gr.tool_call("write_file", path=".gr/run.lock", content="{}"),
+            gr.tool_call("read_file", path="./.gr/run.lock"),
+            gr.text("ok"),
+        ]
+    )
+    run = await make_agent(model).run("job")
+    calls = [e.data for e in run.events.of_kind("tool_call")]
+    assert all(c["is_error"] and "keeps for itself" in c["result"] for c in calls)
