@@ -489,11 +489,7 @@ class Loop:
         """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
         only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
         it runs out between turns (the status table in docs/decisions.md)."""
-        pressed = self.usage().exhausted or (
-            f"the run was told to wrap up ({order})"
-            if self.regulation is not None and (order := self.regulation.wrap_up)
-            else None
-        )
+        pressed = self.guards.pressing()
         if not pressed:
             return outcome
         left = self.guards.work_left(kind, tentative)

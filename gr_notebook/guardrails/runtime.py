@@ -198,9 +198,7 @@ class Guardrails:
             return StopVerdict(True)
         usage = self._usage()
         data: dict[str, Any] = {"stop": kind, "checker": type(checker).__name__}
-        spent = usage.exhausted
-        if not spent and (order := self._wrap_up()):
-            spent = f"the run was told to wrap up ({order})"
+        spent = self.pressing(usage)
         if spent:
             self._emit(
                 "completion_check",
@@ -231,6 +229,14 @@ class Guardrails:
             },
         )
         return StopVerdict(result.complete, result.feedback, give_up=give_up)
+
+    def pressing(self, usage: BudgetUsage | None = None) -> str | None:
+        """Why a hard limit lets a stop through unchecked: a spent limit, or a standing
+        order to wrap up; None while the limits have room."""
+        spent = (usage or self._usage()).exhausted
+        if not spent and (order := self._wrap_up()):
+            spent = f"the run was told to wrap up ({order})"
+        return spent
 
     def work_left(self, kind: StopKind, tentative: Any) -> str | None:
         """What is unfinished, for the status of a stop the limits let through unchecked;
