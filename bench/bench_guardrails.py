@@ -60,9 +60,9 @@ from gr_notebook.guardrails import (
     StaticFeedbackProvider,
     render_feedback,
 )
-from gr_notebook.todos import TodoList
 from gr_notebook.tools import CORE_TOOLS, ToolOutput
-from gr_notebook.workspace import Workspace
+from gr_notebook.workflow.todos import TodoList
+from gr_notebook.workflow.workspace import Workspace
 
 SIZES = (10, 100, 1_000, 5_000, 10_000)
 BATCH = 300

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 import typing
 
+from gr_notebook import _moved
 from gr_notebook.agent import Agent
-from gr_notebook.analysis import runs_df
 from gr_notebook.clock import FakeClock
+from gr_notebook.engine.loop import SameStateDetector, StuckDetector
 from gr_notebook.errors import (
     ConfigError,
     GrNotebookError,
@@ -60,8 +61,10 @@ from gr_notebook.guardrails import (
     ToolPolicy,
 )
 from gr_notebook.guidance import Directive
-from gr_notebook.lint import GuidanceConflict, lint_guidance
-from gr_notebook.loop import SameStateDetector, StuckDetector
+from gr_notebook.history.analysis import runs_df
+from gr_notebook.history.lint import GuidanceConflict, lint_guidance
+from gr_notebook.history.replay import replay_interventions, sweep_interventions
+from gr_notebook.history.store import Store
 from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models import (
     FunctionModel,
@@ -75,16 +78,14 @@ from gr_notebook.models import (
     tool_call,
     tool_calls,
 )
-from gr_notebook.models.simulated import SimulatedModel
-from gr_notebook.phases import JobResult
-from gr_notebook.plan import Phase, Plan, Step
-from gr_notebook.replay import replay_interventions, sweep_interventions
+from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.run import Limits, Run, current_run
-from gr_notebook.store import Store
-from gr_notebook.todos import TodoItem, TodoList
 from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
-from gr_notebook.workspace import Workspace
+from gr_notebook.workflow.phases import JobResult
+from gr_notebook.workflow.plan import Phase, Plan, Step
+from gr_notebook.workflow.todos import TodoItem, TodoList
+from gr_notebook.workflow.workspace import Workspace
 
 if typing.TYPE_CHECKING:
     from gr_notebook.jupyter.widgets import Dashboard
@@ -214,3 +215,5 @@ __all__ = [
 # A library logs and the application decides where it goes: without a handler of its own,
 # an intervention's warnings would reach stderr through logging's last resort.
 logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
+
+_moved.install()  # module paths from before the packages' layout still import, with a warning

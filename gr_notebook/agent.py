@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gr_notebook.blocking import run_blocking
+from gr_notebook.engine.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget
@@ -28,17 +29,16 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
-from gr_notebook.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model, context_window_of
-from gr_notebook.prompts import kickoff_prompt, system_prompt
 from gr_notebook.run import Limits, Run
-from gr_notebook.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
-from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace, relative_path
-from gr_notebook.workspace_lock import LockOwner, WorkspaceLock
+from gr_notebook.workflow.prompts import kickoff_prompt, system_prompt
+from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace, relative_path
+from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
 __all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from gr_notebook.agent import Agent
 from gr_notebook.events import Event
+from gr_notebook.history.store import DEFAULT_STORE_PATH
 from gr_notebook.run import Run
-from gr_notebook.store import DEFAULT_STORE_PATH
 
 __all__ = ["DEMO_INSTRUCTIONS", "run_demo"]
 

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 from gr_notebook.tools.base import Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
-from gr_notebook.workspace import Workspace
+from gr_notebook.workflow.workspace import Workspace
 
 __all__ = [
     "AUDIT_PATTERN",

@@ -6,7 +6,7 @@ INSTRUCTION line) is recorded with the next action it names and the state of the
 was given. The record sits under ``data["directive"]`` of the event that delivered the order
 (``prompt_injected``, ``tool_call``, ``feedback``), so an order costs no event of its own; the
 todo layer and the kickoff, which no other event delivers, get a ``guidance`` event.
-:mod:`gr_notebook.lint` reads these records back to find orders that contradict each other
+:mod:`gr_notebook.history.lint` reads these records back to find orders that contradict each other
 or the job.
 """
 
@@ -20,8 +20,8 @@ from gr_notebook.eventdata import clip
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.plan import Plan
-    from gr_notebook.todos import TodoList
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
 
 __all__ = [
     "ACTIONS",

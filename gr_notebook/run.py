@@ -11,20 +11,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.engine.loop import RunStatus
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event, EventLog, Subscriber
 from gr_notebook.guardrails.policy import PolicyState
-from gr_notebook.loop import RunStatus
-from gr_notebook.phases import JobResult, PhaseController
-from gr_notebook.plan import Plan
-from gr_notebook.todos import TodoList
-from gr_notebook.workspace import Workspace
+from gr_notebook.workflow.phases import JobResult, PhaseController
+from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.todos import TodoList
+from gr_notebook.workflow.workspace import Workspace
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gr_notebook.engine.loop import Loop
     from gr_notebook.guardrails.runtime import Guardrails
-    from gr_notebook.loop import Loop
 
 __all__ = ["Limits", "Run", "RunStatus", "current_run"]
 
@@ -226,53 +226,53 @@ class Run:
     # -- analysis -------------------------------------------------------------------------------
 
     def events_df(self) -> pd.DataFrame:
-        from gr_notebook.analysis import events_df
+        from gr_notebook.history.analysis import events_df
 
         return events_df(self._events)
 
     def turns_df(self) -> pd.DataFrame:
-        from gr_notebook.analysis import turns_df
+        from gr_notebook.history.analysis import turns_df
 
         return turns_df(self._events)
 
     def phases_df(self) -> pd.DataFrame:
-        from gr_notebook.analysis import phases_df
+        from gr_notebook.history.analysis import phases_df
 
         return phases_df(self._events)
 
     def tool_calls_df(self) -> pd.DataFrame:
-        from gr_notebook.analysis import tool_calls_df
+        from gr_notebook.history.analysis import tool_calls_df
 
         return tool_calls_df(self._events)
 
     def policy_df(self) -> pd.DataFrame:
         """One row per tool call a policy governed: allowed, or denied with the reason."""
-        from gr_notebook.analysis import policy_df
+        from gr_notebook.history.analysis import policy_df
 
         return policy_df(self._events)
 
     def feedback_df(self) -> pd.DataFrame:
-        from gr_notebook.analysis import feedback_df
+        from gr_notebook.history.analysis import feedback_df
 
         return feedback_df(self._events)
 
     def guidance_df(self) -> pd.DataFrame:
         """One row per order the system gave the model: the turn, its source, the action it
         names, its text, and the phase, tasks left and limits used when it was given."""
-        from gr_notebook.analysis import guidance_df
+        from gr_notebook.history.analysis import guidance_df
 
         return guidance_df(self._events)
 
     def completion_df(self) -> pd.DataFrame:
         """One row per attempt to stop: complete, refused with feedback, or bypassed."""
-        from gr_notebook.analysis import completion_df
+        from gr_notebook.history.analysis import completion_df
 
         return completion_df(self._events)
 
     def interventions_df(self) -> pd.DataFrame:
         """One row per intervention check: fired (with its tier) or skipped (with the
         safeguard that held it off)."""
-        from gr_notebook.analysis import interventions_df
+        from gr_notebook.history.analysis import interventions_df
 
         return interventions_df(self._events)
 
@@ -319,8 +319,8 @@ class Run:
         )
 
     def _repr_html_(self) -> str:
-        from gr_notebook.jupyter.render import render_run_card
-        from gr_notebook.jupyter.state import RunTracker
+        from gr_notebook.display.render import render_run_card
+        from gr_notebook.display.state import RunTracker
 
         state, totals = RunTracker().snapshot(self), self._totals
         return render_run_card(state, turns=totals.turns, phases_completed=totals.phases_completed)

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.analysis import GUIDANCE_COLUMNS
 from gr_notebook.examples import QUICKSTART, ExampleJob, audit_job, coding_job, corpus_job
 from gr_notebook.guidance import action_of_text
-from gr_notebook.lint import RULES
+from gr_notebook.history.analysis import GUIDANCE_COLUMNS
+from gr_notebook.history.lint import RULES
 
 QUITTER_JOB = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
 
@@ -400,7 +400,7 @@ def test_every_rule_is_documented() -> None:
         "stop_refused_after_wrap_up",
         "narrow_scope_within_limits",
     }
-    assert gr.lint.RULES is RULES
+    assert gr.history.lint.RULES is RULES
     assert gr.lint_guidance([]) == []
 
 
@@ -553,14 +553,14 @@ def test_a_wrap_up_order_stands_over_the_next_phase(tmp_path: Path) -> None:
 
 def _situation(*messages: gr.Message) -> Any:
     from gr_notebook.models.base import ModelRequest
-    from gr_notebook.models.situation import Situation
+    from gr_notebook.models.simulated.situation import Situation
 
     return Situation.read(ModelRequest(system=(), messages=tuple(messages), tools=()))
 
 
 def test_told_a_read_is_redundant_the_literal_agent_skips_it() -> None:
-    from gr_notebook.models.literal import without_rebuked_reads
-    from gr_notebook.models.simulated import respond
+    from gr_notebook.models.simulated.literal import without_rebuked_reads
+    from gr_notebook.models.simulated.model import respond
 
     rebuked = gr.ToolResultBlock(
         "t1", "# notes\n\n<feedback provider='Redundancy'>\nYou already read notes.md\n</feedback>"

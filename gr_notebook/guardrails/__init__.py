@@ -7,7 +7,6 @@ the :class:`Budget` they are bypassed or bounded by.
 
 from __future__ import annotations
 
-from gr_notebook.guardrails.adaptive import BudgetSuggestion
 from gr_notebook.guardrails.budget import Budget, BudgetUsage, Deadline
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment, TaskBudget
 from gr_notebook.guardrails.completion import (
@@ -57,6 +56,7 @@ from gr_notebook.guardrails.regulation import (
 )
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import GuardrailSpec
+from gr_notebook.history.adaptive import BudgetSuggestion
 
 __all__ = [
     "Budget",

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from gr_notebook.validation import seconds, whole_number
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.adaptive import BudgetSuggestion
     from gr_notebook.guardrails.budget_table import BudgetTable
-    from gr_notebook.store import Store
+    from gr_notebook.history.adaptive import BudgetSuggestion
+    from gr_notebook.history.store import Store
 
 __all__ = ["Budget", "BudgetUsage", "Deadline"]
 
@@ -53,7 +53,7 @@ class Budget:
         """Limits from the usage of past completed runs of ``task_type`` in the store (the
         ``percentile``-th), shown with the numbers; the budget table's row when there are
         none. Use the result's ``.budget`` in ``gr.Agent(budget=...)``."""
-        from gr_notebook.guardrails.adaptive import suggest_budget
+        from gr_notebook.history.adaptive import suggest_budget
 
         return suggest_budget(task_type, store=store, percentile=percentile, table=table)
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from gr_notebook import prompts
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.paths import is_file
+from gr_notebook.workflow import prompts
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.plan import Plan
-    from gr_notebook.todos import TodoList
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = [
     "CompositeChecker",

@@ -20,9 +20,9 @@ from gr_notebook.validation import seconds, whole_number
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage, Deadline
     from gr_notebook.guardrails.triggers import FeedbackRunner
-    from gr_notebook.plan import Plan
-    from gr_notebook.todos import TodoList
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = [
     "SEVERITIES",

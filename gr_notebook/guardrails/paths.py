@@ -16,7 +16,7 @@ import posixpath
 import stat as stat_module
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.workspace import Workspace
+from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["canonical_path", "file_stamp", "is_file"]
 

@@ -16,7 +16,7 @@ from gr_notebook.errors import RunError
 
 if TYPE_CHECKING:
     from gr_notebook.tools.base import Tool, ToolOutput
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["PolicyContext", "PolicyDecision", "PolicyMemory", "PolicyState", "ToolPolicy"]
 

@@ -17,8 +17,8 @@ from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
 from gr_notebook.guardrails.paths import canonical_path, file_stamp
-from gr_notebook.todos import ARCHIVE_DIR
-from gr_notebook.workspace import TOOL_DOCS_DIR, Workspace
+from gr_notebook.workflow.todos import ARCHIVE_DIR
+from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
 
 __all__ = [
     "DEFAULT_CONFIRM_ABOVE",

@@ -35,10 +35,10 @@ from gr_notebook.guardrails.triggers import FeedbackRunner
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.plan import Plan
-    from gr_notebook.todos import TodoList
     from gr_notebook.tools.base import Tool, ToolOutput
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["SNAPSHOT_VERSION", "Denial", "Guardrails", "StopVerdict"]
 

@@ -25,9 +25,9 @@ from gr_notebook.guardrails.paths import is_file
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.plan import Plan
-    from gr_notebook.todos import TodoList
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["RECENT_CALLS", "FeedbackRunner"]
 

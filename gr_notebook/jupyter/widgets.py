@@ -19,9 +19,7 @@ from typing import Any, ClassVar, Self, cast
 
 import ipywidgets as w
 
-from gr_notebook.errors import GrNotebookError
-from gr_notebook.events import Event
-from gr_notebook.jupyter.render import (
+from gr_notebook.display.render import (
     render_dashboard,
     render_feedback,
     render_header,
@@ -31,8 +29,10 @@ from gr_notebook.jupyter.render import (
     render_todos,
     text_dashboard,
 )
-from gr_notebook.jupyter.state import DashboardState, RunTracker
-from gr_notebook.jupyter.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
+from gr_notebook.display.state import DashboardState, RunTracker
+from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
+from gr_notebook.errors import GrNotebookError
+from gr_notebook.events import Event
 from gr_notebook.run import Run
 
 __all__ = ["Dashboard", "TodoPanel"]

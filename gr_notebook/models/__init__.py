@@ -69,7 +69,7 @@ def resolve_model(spec: object) -> Model:
     if isinstance(spec, str):
         kind, _, arg = spec.partition(":")
         if kind == "simulated":
-            from gr_notebook.models.simulated import SimulatedModel
+            from gr_notebook.models.simulated.model import SimulatedModel
 
             return SimulatedModel(profile=arg or "diligent")
         if kind == "anthropic":

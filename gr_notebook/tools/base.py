@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.models.base import ToolSpec
-from gr_notebook.workspace import TOOL_DOCS_DIR
+from gr_notebook.workflow.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.guardrails.regulation import SelfRegulation
     from gr_notebook.guidance import Directive
-    from gr_notebook.phases import PhaseController
-    from gr_notebook.workspace import Workspace
+    from gr_notebook.workflow.phases import PhaseController
+    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["Handler", "Tool", "ToolContext", "ToolOutput", "Toolset", "flatten_tools"]
 

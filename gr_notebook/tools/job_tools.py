@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.errors import ToolError, WorkspaceError
-from gr_notebook.phases import JobResult
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.workflow.phases import JobResult
 
 __all__ = ["JOB_TOOLS"]
 

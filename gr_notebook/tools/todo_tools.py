@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.errors import ToolError
-from gr_notebook.todos import TodoItem
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.workflow.todos import TodoItem
 
 __all__ = ["TODO_TOOLS"]
 

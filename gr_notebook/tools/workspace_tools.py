@@ -10,11 +10,11 @@ from typing import Any
 import regex
 
 from gr_notebook.errors import ToolError, WorkspaceError
-from gr_notebook.plan import Plan
-from gr_notebook.summary import SUMMARY_FILE
 from gr_notebook.tools.base import Tool, ToolContext, object_schema
 from gr_notebook.wording import plural
-from gr_notebook.workspace import display_name, read_regular
+from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.summary import SUMMARY_FILE
+from gr_notebook.workflow.workspace import display_name, read_regular
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "MAX_SEARCH_HITS", "WORKSPACE_TOOLS"]
 

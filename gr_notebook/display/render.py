@@ -1,0 +1,305 @@
+"""State to HTML (and to text): pure functions, testable without a kernel or a browser.
+
+Styles are inline so the output looks the same in JupyterLab, in an exported HTML file and
+in a saved notebook. Class names (``gr-todos``, ``gr-meter`` …) are stable hooks for tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from gr_notebook.display.state import (
+    DashboardState,
+    FeedbackEntry,
+    Level,
+    Meter,
+    TimelineEntry,
+    Tone,
+)
+from gr_notebook.wording import plural
+from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.todos import TodoList
+
+__all__ = [
+    "LEVEL_COLOURS",
+    "STATE_COLOURS",
+    "TONE_STYLES",
+    "render_dashboard",
+    "render_feedback",
+    "render_header",
+    "render_meters",
+    "render_plan",
+    "render_run_card",
+    "render_timeline",
+    "render_todos",
+    "text_dashboard",
+]
+
+LEVEL_COLOURS: dict[Level, str] = {
+    "none": "#9e9e9e",
+    "ok": "#2e7d32",
+    "warn": "#f9a825",
+    "high": "#c62828",
+}
+STATE_COLOURS = {
+    "running": "#1565c0",
+    "stopping": "#616161",
+    "pausing": "#6a1b9a",
+    "paused": "#6a1b9a",
+    "completed": "#2e7d32",
+    "failed": "#c62828",
+    "cancelled": "#616161",
+    "interrupted": "#616161",  # Ctrl-C, or its process died
+    "budget_exhausted": "#ef6c00",
+    "incomplete": "#ef6c00",
+    "stuck": "#ad1457",  # tier 3: the interventions gave up on the run
+}
+EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
+SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
+TIMELINE_ICONS = {
+    "run_started": "▶",
+    "phase_started": "◆",
+    "phase_transition": "⇢",
+    "compaction": "⇊",
+    "rewind": "↺",
+    "stuck_checkpoint": "⚠",
+    "run_paused": "❚❚",
+    "run_resumed": "▶",
+    "job_complete": "✔",
+    "error": "✖",
+    "policy_decision": "⛔",
+    "completion_check": "✋",
+    "policies_reset": "↺",
+    "intervention": "⚑",
+    "intervention_skipped": "·",
+    "task_assessed": "⚖",
+    "confirmation": "⊘",
+    "conversation_pruned": "✂",
+    "run_finished": "■",
+}
+TONE_STYLES: dict[Tone, str] = {
+    "plain": "",
+    "muted": "color:#9e9e9e",
+    "notice": "color:#e65100;font-weight:600",
+    "alert": "color:#c62828;font-weight:700",
+}
+MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.35"
+PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
+TITLE_STYLE = "font-weight:600;margin-bottom:4px"
+PLAN_ROWS = 12
+
+
+def _panel(cls: str, title: str, body: str) -> str:
+    return (
+        f"<div class='{cls}' style='{PANEL}'><div style='{TITLE_STYLE}'>{escape(title)}</div>"
+        f"{body}</div>"
+    )
+
+
+def render_todos(todos: TodoList) -> str:
+    """Layer 2 exactly as :meth:`TodoList.render` draws it, with the current task highlighted
+    and done tasks in green: one source for the text, so the two never drift apart."""
+    lines = [escape(line) for line in todos.render().split("\n")]
+    phase_at = next(i for i, line in enumerate(lines) if line.startswith("Phase: "))
+    lines[phase_at] = f"Phase: <b>{escape(todos.phase_label())}</b>"
+    first = phase_at + 2  # the items follow the phase line and a blank line
+    if not todos.items:
+        lines[first] = f"<i>{lines[first]}</i>"
+    current = todos.current_index
+    for i, item in enumerate(todos.items):
+        if i == current:
+            style = "class='gr-current' style='background:#fff3c4;font-weight:700'"
+        elif item.done:
+            style = "style='color:#2e7d32'"
+        else:
+            continue
+        lines[first + i] = f"<span {style}>{lines[first + i]}</span>"
+    body = "\n".join(lines)
+    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:auto"
+    return f"<pre class='gr-todos' style='{style}'>{body}</pre>"
+
+
+def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:
+    """The phases around the active one, at most ``rows`` of them: a 200-phase plan costs
+    what a 12-phase plan does, and the panel stays readable."""
+    if plan is None:
+        body = "<i style='color:#757575'>No plan yet: the model writes it during bootstrap.</i>"
+        return _panel("gr-plan", "Plan", body)
+    phases = plan.phases
+    active = plan.active
+    at = phases.index(active) if active is not None else len(phases) - 1
+    start = max(0, min(at - 2, len(phases) - rows))
+    shown = phases[start : start + rows]
+    items = []
+    if start:
+        done = sum(p.status == "complete" for p in phases[:start])
+        items.append(_more_row(f"✔ Phases 1–{start}: {done} of {start} complete"))
+    for phase in shown:
+        if phase.status == "complete":
+            icon, style = "✔", "color:#2e7d32"
+        elif phase.status == "current":
+            icon, style = "▶", "color:#1565c0;font-weight:700"
+        else:
+            icon, style = "○", "color:#757575"
+        steps = f" <span style='color:#9e9e9e'>({len(phase.steps)} steps)</span>"
+        items.append(
+            f"<li class='gr-phase gr-phase-{phase.status}' style='{style};list-style:none'>"
+            f"{icon} Phase {phase.number}: {escape(phase.name)}{steps}</li>"
+        )
+    hidden = len(phases) - start - len(shown)
+    if hidden:
+        items.append(_more_row(f"○ {plural(hidden, 'more phase')}"))
+    body = f"<ul style='margin:0;padding-left:4px'>{''.join(items)}</ul>"
+    title = plan.title if plan.title.lower().startswith("plan") else f"Plan: {plan.title}"
+    return _panel("gr-plan", title if plan.title else "Plan", body)
+
+
+def _more_row(text: str) -> str:
+    return f"<li class='gr-phase-more' style='list-style:none;color:#9e9e9e'>{escape(text)}</li>"
+
+
+def render_meter(meter: Meter) -> str:
+    colour = LEVEL_COLOURS[meter.level]
+    fraction = meter.fraction
+    width = 0.0 if fraction is None else min(fraction, 1.0) * 100
+    return (
+        f"<div class='gr-meter gr-level-{meter.level}' style='margin:3px 0' "
+        f"title='{escape(meter.describe())}'>"
+        f"<div style='font-size:12px'>{escape(meter.describe())}</div>"
+        + (
+            ""  # nothing to measure against: no bar, rather than an empty one
+            if fraction is None
+            else "<div style='background:#eee;height:8px;border-radius:4px;overflow:hidden'>"
+            f"<div style='width:{width:.1f}%;height:8px;background:{colour}'></div></div>"
+        )
+        + "</div>"
+    )
+
+
+def render_meters(meters: Sequence[Meter]) -> str:
+    return _panel("gr-meters", "Resources", "".join(render_meter(m) for m in meters))
+
+
+def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) -> str:
+    if not entries:
+        body = "<i style='color:#757575'>No feedback yet.</i>"
+    else:
+        blocks = []
+        for entry in entries:
+            colour = SEVERITY_COLOURS.get(entry.severity, "#616161")
+            items = "".join(f"<li>{escape(o)}</li>" for o in entry.observations)
+            items += "".join(f"<li>→ {escape(s)}</li>" for s in entry.suggestions)
+            listing = f"<ul style='margin:2px 0 0 0'>{items}</ul>" if items else ""
+            head = (
+                f"<span style='color:{colour};font-weight:600'>{escape(entry.severity)}</span> "
+                f"<span style='color:#9e9e9e'>turn {entry.turn}</span>"
+            )
+            if entry.text:  # the block exactly as the model read it
+                body_html = (
+                    f"<pre class='gr-feedback-text' style='margin:2px 0;white-space:pre-wrap;"
+                    f"{MONO}'>{escape(entry.text)}</pre>"
+                )
+            else:
+                body_html = (
+                    f"<code>&lt;feedback provider='{escape(entry.provider)}'&gt;</code>"
+                    f"<div>{escape(entry.summary)}</div>{listing}"
+                )
+            blocks.append(
+                f"<div class='gr-feedback-block gr-severity-{escape(entry.severity)}' "
+                f"style='border-left:3px solid {colour};padding-left:6px;margin:4px 0'>"
+                f"{head}{body_html}</div>"
+            )
+        body = "".join(blocks)
+    title = "Feedback" + (f" ({total})" if total else "")
+    return _panel("gr-feedback", title, body)
+
+
+def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) -> str:
+    if not entries:
+        body = "<i style='color:#757575'>Nothing yet.</i>"
+    else:
+        rows = "".join(
+            f"<li class='gr-event gr-event-{escape(e.kind)} gr-tone-{e.tone}' "
+            f"style='list-style:none;{TONE_STYLES[e.tone]}'>"
+            f"<span style='color:#9e9e9e;font-weight:400;display:inline-block;min-width:5.5em'>"
+            f"turn {e.turn}</span>{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
+            for e in entries
+        )
+        body = f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"
+        if total is not None and total > len(entries):
+            earlier = total - len(entries)
+            body += f"<div style='color:#9e9e9e;font-size:11px'>… {earlier} earlier</div>"
+    return _panel("gr-timeline", "Timeline (newest first)", body)
+
+
+def _state_colour(state: DashboardState) -> str:
+    return EARLY_COLOUR if state.ended_early else STATE_COLOURS.get(state.state, "#616161")
+
+
+def render_header(state: DashboardState) -> str:
+    colour = _state_colour(state)
+    reason = f" <span style='color:#757575'>({escape(state.note)})</span>" if state.note else ""
+    job = (
+        f"<div style='color:#2e7d32'>✔ {escape(state.job_summary)}</div>"
+        if state.job_summary
+        else ""
+    )
+    return (
+        f"<div class='gr-header'><b>Run {escape(state.run_id)}</b> "
+        f"<span class='gr-state' style='color:#fff;background:{colour};border-radius:3px;"
+        f"padding:0 6px'>{escape(state.state)}</span>{reason}{job}</div>"
+    )
+
+
+def render_dashboard(state: DashboardState) -> str:
+    """The whole dashboard as one static block: what a saved notebook or export shows."""
+    return (
+        "<div class='gr-dashboard'>"
+        f"{render_header(state)}"
+        "<div style='display:flex;gap:8px;flex-wrap:wrap'>"
+        f"<div style='flex:1 1 480px'>{render_todos(state.todos)}</div>"
+        f"<div style='flex:1 1 260px'>{render_plan(state.plan)}{render_meters(state.meters)}"
+        "</div></div>"
+        f"{render_feedback(state.feedback, state.feedback_total)}"
+        f"{render_timeline(state.timeline, state.timeline_total)}"
+        "</div>"
+    )
+
+
+def render_run_card(state: DashboardState, *, turns: int, phases_completed: int) -> str:
+    """A run in one line: what sits under a live dashboard once the run has ended."""
+    colour = _state_colour(state)
+    tokens = state.meters[0].used if state.meters else 0
+    reason = f" ({escape(state.note)})" if state.note else ""
+    job = f" · job complete: {escape(state.job_summary)}" if state.job_summary else ""
+    return (
+        f"<div class='gr-run'><b>Run {escape(state.run_id)}</b> "
+        f"<span style='color:{colour};font-weight:600'>{escape(state.state)}</span>{reason}"
+        f" · {plural(turns, 'turn')} · {plural(phases_completed, 'phase')} complete"
+        f" · {tokens:,} tokens{job}</div>"
+    )
+
+
+def text_dashboard(state: DashboardState) -> str:
+    """The dashboard as plain text, for ``text/plain`` and terminals."""
+    head = f"Run {state.run_id}: {state.state}"
+    if state.note:
+        head += f" ({state.note})"
+    lines = [head]
+    if state.job_summary:
+        lines.append(f"Job complete: {state.job_summary}")
+    lines += [state.todos.render(), ""]
+    if state.plan is not None:
+        marks = {"complete": "[x]", "current": "[>]", "pending": "[ ]"}
+        lines.append("Plan:")
+        lines += [f"  {marks[p.status]} Phase {p.number}: {p.name}" for p in state.plan.phases]
+    else:
+        lines.append("Plan: none yet")
+    lines += [m.describe() for m in state.meters]
+    if state.feedback:
+        lines.append("Feedback (newest first):")
+        lines += [f"  [{f.severity}] {f.provider}: {f.summary}" for f in state.feedback]
+    lines.append("Timeline (newest first):")
+    lines += [f"  turn {e.turn}: {e.text}" for e in state.timeline] or ["  (nothing yet)"]
+    return "\n".join(lines)

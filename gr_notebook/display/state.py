@@ -1,0 +1,279 @@
+"""What a dashboard shows, as plain values: meters, timeline entries, feedback blocks.
+
+A :class:`RunTracker` follows a run's events and keeps only the last few timeline and
+feedback entries, plus the latest budget the events announced, so building a
+:class:`DashboardState` costs the same at turn 2,000 as at turn 20. Everything here is pure:
+renderers and tests take these values, no kernel needed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from gr_notebook.display.timeline import (
+    TIMELINE_KINDS,
+    Tone,
+    describe,
+    describe_held_off,
+    tone_of,
+    worth_a_line,
+)
+from gr_notebook.events import Event
+from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.todos import TodoList
+
+if TYPE_CHECKING:
+    from gr_notebook.run import Run
+
+__all__ = [
+    "TIMELINE_KINDS",
+    "DashboardState",
+    "FeedbackEntry",
+    "Level",
+    "Meter",
+    "RunTracker",
+    "TimelineEntry",
+    "Tone",
+    "describe",
+    "meter_level",
+]
+
+Level: TypeAlias = Literal["none", "ok", "warn", "high"]
+
+#: Fractions of a limit past which a meter turns amber, then red (seed 003's 50% and 80%).
+WARN_AT = 0.5
+HIGH_AT = 0.8
+TIMELINE_SIZE = 12
+FEEDBACK_SIZE = 5
+MAX_BLOCK = 1_000
+
+
+def meter_level(used: float, limit: float | None) -> Level:
+    if not limit:
+        return "none"
+    fraction = used / limit
+    return "high" if fraction > HIGH_AT else "warn" if fraction > WARN_AT else "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Meter:
+    """One resource against its limit; ``limit=None`` means nothing is set to measure it by."""
+
+    label: str
+    used: int
+    limit: int | None
+    unit: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        return self.used / self.limit if self.limit else None
+
+    @property
+    def level(self) -> Level:
+        return meter_level(self.used, self.limit)
+
+    def describe(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        if not self.limit:
+            return f"{self.label}: {self.used:,}{unit} (no limit set)"
+        return f"{self.label}: {self.used:,} / {self.limit:,}{unit} ({self.fraction:.0%})"
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    seq: int
+    turn: int
+    kind: str
+    text: str
+    tone: Tone = "plain"
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackEntry:
+    """A feedback block as it reached the model (seed 002's ``Feedback``, flattened)."""
+
+    turn: int
+    provider: str
+    summary: str
+    severity: str = "info"
+    observations: tuple[str, ...] = ()
+    suggestions: tuple[str, ...] = ()
+    text: str = ""
+    """The block exactly as the model read it."""
+
+    @classmethod
+    def from_event(cls, event: Event) -> FeedbackEntry:
+        data = event.data
+        observations = tuple(
+            f"{o.get('category', '')}: {o.get('description', '')}".strip(": ")
+            if isinstance(o, Mapping)
+            else str(o)
+            for o in data.get("observations", ())
+        )
+        return cls(
+            turn=event.turn,
+            provider=str(data.get("provider", "feedback")),
+            summary=str(data.get("summary", "")),
+            severity=str(data.get("severity", "info")),
+            observations=observations,
+            suggestions=tuple(str(s) for s in data.get("suggestions", ())),
+            text=str(data.get("text", ""))[:MAX_BLOCK],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardState:
+    run_id: str
+    state: str
+    reason: str | None
+    todos: TodoList
+    plan: Plan | None
+    meters: tuple[Meter, ...]
+    timeline: tuple[TimelineEntry, ...]
+    """Newest first."""
+    timeline_total: int
+    feedback: tuple[FeedbackEntry, ...]
+    """Newest first."""
+    feedback_total: int
+    job_summary: str | None = None
+
+    @property
+    def ended_early(self) -> bool:
+        """The model stopped by itself with the job not complete: not a success."""
+        return self.state == "completed" and self.job_summary is None
+
+    @property
+    def note(self) -> str | None:
+        """Why the run is where it is, when that is worth saying."""
+        if self.ended_early:
+            return f"{self.reason or 'stopped'}; the job is not complete"
+        return self.reason if self.state != "completed" else None
+
+    @property
+    def settled(self) -> bool:
+        """Finished or paused: a state that is still true when the notebook is saved."""
+        return self.state not in ("running", "pausing", "stopping")
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class RunTracker:
+    """Follows a run's events, keeping the bounded lists a dashboard shows and the budget
+    the latest events announced (an approved assessment replaces the run's own limits)."""
+
+    def __init__(
+        self,
+        *,
+        timeline_size: int = TIMELINE_SIZE,
+        feedback_size: int = FEEDBACK_SIZE,
+        kinds: frozenset[str] = TIMELINE_KINDS,
+    ) -> None:
+        self.kinds = kinds
+        self.timeline_size = timeline_size
+        self.timeline: deque[TimelineEntry] = deque()
+        self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
+        self.timeline_total = 0
+        self.feedback_total = 0
+        self.tokens_budget: int | None = None
+        """The token budget the latest event announced; ``None`` until one does."""
+        self.iterations_max: int | None = None
+        self.assessed = False
+        """An approved ``assess_task`` set the budget (rather than the run's limits)."""
+        self.budget_used: tuple[int, int] | None = None
+        """(tokens, turns) used of that budget, as the latest event counted them: an
+        allotment counts from its assessment."""
+        self._held: tuple[Any, Any, int] | None = None
+        """(skip reason, first step, count) while the newest line is a run of skipped checks."""
+
+    def add(self, event: Event) -> bool:
+        """Take one event; True when it changed what the timeline or feedback panel shows."""
+        kind, data = event.kind, event.data
+        if kind == "model_call":
+            if "tokens_budget" in data:
+                self.tokens_budget = _int_or_none(data["tokens_budget"])
+            if "iterations_max" in data:
+                self.iterations_max = _int_or_none(data["iterations_max"])
+            if "budget_scope" in data:
+                self.assessed = data["budget_scope"] != "the run"
+                self.budget_used = (
+                    _int_or_none(data.get("budget_tokens_used")) or 0,
+                    _int_or_none(data.get("budget_iterations_used")) or 0,
+                )
+            return False
+        if kind == "task_assessed" and data.get("approved") is True:
+            self.tokens_budget = _int_or_none(data.get("token_budget"))
+            self.iterations_max = _int_or_none(data.get("max_iterations"))
+            self.assessed = True
+            self.budget_used = (0, 0)
+        if kind == "feedback":
+            self.feedback.append(FeedbackEntry.from_event(event))
+            self.feedback_total += 1
+            return True
+        if kind not in self.kinds or not worth_a_line(kind, data):
+            return False
+        entry = TimelineEntry(event.seq, event.turn, kind, describe(event), tone_of(kind, data))
+        held, self._held = self._held, None
+        if kind == "intervention_skipped":
+            reason, step = data.get("skip_reason"), data.get("step", "?")
+            if held is not None and held[0] == reason and self.timeline:
+                # Checks held off in a row for one reason share a line: a healthy run's
+                # check every few steps must not push the interventions off the timeline.
+                first, count = held[1], held[2] + 1
+                text = describe_held_off(data, first_step=first, count=count)
+                self.timeline[-1] = replace(entry, text=text)
+                self._held = (reason, first, count)
+                return True
+            self._held = (reason, step, 1)
+        self.timeline.append(entry)
+        self.timeline_total += 1
+        if len(self.timeline) > self.timeline_size:
+            self._make_room()
+        return True
+
+    def _make_room(self) -> None:
+        """Drop the oldest muted line (a held-off check) before any other, so a healthy
+        run's checks every few steps never push a pause, a phase or an intervention off the
+        timeline; the newest line always stays. Costs the timeline's length, not the run's."""
+        for i in range(len(self.timeline) - 1):
+            if self.timeline[i].tone == "muted":
+                del self.timeline[i]
+                return
+        self.timeline.popleft()
+
+    def meters(self, run: Run) -> tuple[Meter, ...]:
+        """Tokens against the budget the events announced, else the run's limits;
+        iterations likewise; the context against the model's window."""
+        summary = run.summary()
+        limits = run.limits
+        tokens, turns = summary["input_tokens"] + summary["output_tokens"], summary["turns"]
+        if self.assessed and self.budget_used is not None:
+            tokens, turns = self.budget_used
+        budget = self.tokens_budget if self.tokens_budget is not None else limits.token_budget
+        cap = self.iterations_max if self.iterations_max is not None else limits.max_iterations
+        basis = " (assessed)" if self.assessed else ""
+        return (
+            Meter(f"Tokens used{basis}", tokens, budget, "tokens"),
+            Meter(f"Iterations{basis}", turns, cap, "turns"),
+            Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
+        )
+
+    def snapshot(self, run: Run) -> DashboardState:
+        job = run.job
+        return DashboardState(
+            run_id=run.run_id,
+            state=run.state,
+            reason=run.reason,
+            todos=run.todos,
+            plan=run.plan,
+            meters=self.meters(run),
+            timeline=tuple(reversed(self.timeline)),
+            timeline_total=self.timeline_total,
+            feedback=tuple(reversed(self.feedback)),
+            feedback_total=self.feedback_total,
+            job_summary=job.summary if job else None,
+        )

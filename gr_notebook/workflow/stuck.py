@@ -1,0 +1,39 @@
+"""Stuck detection (seed 000): when the todo list stops moving, force a checkpoint.
+
+The loop asks its detector once per turn; a detector is any callable with this signature,
+so a notebook can try its own rule without touching the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gr_notebook.workflow.prompts import checkpoint_prompt
+from gr_notebook.workflow.todos import TodoList
+
+__all__ = ["SameStateDetector", "StuckDetector"]
+
+
+class StuckDetector(Protocol):
+    """Decides, once per turn, whether to force a checkpoint; returns the prompt or None."""
+
+    def __call__(self, turn: int, todos: TodoList) -> str | None: ...
+
+
+@dataclass
+class SameStateDetector:
+    """Seed 000's stuck detection: the todo list unchanged for ``turns`` turns."""
+
+    turns: int = 10
+    _last: tuple[Any, ...] | None = field(default=None, init=False)
+    _same: int = field(default=0, init=False)
+
+    def __call__(self, turn: int, todos: TodoList) -> str | None:
+        signature = (todos.kind, todos.phase_number, tuple(i.done for i in todos.items))
+        self._same = self._same + 1 if signature == self._last else 0
+        self._last = signature
+        if self._same >= self.turns:
+            self._same = 0
+            return checkpoint_prompt(self.turns, waiting_for_todos=not todos.items)
+        return None

@@ -1,0 +1,203 @@
+"""The dashboard and self-regulation: meters against the assessed budget, and the
+interventions, pruning and denied confirmations on the timeline."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import gr_notebook as gr
+from gr_notebook.display.render import STATE_COLOURS, TONE_STYLES, render_header, render_timeline
+from gr_notebook.display.state import Meter, RunTracker
+from gr_notebook.events import EventLog
+from gr_notebook.jupyter.widgets import Dashboard
+
+Factory = Callable[..., gr.Agent]
+READ = gr.tool_call("read_file", path="instructions.md")
+
+
+def assess(files: int) -> gr.ModelResponse:
+    """8 files: 80,000 tokens and 20 iterations; 20 files: 160,000, above the threshold."""
+    return gr.tool_call(
+        "assess_task",
+        task_type="codebase_audit",
+        estimated_files=files,
+        estimated_iterations=15,
+        strategy="read the entry points first",
+    )
+
+
+def by_label(meters: tuple[Meter, ...]) -> dict[str, tuple[int, int | None]]:
+    return {m.label: (m.used, m.limit) for m in meters}
+
+
+def test_an_approved_assessment_moves_the_meters_at_once(make_agent: Factory) -> None:
+    budget = gr.Budget(max_tokens=1_000_000, max_iterations=200)
+    model = gr.ScriptedModel([READ, assess(8), READ, READ, gr.text("done")])
+    run = make_agent(model, budget=budget, max_iterations=None).run_sync("job")
+    tracker = RunTracker()
+    seen: dict[str, dict[str, tuple[int, int | None]]] = {}
+    for event in run.events:
+        tracker.add(event)
+        if event.kind in ("model_call", "task_assessed"):
+            seen.setdefault(f"{event.kind}@{event.turn}", by_label(tracker.meters(run)))
+    tokens = run.summary()["input_tokens"] + run.summary()["output_tokens"]
+    allotted = run.events.of_kind("task_assessed")[0].data["token_budget"]
+    calls = run.turns_df()
+    # Before the assessment, the run's own limits; right after it, the assessment's, with
+    # its usage counted from the assessment on.
+    assert seen["model_call@1"]["Tokens used"] == (tokens, 1_000_000)
+    assert seen["model_call@1"]["Iterations"] == (5, 200)
+    assert seen["task_assessed@2"]["Tokens used (assessed)"] == (0, allotted)
+    assert seen["task_assessed@2"]["Iterations (assessed)"] == (0, 20)
+    after = int(calls.tokens_used[2] - calls.tokens_used[1])
+    assert seen["model_call@3"]["Tokens used (assessed)"] == (after, allotted)
+    assert seen["model_call@3"]["Iterations (assessed)"] == (1, 20)
+    assert allotted >= 80_000
+    assert by_label(tracker.meters(run))["Context"][1] == run.limits.context_window
+    [line] = [e for e in tracker.timeline if e.kind == "task_assessed"]
+    assert line.text == (
+        f"Task assessed as codebase_audit for the bootstrap: budget {allotted:,} tokens, "
+        "20 iterations"
+    )
+
+
+async def test_the_live_dashboard_shows_the_assessed_budget(make_agent: Factory) -> None:
+    run = make_agent(gr.ScriptedModel([assess(8), READ, gr.text("done")])).start("job")
+    dash = Dashboard(run)
+    await run.wait()
+    allotted = run.events.of_kind("task_assessed")[0].data["token_budget"]
+    since = int(run.turns_df().tokens_used.iloc[-1] - run.turns_df().tokens_used.iloc[0])
+    assert f"Tokens used (assessed): {since:,} / {allotted:,} tokens" in dash.meters.value
+    assert "Iterations (assessed): 2 / 20 turns (10%)" in dash.meters.value
+    assert "Context: " in dash.meters.value
+
+
+def test_a_denied_assessment_keeps_the_limits_and_says_why(make_agent: Factory) -> None:
+    model = gr.ScriptedModel([assess(20), gr.text("done")])
+    run = make_agent(model, confirm_above_tokens=100_000).run_sync("job")
+    state = Dashboard(run).state()
+    asked = run.events.of_kind("confirmation")[0].data["estimated_tokens"]
+    labels = {m.label: m.limit for m in state.meters}
+    assert labels["Iterations"] == 200 and labels["Tokens used"] is None
+    [line] = [e for e in state.timeline if e.kind == "confirmation"]
+    assert line.tone == "notice"
+    assert line.text == (
+        f"Denied assess_task asking for {asked:,} tokens (confirm above 100,000): "
+        "no confirmer (headless runs deny)"
+    )
+    assert not any(e.kind == "task_assessed" for e in state.timeline)
+
+
+def test_interventions_fire_loud_and_held_off_checks_stay_muted(make_agent: Factory) -> None:
+    run = make_agent(gr.ScriptedModel([READ] * 60)).run_sync("job")
+    assert run.status == "stuck"
+    tracker = RunTracker(timeline_size=1000)
+    for event in run.events:
+        tracker.add(event)
+    lines = [e for e in tracker.timeline if e.kind.startswith("intervention")]
+    assert [e.text for e in lines] == [
+        "Check at step 5 held off: min_steps (only 5 steps so far)",
+        "Check at step 10 held off: not_stuck (2 checks in a row without progress)",
+        "Intervention tier 1 (replan) at step 15: 15 steps without progress",
+        "Check at step 20 held off: not_stuck (1 check in a row without progress)",
+        "Check at step 25 held off: not_stuck (2 checks in a row without progress)",
+        "Intervention tier 2 (rewind) at step 30: 30 steps without progress",
+        "3 checks at steps 35–45 held off: grace_period (15 steps since the reset)",
+        "Intervention tier 3 (stop) at step 50: 50 steps without progress",
+    ]
+    tones = ["muted", "muted", "notice", "muted", "muted", "notice", "muted", "alert"]
+    assert [e.tone for e in lines] == tones
+    html = render_timeline(tuple(reversed(tracker.timeline)))
+    stop = re.search(r"gr-event-intervention gr-tone-alert' style='([^']*)'", html)
+    held = re.search(r"gr-event-intervention_skipped gr-tone-muted' style='([^']*)'", html)
+    assert stop and TONE_STYLES["alert"] in stop.group(1) and "font-weight:700" in stop.group(1)
+    assert held and TONE_STYLES["muted"] in held.group(1)
+
+
+def test_a_stuck_run_has_its_own_colour(make_agent: Factory) -> None:
+    run = make_agent(gr.ScriptedModel([READ] * 60)).run_sync("job")
+    header = render_header(Dashboard(run).state())
+    assert f"background:{STATE_COLOURS['stuck']}" in header and ">stuck</span>" in header
+    others = {k: v for k, v in STATE_COLOURS.items() if k != "stuck"}
+    assert STATE_COLOURS["stuck"] not in others.values()
+    assert "intervention tier 3 at step 50" in header  # the reason, next to the state
+
+
+def test_held_off_checks_share_a_line_only_while_nothing_else_happens() -> None:
+    log = EventLog(lambda: 0.0)
+    tracker = RunTracker(timeline_size=4)
+    log.subscribe(tracker.add)
+    for step in range(5, 5_005, 5):
+        log.append("intervention_skipped", {"step": step, "skip_reason": "not_stuck"})
+    assert [e.text for e in tracker.timeline] == [
+        "1,000 checks at steps 5–5000 held off: not_stuck (0 checks in a row without progress)"
+    ]
+    log.append("rewind", {"source": "person", "issue": "try the index"})
+    log.append("intervention_skipped", {"step": 5005, "skip_reason": "not_stuck"})
+    log.append("intervention_skipped", {"step": 5010, "skip_reason": "grace_period"})
+    assert [e.text for e in tracker.timeline][1:] == [
+        "Rewind by the person: try the index",
+        "Check at step 5005 held off: not_stuck (0 checks in a row without progress)",
+        "Check at step 5010 held off: grace_period (0 steps since the reset)",
+    ]
+    assert tracker.timeline_total == 4  # lines shown, not events seen
+
+
+def test_held_off_checks_make_way_before_any_other_line() -> None:
+    log = EventLog(lambda: 0.0)
+    tracker = RunTracker(timeline_size=3)
+    log.subscribe(tracker.add)
+    log.append("run_paused")
+    for step in range(5, 55, 5):  # reasons alternate, so no two share a line
+        reason = "grace_period" if step % 10 == 0 else "not_stuck"
+        log.append("intervention_skipped", {"step": step, "skip_reason": reason})
+    log.append("run_resumed")
+    assert [e.text for e in tracker.timeline] == [
+        "Paused",
+        "Check at step 50 held off: grace_period (0 steps since the reset)",
+        "Resumed",
+    ]
+    assert tracker.timeline_total == 12
+    log.append("run_paused")
+    assert [e.text for e in tracker.timeline] == ["Paused", "Resumed", "Paused"]
+    log.append("intervention_skipped", {"step": 55, "skip_reason": "not_stuck"})
+    assert [e.kind for e in tracker.timeline] == [  # the newest line stays, even muted
+        "run_resumed",
+        "run_paused",
+        "intervention_skipped",
+    ]
+
+
+def test_pruning_after_summarize_progress_gets_a_line(make_agent: Factory) -> None:
+    summary = gr.tool_call(
+        "summarize_progress",
+        key_findings=["the parser is in core.py"],
+        files_examined=["instructions.md", "core.py"],
+        next_steps=["write the report"],
+    )
+    model = gr.ScriptedModel([*[READ] * 8, summary, gr.text("done")])
+    run = make_agent(model).run_sync("job")
+    [pruned] = run.events.of_kind("conversation_pruned")
+    [line] = [e for e in Dashboard(run).state().timeline if e.kind == "conversation_pruned"]
+    assert line.text == (
+        f"Pruned after summarize_progress: {pruned['messages_removed']} messages removed, "
+        f"conversation {pruned['tokens_before']:,} → {pruned['tokens_after']:,} tokens; "
+        "the summary keeps 2 files examined"
+    )
+    assert pruned["tokens_after"] < pruned["tokens_before"]
+
+
+def test_the_status_line_measures_against_the_assessed_budget(make_agent: Factory) -> None:
+    from gr_notebook.jupyter.magics import status_line
+
+    run = make_agent(gr.ScriptedModel([assess(8), READ, gr.text("done")])).run_sync("job")
+    summary = run.summary()
+    allotted = summary["tokens_budget"]
+    assert allotted >= 80_000 and summary["iterations_max"] == 20
+    line = status_line(run)
+    # the hard limit, and the allotment in force beside it, counted from the assessment
+    assert "turn 3/200 (2/20 assessed for the bootstrap); " in line
+    used = summary["budget_tokens_used"]
+    assert f"; {summary['tokens_used']:,} tokens ({used:,}/{allotted:,} assessed); " in line
+    assert "$" not in line  # the scripted model has no price: no cost shown, never a guess
