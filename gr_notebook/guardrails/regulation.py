@@ -52,7 +52,7 @@ def recommendation_for(percentage_used: float) -> str:
 
 def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool) -> str:
     """Only the hard limits can order a wrap-up: an allotment spent early while the limits
-    have room asks for pace, not for the end of the job (decision 108). A limit with one
+    have room asks for pace, not for the end of the job (decision 110). A limit with one
     turn left orders it too, whatever its percentage: a wrap-up takes a turn."""
     if last_turn:
         return WARNING
