@@ -12,6 +12,7 @@ import typing
 from gr_notebook import _moved
 from gr_notebook.agent import Agent
 from gr_notebook.clock import FakeClock
+from gr_notebook.display import reprs as _display_reprs
 from gr_notebook.engine.loop import SameStateDetector, StuckDetector
 from gr_notebook.errors import (
     ConfigError,
@@ -60,7 +61,9 @@ from gr_notebook.guardrails import (
     TaskCompletionResult,
     ToolPolicy,
 )
+from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
 from gr_notebook.guidance import Directive
+from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
 from gr_notebook.history.lint import GuidanceConflict, lint_guidance
 from gr_notebook.history.replay import replay_interventions, sweep_interventions
@@ -217,3 +220,9 @@ __all__ = [
 logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
 
 _moved.install()  # module paths from before the packages' layout still import, with a warning
+
+# The upper layers plug into the lower ones' extension points here, the one module that may
+# import every layer (decision 160): the display layer draws the core's HTML reprs, and the
+# history layer answers Budget.suggest.
+_display_reprs.install()
+_set_budget_advisor(_suggest_budget)

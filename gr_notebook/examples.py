@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from gr_notebook.tools.base import Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
+from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 
 __all__ = [

@@ -15,6 +15,7 @@ from gr_notebook.engine.loop import RunStatus
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event, EventLog, Subscriber
 from gr_notebook.guardrails.policy import PolicyState
+from gr_notebook.reprs import to_html
 from gr_notebook.workflow.phases import JobResult, PhaseController
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
@@ -318,12 +319,8 @@ class Run:
             f"{phases} phase{'' if phases == 1 else 's'} complete, {where}>"
         )
 
-    def _repr_html_(self) -> str:
-        from gr_notebook.display.render import render_run_card
-        from gr_notebook.display.state import RunTracker
-
-        state, totals = RunTracker().snapshot(self), self._totals
-        return render_run_card(state, turns=totals.turns, phases_completed=totals.phases_completed)
+    def _repr_html_(self) -> str | None:
+        return to_html(self)
 
     # -- wiring (used by Agent) -----------------------------------------------------------------
 

@@ -559,8 +559,8 @@ def _situation(*messages: gr.Message) -> Any:
 
 
 def test_told_a_read_is_redundant_the_literal_agent_skips_it() -> None:
+    from gr_notebook.models.simulated.diligent import respond
     from gr_notebook.models.simulated.literal import without_rebuked_reads
-    from gr_notebook.models.simulated.model import respond
 
     rebuked = gr.ToolResultBlock(
         "t1", "# notes\n\n<feedback provider='Redundancy'>\nYou already read notes.md\n</feedback>"

@@ -7,7 +7,7 @@ the :class:`Budget` they are bypassed or bounded by.
 
 from __future__ import annotations
 
-from gr_notebook.guardrails.budget import Budget, BudgetUsage, Deadline
+from gr_notebook.guardrails.budget import Budget, BudgetSuggestion, BudgetUsage, Deadline
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment, TaskBudget
 from gr_notebook.guardrails.completion import (
     CompositeChecker,
@@ -56,7 +56,6 @@ from gr_notebook.guardrails.regulation import (
 )
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import GuardrailSpec
-from gr_notebook.history.adaptive import BudgetSuggestion
 
 __all__ = [
     "Budget",

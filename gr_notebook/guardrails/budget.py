@@ -3,22 +3,35 @@
 Every limit is compared the same way: a limit is *exhausted* once usage has reached it
 (``used >= limit``). That is the rule for tokens, for iterations and for the deadline, and
 it is the rule that ends a run and that lets a task-completion check be bypassed.
+
+``Budget.suggest`` learns limits from past runs, which the history layer reads: it asks the
+:class:`BudgetAdvisor` that ``import gr_notebook`` sets (decision 160), so this layer
+imports no history code.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from gr_notebook.errors import ConfigError
 from gr_notebook.validation import seconds, whole_number
+from gr_notebook.wording import plural
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget_table import BudgetTable
-    from gr_notebook.history.adaptive import BudgetSuggestion
     from gr_notebook.history.store import Store
 
-__all__ = ["Budget", "BudgetUsage", "Deadline"]
+__all__ = [
+    "Budget",
+    "BudgetAdvisor",
+    "BudgetSuggestion",
+    "BudgetUsage",
+    "Deadline",
+    "set_advisor",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +66,72 @@ class Budget:
         """Limits from the usage of past completed runs of ``task_type`` in the store (the
         ``percentile``-th), shown with the numbers; the budget table's row when there are
         none. Use the result's ``.budget`` in ``gr.Agent(budget=...)``."""
-        from gr_notebook.history.adaptive import suggest_budget
+        if _advisor is None:
+            raise ConfigError("Budget.suggest reads the run history: import gr_notebook first")
+        return _advisor(task_type, store=store, percentile=percentile, table=table)
 
-        return suggest_budget(task_type, store=store, percentile=percentile, table=table)
+
+@dataclass(frozen=True, slots=True)
+class BudgetSuggestion:
+    """Limits for a task type, with the numbers they came from (``Budget.suggest``)."""
+
+    task_type: str
+    budget: Budget
+    source: Literal["history", "table"]
+    percentile: int
+    tokens: tuple[int, ...] = ()
+    """Tokens each past run used, in the order they were recorded."""
+    iterations: tuple[int, ...] = ()
+    skipped: int = 0
+    """Runs of this task type left out because they did not complete."""
+
+    def __str__(self) -> str:
+        b = self.budget
+        if self.source == "table":
+            return (
+                f"{self.task_type}: no completed runs in the store, so the budget table's "
+                f"numbers: max_tokens={b.max_tokens:,}, max_iterations={b.max_iterations}"
+            )
+        n = len(self.tokens)
+        left_out = f"; {plural(self.skipped, 'unfinished run')} left out" if self.skipped else ""
+        return (
+            f"{self.task_type}: p{self.percentile} of {plural(n, 'completed run')}"
+            f"{left_out}\n"
+            f"  max_tokens={b.max_tokens:,} (used: median {_median(self.tokens):,.0f}, "
+            f"min {min(self.tokens):,}, max {max(self.tokens):,})\n"
+            f"  max_iterations={b.max_iterations} (used: median "
+            f"{_median(self.iterations):g}, min {min(self.iterations)}, "
+            f"max {max(self.iterations)})"
+        )
+
+
+def _median(values: Sequence[int]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+class BudgetAdvisor(Protocol):
+    """What ``Budget.suggest`` asks: ``gr_notebook.history.adaptive.suggest_budget``."""
+
+    def __call__(
+        self,
+        task_type: str,
+        *,
+        store: Store | str | os.PathLike[str] | None,
+        percentile: int,
+        table: BudgetTable | None,
+    ) -> BudgetSuggestion: ...
+
+
+_advisor: BudgetAdvisor | None = None
+
+
+def set_advisor(advisor: BudgetAdvisor) -> None:
+    """Make ``advisor`` answer ``Budget.suggest``; ``import gr_notebook`` sets the history
+    layer's."""
+    global _advisor
+    _advisor = advisor
 
 
 @dataclass(frozen=True, slots=True)

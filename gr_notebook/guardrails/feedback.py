@@ -8,7 +8,7 @@ blocks go back to the model together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
@@ -19,7 +19,6 @@ from gr_notebook.validation import seconds, whole_number
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage, Deadline
-    from gr_notebook.guardrails.triggers import FeedbackRunner
     from gr_notebook.workflow.plan import Plan
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SEVERITIES",
     "Feedback",
+    "FeedbackBook",
     "FeedbackContext",
     "FeedbackProvider",
     "FeedbackProviderConfig",
@@ -200,6 +200,23 @@ class FeedbackProviderConfig:
             )
 
 
+class FeedbackBook(Protocol):
+    """The run's feedback record that a :class:`FeedbackContext` reads: the
+    :class:`~gr_notebook.guardrails.triggers.FeedbackRunner`, which builds the contexts and so
+    sits above this module."""
+
+    @property
+    def prompt_name(self) -> str: ...
+    @property
+    def calls(self) -> int: ...
+    @property
+    def last(self) -> Feedback | None: ...
+    @property
+    def last_by_provider(self) -> Mapping[str, Feedback]: ...
+    @property
+    def recent(self) -> Iterable[ToolCallRecord]: ...
+
+
 class FeedbackContext:
     """What a provider may consult. Every property and method costs O(1), or O(n) for
     ``recent_tool_calls(n)`` over a bounded window, however long the run."""
@@ -208,7 +225,7 @@ class FeedbackContext:
 
     def __init__(
         self,
-        book: FeedbackRunner,
+        book: FeedbackBook,
         *,
         workspace: Workspace,
         todos: TodoList,

@@ -14,7 +14,8 @@ from gr_notebook.guardrails.completion import CheckerLike, TaskCompletionChecker
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
 from gr_notebook.guardrails.policy import PolicyBinding, ToolPolicy, bind_policies
-from gr_notebook.tools.base import Tool, Toolset
+from gr_notebook.tools.base import Tool
+from gr_notebook.tools.toolset import Toolset
 from gr_notebook.validation import whole_number
 
 __all__ = ["DEFAULT_MAX_REFUSALS", "GuardrailSpec"]

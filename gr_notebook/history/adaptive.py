@@ -3,7 +3,8 @@
 ``gr.Budget.suggest("codebase_audit", store=...)`` looks up the completed runs in the store
 whose agent assessed that task type, and proposes the ``percentile``-th of what they used,
 with the numbers it came from. Runs that ran out of budget are left out: what they used
-says only that they needed more.
+says only that they needed more. The result, :class:`BudgetSuggestion`, is a value of the
+guardrails layer, kept with :class:`Budget` (and importable from here too).
 """
 
 from __future__ import annotations
@@ -11,48 +12,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.guardrails.budget import Budget
+from gr_notebook.guardrails.budget import Budget, BudgetSuggestion
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
-from gr_notebook.wording import plural
 
 __all__ = ["BudgetSuggestion", "suggest_budget"]
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetSuggestion:
-    task_type: str
-    budget: Budget
-    source: Literal["history", "table"]
-    percentile: int
-    tokens: tuple[int, ...] = ()
-    """Tokens each past run used, in the order they were recorded."""
-    iterations: tuple[int, ...] = ()
-    skipped: int = 0
-    """Runs of this task type left out because they did not complete."""
-
-    def __str__(self) -> str:
-        b = self.budget
-        if self.source == "table":
-            return (
-                f"{self.task_type}: no completed runs in the store, so the budget table's "
-                f"numbers: max_tokens={b.max_tokens:,}, max_iterations={b.max_iterations}"
-            )
-        n = len(self.tokens)
-        left_out = f"; {plural(self.skipped, 'unfinished run')} left out" if self.skipped else ""
-        return (
-            f"{self.task_type}: p{self.percentile} of {plural(n, 'completed run')}"
-            f"{left_out}\n"
-            f"  max_tokens={b.max_tokens:,} (used: median {_median(self.tokens):,.0f}, "
-            f"min {min(self.tokens):,}, max {max(self.tokens):,})\n"
-            f"  max_iterations={b.max_iterations} (used: median "
-            f"{_median(self.iterations):g}, min {min(self.iterations)}, "
-            f"max {max(self.iterations)})"
-        )
 
 
 def suggest_budget(
@@ -128,9 +94,3 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
 def _nearest_rank(values: Sequence[int], percentile: int) -> int:
     ordered = sorted(values)
     return ordered[max(math.ceil(percentile / 100 * len(ordered)) - 1, 0)]
-
-
-def _median(values: Sequence[int]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

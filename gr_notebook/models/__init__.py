@@ -19,7 +19,7 @@ from gr_notebook.models.base import (
     SystemBlock,
     ToolSpec,
 )
-from gr_notebook.models.network import allow_network_default
+from gr_notebook.models.network import allow_network_default, follow_switch
 from gr_notebook.models.pricing import Price, PriceTable
 from gr_notebook.models.scripted import ScriptedModel, text, tool_call, tool_calls
 
@@ -27,6 +27,13 @@ if typing.TYPE_CHECKING:
     from gr_notebook.models.anthropic_model import AnthropicModel
 
 ALLOW_NETWORK: bool = allow_network_default()
+
+
+def _network_allowed() -> bool:
+    return ALLOW_NETWORK  # read at each request, so that setting the attribute takes effect
+
+
+follow_switch(_network_allowed)
 
 __all__ = [
     "ALLOW_NETWORK",

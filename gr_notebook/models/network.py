@@ -4,6 +4,10 @@ before a socket is opened. The test suite runs with the guard on.
 
 An adapter checks its base URL up front, and hooks :func:`guard_request` into its HTTP
 client, so every request the client sends, each hop of a redirect included, is checked too.
+
+The switch is the models package's attribute, which a user sets; the package hands this
+module a function that reads it (:func:`follow_switch`), so this module imports no package
+above it (decision 163).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +24,7 @@ from gr_notebook.errors import NetworkDisabled
 __all__ = [
     "allow_network_default",
     "check_network",
+    "follow_switch",
     "guard_http_client",
     "guard_request",
     "is_loopback",
@@ -35,6 +41,17 @@ def allow_network_default() -> bool:
         "no",
         "off",
     )
+
+
+_network_allowed: Callable[[], bool] = allow_network_default
+"""Reads the switch: ``gr.models.ALLOW_NETWORK`` once the package has called
+:func:`follow_switch`, which importing this module through it always does first."""
+
+
+def follow_switch(read: Callable[[], bool]) -> None:
+    """Make the guard ask ``read()`` whether requests may leave this machine."""
+    global _network_allowed
+    _network_allowed = read
 
 
 def is_loopback(url: str) -> bool:
@@ -60,9 +77,7 @@ def via_proxy(url: str) -> str | None:
 def check_network(url: str) -> None:
     """Raise :class:`NetworkDisabled` while the guard is on, for a ``url`` off this machine
     or one the environment would send through a proxy off this machine."""
-    import gr_notebook.models as models
-
-    if models.ALLOW_NETWORK:
+    if _network_allowed():
         return
     proxy = via_proxy(url)
     target = proxy or url

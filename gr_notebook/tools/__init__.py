@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, Toolset, flatten_tools
+from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
 from gr_notebook.tools.job_tools import JOB_TOOLS
 from gr_notebook.tools.registry import ToolRegistry
 from gr_notebook.tools.todo_tools import TODO_TOOLS
+from gr_notebook.tools.toolset import Toolset, flatten_tools
 from gr_notebook.tools.workspace_tools import WORKSPACE_TOOLS
 
 __all__ = [

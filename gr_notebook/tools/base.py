@@ -7,22 +7,20 @@ gives the model an ``is_error`` result with the message; the loop does the rest.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from gr_notebook.errors import ConfigError
 from gr_notebook.models.base import ToolSpec
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.guardrails.regulation import SelfRegulation
     from gr_notebook.guidance import Directive
     from gr_notebook.workflow.phases import PhaseController
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["Handler", "Tool", "ToolContext", "ToolOutput", "Toolset", "flatten_tools"]
+__all__ = ["Handler", "Tool", "ToolContext", "ToolOutput"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,30 +80,6 @@ class Tool:
         if not params:
             lines.append("- none")
         return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True, slots=True)
-class Toolset:
-    """Tools that belong together, passed to ``gr.Agent(tools=...)`` as one unit, with the
-    policies that govern them (seed 002's section-scoped policies)."""
-
-    tools: Sequence[Tool]
-    name: str = ""
-    policies: Sequence[ToolPolicy] = ()
-
-
-def flatten_tools(items: Iterable[Tool | Toolset]) -> list[Tool]:
-    tools: list[Tool] = []
-    for item in items:
-        if isinstance(item, Toolset):
-            tools.extend(item.tools)
-        elif isinstance(item, Tool):
-            tools.append(item)
-        else:
-            raise ConfigError(
-                f"tools= takes gr.Tool or gr.Toolset objects, got {type(item).__name__}"
-            )
-    return tools
 
 
 def object_schema(required: Sequence[str] = (), **properties: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from gr_notebook.errors import ConfigError, WorkspaceError
-from gr_notebook.tools.base import Tool, ToolContext, Toolset, object_schema
+from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.tools.toolset import Toolset
 
 __all__ = ["CodeTest", "CodingTask", "coding_tools"]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from gr_notebook.eventdata import clip
+from gr_notebook.reprs import to_html
 
 __all__ = ["MAX_PHASE_STEPS", "MIN_PHASE_STEPS", "Phase", "PhaseStatus", "Plan", "Step"]
 
@@ -205,10 +206,8 @@ class Plan:
     def __str__(self) -> str:
         return self.render()
 
-    def _repr_html_(self) -> str:
-        from gr_notebook.display.render import render_plan
-
-        return render_plan(self)
+    def _repr_html_(self) -> str | None:
+        return to_html(self)
 
     def __repr__(self) -> str:
         done = sum(p.status == "complete" for p in self.phases)

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import TodoError, WorkspaceError
 from gr_notebook.eventdata import clip
+from gr_notebook.reprs import to_html
 from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["TODOS_FILE", "TodoBoard", "TodoItem", "TodoKind", "TodoList"]
@@ -198,10 +199,8 @@ class TodoList:
     def __repr__(self) -> str:
         return f"<TodoList {self.phase_label()!r}: {self.done_count}/{len(self.items)} done>"
 
-    def _repr_html_(self) -> str:
-        from gr_notebook.display.render import render_todos
-
-        return render_todos(self)
+    def _repr_html_(self) -> str | None:
+        return to_html(self)
 
 
 class TodoBoard:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from gr_notebook.guidance import action_of_text
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.models.simulated import habits
-from gr_notebook.models.simulated.model import Profile, register_profile, respond
+from gr_notebook.models.simulated.diligent import Profile, register_profile, respond
 from gr_notebook.models.simulated.situation import Situation
 from gr_notebook.workflow import prompts
 

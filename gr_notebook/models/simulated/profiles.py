@@ -17,7 +17,7 @@ import re
 from typing import ClassVar
 
 from gr_notebook.models.base import ModelResponse
-from gr_notebook.models.simulated.model import Profile, register_profile, respond
+from gr_notebook.models.simulated.diligent import Profile, register_profile, respond
 from gr_notebook.models.simulated.situation import Call, Situation
 from gr_notebook.workflow.journal import NOTES_FILE
 

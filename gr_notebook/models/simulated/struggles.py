@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.models.simulated import habits
-from gr_notebook.models.simulated.model import Profile, register_profile, respond
+from gr_notebook.models.simulated.diligent import Profile, register_profile, respond
 from gr_notebook.models.simulated.situation import Situation, Task
 
 __all__ = ["Drifter", "Implementer", "Looper", "StuckReader", "TokenHog"]
