@@ -11,7 +11,8 @@ How an import statement becomes an edge (decision 161):
 - ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``
   (a package ``__init__`` or a plain module): importing a name a package ``__init__``
   re-exports depends on everything that ``__init__`` imports.
-- Only modules of the package are nodes; the standard library and third parties are not.
+- Only modules of the package are nodes; the standard library and third parties are not,
+  but each module's third-party imports are kept (``externals``, top-level names).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class ImportGraph:
     package: str
     files: Mapping[str, Path]
     edges: Graph
+    externals: Graph
+    """Top-level names of what each module imports from outside the package."""
 
     def lines(self, module: str) -> int:
         return len(self.files[module].read_text(encoding="utf-8").splitlines())
@@ -63,19 +66,15 @@ def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 
 def _targets(module: str, is_package: bool, tree: ast.AST, known: set[str]) -> Iterable[str]:
+    """Every module an import statement names, dotted; the package's own resolved."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in known:
-                    yield alias.name
+            yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = _base(module, is_package, node)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                if sub in known:
-                    yield sub
-                elif base in known:
-                    yield base
+                yield sub if sub in known else base
 
 
 def build(source_root: Path, package: str = "gr_notebook") -> ImportGraph:
@@ -84,11 +83,15 @@ def build(source_root: Path, package: str = "gr_notebook") -> ImportGraph:
     files = {_module_name(p, source_root): p for p in paths}
     known = set(files)
     edges: dict[str, frozenset[str]] = {}
+    externals: dict[str, frozenset[str]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_package = path.name == "__init__.py"
-        edges[name] = frozenset(t for t in _targets(name, is_package, tree, known) if t != name)
-    return ImportGraph(package, files, edges)
+        targets = set(_targets(name, path.name == "__init__.py", tree, known))
+        edges[name] = frozenset(t for t in targets if t in known and t != name)
+        externals[name] = frozenset(
+            t.split(".")[0] for t in targets if t.split(".")[0] not in (package, "")
+        )
+    return ImportGraph(package, files, edges, externals)
 
 
 def strongly_connected(edges: Graph) -> list[list[str]]:

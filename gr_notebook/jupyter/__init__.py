@@ -1,5 +1,8 @@
-"""The notebook face: magics, live widgets and the pure HTML renderers behind them.
+"""The notebook face: what needs IPython or ipywidgets, and nothing else.
 
-Nothing here is imported by ``import gr_notebook``; ``%load_ext gr_notebook`` loads the
-magics, and ``gr.Dashboard`` loads the widgets on first use.
+The magics (``%%agent``, ``%todo``, ``%rewind``, ``%agent``) with the cell transformer and
+the Ctrl-C handling they use, the live dashboard and todo panel, and the confirmation
+widget. What they draw comes from :mod:`gr_notebook.display`, which is pure. Nothing
+outside this package imports it except ``gr_notebook/__init__.py``: ``%load_ext
+gr_notebook`` loads the magics, and ``gr.Dashboard`` loads the widgets on first use.
 """
