@@ -40,7 +40,6 @@ from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling
 from gr_notebook.tools.effects import PruneConversation
 from gr_notebook.tools.nesting import cut_deep_inputs
-from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.prompts import (
     directive,
     marker_of,
@@ -200,13 +199,8 @@ class Loop:
             raise
         except RequestOverBudget as exc:  # a model that checks the budget itself
             limit = state.budget.max_tokens
-            over = SpentLimit(
-                "tokens",
-                state.tokens,
-                state.tokens + exc.remaining if limit is None else limit,
-                exc.needed,
-                counted=True,
-            )
+            limit = state.tokens + exc.remaining if limit is None else limit
+            over = SpentLimit("tokens", limit - exc.remaining, limit, exc.needed, counted=True)
             return self._over_budget(over, str(exc))
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
@@ -319,15 +313,7 @@ class Loop:
                 return self._incomplete(verdict)
             self._inject([guards.refusal(verdict)])
             return None
-        if phases.job is None:
-            plan = phases.plan()
-            if plan is not None and plan.is_complete and phases.plan_written:
-                phases.complete_job(
-                    JobResult(
-                        summary=final_text.strip() or "All phases of the plan are complete.",
-                        source="detected",
-                    )
-                )
+        phases.complete_if_planned(final_text)
         reason = "the model ended its turn"
         if verdict.bypassed:
             reason += f"; the completion check was bypassed: {verdict.bypassed}"

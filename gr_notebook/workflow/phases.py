@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from gr_notebook.errors import TodoError, WorkspaceError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.guidance import Directive
 from gr_notebook.workflow import prompts
 from gr_notebook.workflow.journal import EXPERIENCES_FILE, Journal
@@ -317,6 +318,20 @@ class PhaseController:
             },
         )
 
+    def complete_if_planned(self, final_text: str) -> None:
+        """The model stopped without ending the job: with a plan written during this run and
+        every phase of it complete, the job is complete all the same (``detected``)."""
+        if self.job is not None:
+            return
+        plan = self.plan()
+        if plan is not None and plan.is_complete and self._plan_written:
+            self.complete_job(
+                JobResult(
+                    summary=final_text.strip() or "All phases of the plan are complete.",
+                    source="detected",
+                )
+            )
+
     def on_plan_written(self, plan: Plan, *, source: str = "model") -> list[str]:
         """React to a new plan; returns the warnings the writer should see.
 
@@ -346,11 +361,11 @@ class PhaseController:
         todos = self.todos
         return {
             "todos": {**todos.to_json(), "instruction": todos.instruction},
-            "segments": [asdict(s) for s in self.segments],
-            "job": asdict(self.job) if self.job else None,
+            "segments": [plain_json(asdict(s)) for s in self.segments],
+            "job": plain_json(asdict(self.job)) if self.job else None,
             "compaction_due": self.compaction_due,
             "pending": self._pending,
-            "prompts": [asdict(p) for p in self._prompts],
+            "prompts": [plain_json(asdict(p)) for p in self._prompts],
             "wrap_up": self._wrap_up,
             "plan_written": self._plan_written,
         }
