@@ -83,12 +83,13 @@ async def call_tools(
     turn = _Turn(state, registry, too_deep)
     results = tuple([await turn.call(use) for use in uses])
     effects = turn.effects
+    workflow_due = state.phases.take_compaction_due()  # a new todo list began
     return TurnEffects(
         results,
         job=effects.job,
         job_tool=effects.job_tool,
         prune=effects.prune,
-        compaction_due=effects.compaction or state.phases.take_compaction_due(),
+        compaction_due=effects.compaction or workflow_due,
         rewinds=tuple(effects.rewinds),
         stops_refused=effects.refused,
         give_up=effects.give_up,

@@ -64,6 +64,7 @@ def test_call_tools_returns_the_results_and_the_turns_effects(tmp_path: Path) ->
     state = RunState(definition, workspace=gr.Workspace(tmp_path / "ws"), clock=gr.FakeClock())
     state.phases.start()
     uses = [
+        ToolUseBlock("t0", "todo_write", {"todos": ["a", "b"]}),  # the workflow's compaction
         ToolUseBlock("t1", "squash"),
         ToolUseBlock("t2", "tidy"),
         ToolUseBlock("t3", "finish"),
@@ -71,9 +72,10 @@ def test_call_tools_returns_the_results_and_the_turns_effects(tmp_path: Path) ->
     ]
     effects = asyncio.run(call_tools(uses, state, registry))
     assert isinstance(effects, TurnEffects)
-    assert [r.tool_use_id for r in effects.results] == ["t1", "t2", "t3", "t4"]
+    assert [r.tool_use_id for r in effects.results] == ["t0", "t1", "t2", "t3", "t4"]
     assert effects.prune == PruneConversation("short", {"why": "test"})
     assert effects.compaction_due and effects.rewinds == ("a new way",)
+    assert not state.phases.compaction_due  # taken with the tool's own ask: one compaction
     assert (effects.job, effects.job_tool) == (finish, "finish")
     assert state.phases.job == finish  # recorded as part of the call
     not_run = effects.results[-1]
