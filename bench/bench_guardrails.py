@@ -9,7 +9,7 @@ the call pattern read f, write f, read g, edit g, ... over 20 files that exist i
 workspace on ``/dev/shm`` (the write policy stats them), and a fake clock advanced 0.1 s per
 call (so the 30 s trigger fires every 300 calls).
 
-gr_notebook, per call, the sequence of ``Loop._call_tool`` / ``_run_tool``:
+gr_notebook, per call, the sequence of the tool-execution step (``engine/tool_calls.py``):
 ``guards.check`` → (the tool's work: excluded) → ``guards.after_success`` →
 ``log.append("tool_call", ...)`` → ``guards.after_call`` → ``render_feedback`` of any
 blocks. Every guardrail event goes to a real :class:`EventLog`, as in a run.
@@ -49,6 +49,7 @@ from gr_notebook.clock import FakeClock
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails import (
     Budget,
+    BudgetUsage,
     DeadlineFeedback,
     FeedbackProviderConfig,
     FeedbackTrigger,
@@ -129,24 +130,26 @@ class Run:
                 ),
             ],
         )
-        self.guards = Guardrails(
-            spec,
-            workspace=Workspace(root),
-            emit=self.emit,
-            clock=self.clock,
-            usage=lambda: self.budget.usage(
-                tokens=0, iterations=self.turn, elapsed_s=self.clock() - self.started
-            ),
-            todos=lambda: TODOS,
-            plan=lambda: None,
-            prompt_name="bench",
-        )
+        self.run_id, self.name, self.wrap_up = "", "bench", None
+        self.workspace, self.todos = Workspace(root), TODOS
+        self.guards = Guardrails(spec, self)  # this object is the run the guardrails read
         self.calls = 0
         self.denials = 0
         self.feedback_blocks = 0
 
-    def emit(self, kind: str, data: Mapping[str, Any]) -> None:
+    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
         self.log.append(kind, data, turn=self.turn, phase=1)
+
+    def usage(self) -> BudgetUsage:
+        return self.budget.usage(
+            tokens=0, iterations=self.turn, elapsed_s=self.clock() - self.started
+        )
+
+    def plan(self) -> None:
+        return None
+
+    def phase_ahead(self) -> tuple[int, str]:
+        return 1, "the task"
 
     def call(self) -> int:
         """One tool call's guardrail work, as the loop does it; returns its duration in ns."""

@@ -1,8 +1,11 @@
 """``Agent``: the definition of a job runner (model, tools, limits), reusable across runs.
 
-An agent holds no run state. Each :meth:`Agent.start` makes a fresh :class:`Run` with its
-own event log, workspace state and loop, so one definition can run many jobs, in a script,
-a service or a notebook, and behave the same in each.
+An agent holds no run state. Each :meth:`Agent.start` makes the run's
+:class:`~gr_notebook.engine.definition.AgentDefinition` (one frozen value), a fresh
+:class:`~gr_notebook.engine.state.RunState` (event log, workflow, guardrails, conversation),
+the :class:`~gr_notebook.engine.loop.Loop` over the two, and the :class:`Run` handle, so one
+definition can run many jobs, in a script, a service or a notebook, and behave the same in
+each.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
+from gr_notebook.engine.definition import AgentDefinition
+from gr_notebook.engine.loop import Loop, LoopOutcome, StuckDetector
+from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
-from gr_notebook.events import EventLog
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
@@ -163,41 +167,14 @@ class Agent:
             workspace.resolve(self.plan_file)
         except WorkspaceError as exc:
             raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
-        events = EventLog(self.clock)
-        engine = Loop(
-            model=self.model,
-            registry=self.registry,
-            workspace=workspace,
-            plan_file=self.plan_file,
-            events=events,
-            system_prompt=system_prompt(
-                self.plan_file,
-                "\n\n".join(
-                    p
-                    for p in (REGULATION_PROMPT if self.regulation else "", self.system_prompt)
-                    if p
-                ),
-                regulated=self.regulation is not None,
-            ),
-            budget=self.budget,
-            compaction=self.compaction,
-            stuck_detector=self._stuck_detector(),
-            clock=self.clock,
-            guardrails=self.guardrails,
-            interventions=self.interventions,
-            regulation=(
-                replace(self.regulation, confirm=confirm)
-                if confirm is not None and self.regulation and self.regulation.confirm is None
-                else self.regulation
-            ),
-            name=self.name,
-            run_id=run_id,
-        )
+        definition = self.definition(confirm=confirm)
+        state = RunState(definition, workspace=workspace, clock=self.clock, run_id=run_id)
+        engine = Loop(definition, state)
         run = Run(
             run_id,
             workspace=workspace,
-            events=events,
-            phases=engine.phases,
+            events=state.events,
+            phases=state.phases,
             instructions=instructions,
             limits=Limits(
                 max_iterations=self.budget.max_iterations,
@@ -217,7 +194,7 @@ class Agent:
                     instructions=instructions,
                     config=self.config(),
                 )
-                events.subscribe(lambda event: store.record_event(run_id, event))
+                state.events.subscribe(lambda event: store.record_event(run_id, event))
             # The run's initial state exists before start() returns, so a person's first
             # edit (%todo add, right after a background start) is made to it, not replaced.
             failure = self._prepare(run, engine)
@@ -231,6 +208,33 @@ class Agent:
             raise
         run._attach(engine, task)
         return run
+
+    def definition(self, *, confirm: ConfirmerLike | None = None) -> AgentDefinition:
+        """What a run of this agent works under; ``confirm`` answers large assessments when
+        the agent has no confirmer of its own."""
+        regulation = self.regulation
+        if confirm is not None and regulation is not None and regulation.confirm is None:
+            regulation = replace(regulation, confirm=confirm)
+        return AgentDefinition(
+            model=self.model,
+            registry=self.registry,
+            system_prompt=system_prompt(
+                self.plan_file,
+                "\n\n".join(
+                    p for p in (REGULATION_PROMPT if regulation else "", self.system_prompt) if p
+                ),
+                regulated=regulation is not None,
+            ),
+            plan_file=self.plan_file,
+            budget=self.budget,
+            compaction=self.compaction,
+            guardrails=self.guardrails,
+            interventions=self.interventions,
+            regulation=regulation,
+            stuck_detector=self.stuck_detector,
+            stuck_turns=self.stuck_turns,
+            name=self.name,
+        )
 
     def config(self) -> dict[str, Any]:
         return {
@@ -274,7 +278,7 @@ class Agent:
             workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")
             for tool in self.registry:
                 workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
-            engine.emit(
+            engine.state.emit(
                 "run_started",
                 {
                     "run_id": run.run_id,
@@ -284,14 +288,14 @@ class Agent:
                     "config": self.config(),
                 },
             )
-            engine.phases.start()
+            engine.state.phases.start()
         except Exception as exc:
             return self._failed(engine, exc)
         return None
 
     def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
         """A bug or an I/O failure: recorded, never lost."""
-        engine.emit(
+        engine.state.emit(
             "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
         )
         return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
@@ -317,16 +321,18 @@ class Agent:
         run.status = outcome.status
         run.reason = outcome.reason
         run.error = outcome.error
+        run.outcome = outcome
         totals = run.summary()
-        engine.emit(
+        engine.state.emit(
             "run_finished",
             {
                 "status": outcome.status,
                 "reason": outcome.reason,
-                "turns": engine.turn,
+                "turns": engine.state.turn,
                 "input_tokens": totals["input_tokens"],
                 "output_tokens": totals["output_tokens"],
-                "tokens_used": engine.tokens,
+                "tokens_used": engine.state.tokens,
+                "limit": outcome.limit.to_json() if outcome.limit else None,
             },
         )
         if store is not None:
@@ -374,11 +380,6 @@ class Agent:
                 path = DEFAULT_STORE_PATH if spec in (None, True) else spec
                 self._store = Store(path)  # type: ignore[arg-type]
         return self._store
-
-    def _stuck_detector(self) -> StuckDetector | None:
-        if self.stuck_detector is not None:
-            return self.stuck_detector
-        return SameStateDetector(self.stuck_turns) if self.stuck_turns else None
 
     def __repr__(self) -> str:
         return (

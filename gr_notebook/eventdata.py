@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json"]
+__all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json", "plain_json"]
 
 MAX_EVENT_TEXT = 400
 MAX_EVENT_ITEMS = 50
@@ -57,4 +57,14 @@ def clip_data(value: Any, depth: int = 0) -> Any:
         return [clip_data(v, depth + 1) for v in value]
     if isinstance(value, tuple):
         return tuple(clip_data(v, depth + 1) for v in value)
+    return value
+
+
+def plain_json(value: Any) -> Any:
+    """Read-only mappings and tuples (the core keeps them so) as the dicts and lists JSON
+    has; anything else as it is."""
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]
     return value

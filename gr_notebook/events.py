@@ -110,6 +110,13 @@ class EventLog(Sequence[Event]):
         self._deliver(event)
         return event
 
+    def load(self, events: Sequence[Event]) -> None:
+        """Put back a run's recorded events (a snapshot's) into an empty log; subscribers
+        are not told, since they saw them when they happened."""
+        if self._events:
+            raise ValueError("events can be loaded only into an empty log")
+        self._events.extend(events)
+
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Deliver every later event to ``callback``; returns a function that unsubscribes."""
         self._subscribers.append(callback)

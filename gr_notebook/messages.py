@@ -1,7 +1,8 @@
 """Content blocks, messages and usage, in the shape of the Anthropic Messages API.
 
 Keeping the core in the wire shape means the Anthropic adapter maps one to one, and a
-recorded conversation reads the same in tests, notebooks and the real API.
+recorded conversation reads the same in tests, notebooks and the real API. The JSON form of
+a message (:meth:`Message.to_json`) is that wire shape too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
+
+from gr_notebook.eventdata import plain_json
 
 __all__ = [
     "ContentBlock",
@@ -77,6 +80,47 @@ class Message:
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "content": [_block_json(b) for b in self.content]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Message:
+        role = data["role"]
+        if role not in ("user", "assistant"):
+            raise ValueError(f"a message's role is user or assistant, not {role!r}")
+        return cls(role, tuple(_block_of(b) for b in data["content"]))
+
+
+def _block_json(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": plain_json(block.input),
+        }
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
+
+
+def _block_of(data: Mapping[str, Any]) -> ContentBlock:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data["text"]))
+    if kind == "tool_use":
+        return ToolUseBlock(str(data["id"]), str(data["name"]), dict(data["input"]))
+    if kind == "tool_result":
+        return ToolResultBlock(
+            str(data["tool_use_id"]), str(data["content"]), bool(data["is_error"])
+        )
+    raise ValueError(f"unknown content block type {kind!r}")
 
 
 @dataclass(frozen=True, slots=True)

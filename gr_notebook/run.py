@@ -1,7 +1,9 @@
 """``Run``: the handle on one execution of an agent, live or finished.
 
 It is what a notebook holds on to: status, events, todos and plan while the loop is going,
-controls (wait, cancel, rewind) to steer it, and DataFrames to analyse it afterwards.
+controls (wait, cancel, rewind) to steer it, and DataFrames to analyse it afterwards. Its
+state is the loop's :class:`~gr_notebook.engine.state.RunState`; its end is
+:attr:`Run.outcome` (status, reason, and the limit that ended it as a value).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.engine.loop import RunStatus
+from gr_notebook.engine.loop import LoopOutcome, RunStatus
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event, EventLog, Subscriber
 from gr_notebook.guardrails.policy import PolicyState
@@ -64,6 +66,8 @@ class Run:
         self.status: RunStatus = "running"
         self.error: BaseException | None = None
         self.reason: str | None = None
+        self.outcome: LoopOutcome | None = None
+        """How the run ended, once it has: ``outcome.limit`` is the limit that ended it."""
         self._events = events
         self._phases = phases
         self._loop: Loop | None = None
@@ -96,7 +100,7 @@ class Run:
 
     @property
     def turns(self) -> int:
-        return self._loop.turn if self._loop else 0
+        return self._loop.state.turn if self._loop else 0
 
     @property
     def paused(self) -> bool:
@@ -181,10 +185,11 @@ class Run:
             raise RunError(f"cannot release run {self.run_id}: it is still {self.state}")
         if self._released or self._loop is None:
             return
-        messages = len(self._loop.context.messages)
-        self._loop.context.release()
+        state = self._loop.state
+        messages = len(state.context.messages)
+        state.context.release()
         self._released = True
-        self._loop.emit("conversation_released", {"messages": messages})
+        state.emit("conversation_released", {"messages": messages})
 
     def _release_when_idle(self, after_s: float) -> None:
         """A finished run is idle from its end: release ``after_s`` seconds later."""
@@ -209,7 +214,7 @@ class Run:
     def _guards(self, action: str) -> Guardrails:
         if self._loop is None:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
-        return self._loop.guards
+        return self._loop.state.guards
 
     def _live_loop(self, action: str) -> Loop:
         if self.done:

@@ -2,14 +2,16 @@
 
 Layers 1-3 (system prompt, todo display, tool descriptions) are protected: compaction
 never touches them. Token counts are kept as running totals, so assembling a request costs
-the same on turn 10 as on turn 10,000.
+the same on turn 10 as on turn 10,000. Layers 4-5 are part of the run state's snapshot
+(:meth:`ContextManager.to_json`); the token totals are recomputed on restore.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gr_notebook.messages import (
     MESSAGE_OVERHEAD,
@@ -143,6 +145,23 @@ class ContextManager:
         self._messages.clear()
         self._message_tokens.clear()
         self._conversation_tokens = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recap": self._recap,
+            "progress": self._progress,
+            "messages": [m.to_json() for m in self._messages],
+        }
+
+    def load_json(self, data: Mapping[str, Any]) -> None:
+        """Bring back layers 4-5 from :meth:`to_json` (messages are decoded before any
+        change, so a bad snapshot leaves the conversation as it was)."""
+        messages = [Message.from_json(m) for m in data["messages"]]
+        self._recap, self._progress = data["recap"], data["progress"]
+        self._set_summary()
+        self._messages = messages
+        self._message_tokens = [message_tokens(m) for m in messages]
+        self._conversation_tokens = sum(self._message_tokens)
 
     def _set_summary(self) -> None:
         parts = [p for p in (self._recap, self._progress) if p]

@@ -1,52 +1,54 @@
-"""The one orchestrator: assemble → model → guarded tool calls → checks → transitions.
+"""The one orchestrator: assemble → budget check → model → tool calls → effects → transitions.
 
-Everything else (todos, phases, context, tools) is a small object the loop calls at fixed
-points. Nothing a model or a tool does can crash the run: unknown tools, bad arguments and
-tool exceptions become ``is_error`` results, and a failing model ends the run as ``failed``
-with the reason recorded and the workspace left as it was.
+The loop takes the agent's definition (:class:`~gr_notebook.engine.definition.AgentDefinition`)
+and the run's state (:class:`~gr_notebook.engine.state.RunState`) and keeps nothing else but
+the controls a person uses (stop, pause). Each turn: between turns, stops, limits, rewinds
+and the stuck checkpoint; then the request is assembled and checked against what the token
+budget has left (counted by the model when it can count, else the request's estimate), so
+a request over it is never sent; the model is called; the tool calls run as their own step
+(:mod:`gr_notebook.engine.tool_calls`), which returns the turn's effects, and the loop acts
+on those (end the job, intervene, prune, compact, inject the workflow's prompts). It knows
+no tool by name.
+
+Nothing a model or a tool does can crash the run: unknown tools, bad arguments and tool
+exceptions become ``is_error`` results, and a failing model ends the run as ``failed`` with
+the reason recorded and the workspace left as it was. A spent limit ends it as
+``budget_exhausted`` with the limit as a value (:class:`~gr_notebook.guardrails.budget.SpentLimit`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from gr_notebook.engine.context import ContextManager, build_recap
+from gr_notebook.engine.context import build_recap
+from gr_notebook.engine.definition import AgentDefinition
+from gr_notebook.engine.state import RunState
+from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import RequestOverBudget
-from gr_notebook.eventdata import clip, clip_json
-from gr_notebook.events import EventLog
-from gr_notebook.guardrails.budget import Budget, BudgetUsage
-from gr_notebook.guardrails.completion import StopKind
-from gr_notebook.guardrails.feedback import render_feedback
-from gr_notebook.guardrails.interventions import (
-    InterventionCheck,
-    InterventionConfig,
-    InterventionEngine,
-)
-from gr_notebook.guardrails.regulation import RegulationSettings, ResourceReport, SelfRegulation
-from gr_notebook.guardrails.runtime import Guardrails, StopVerdict
-from gr_notebook.guardrails.spec import GuardrailSpec
-from gr_notebook.guidance import Directive, feedback_directive, guidance_data
-from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
-from gr_notebook.models.base import Model, ModelResponse
-from gr_notebook.models.call_context import CallContext, calling
-from gr_notebook.tools import ToolContext, ToolOutput, ToolRegistry
-from gr_notebook.tools.nesting import cut_deep_inputs, too_deep_message
-from gr_notebook.workflow.phases import JobResult, PhaseController
+from gr_notebook.eventdata import clip
+from gr_notebook.guardrails.budget import SpentLimit
+from gr_notebook.guardrails.completion import STOP_BY_TOOL, StopKind
+from gr_notebook.guardrails.interventions import InterventionCheck
+from gr_notebook.guardrails.runtime import StopVerdict
+from gr_notebook.guidance import Directive
+from gr_notebook.messages import TextBlock
+from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
+from gr_notebook.models.call_context import calling
+from gr_notebook.tools.effects import PruneConversation
+from gr_notebook.tools.nesting import cut_deep_inputs
 from gr_notebook.workflow.prompts import (
     directive,
     marker_of,
-    stop_refused_prompt,
     strategy_check_prompt,
     stuck_rewind_issue,
     todo_layer_directive,
 )
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 from gr_notebook.workflow.summary import workspace_state
-from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
 
@@ -68,86 +70,29 @@ class LoopOutcome:
     status: RunStatus
     reason: str | None = None
     error: BaseException | None = None
+    limit: SpentLimit | None = None
+    """The limit that ended the run, when one did (``budget_exhausted``)."""
 
 
 class Loop:
-    def __init__(
-        self,
-        *,
-        model: Model,
-        registry: ToolRegistry,
-        workspace: Workspace,
-        plan_file: str,
-        events: EventLog,
-        system_prompt: str,
-        budget: Budget,
-        compaction: bool,
-        stuck_detector: StuckDetector | None,
-        clock: Callable[[], float],
-        guardrails: GuardrailSpec | None = None,
-        interventions: InterventionConfig | None = None,
-        regulation: RegulationSettings | None = None,
-        name: str = "agent",
-        run_id: str = "",
-    ) -> None:
-        self.model = model
-        self.registry = registry
-        self.events = events
-        self.phases = PhaseController(
-            workspace, plan_file, self.emit, clock, regulated=regulation is not None
-        )
-        self.context = ContextManager()
-        self.system_prompt = system_prompt
-        self.budget = budget
-        self.compaction = compaction
-        self.stuck_detector = stuck_detector
-        self.clock = clock
-        self.turn = 0
-        self.tokens = 0
-        self.started_at = clock()
-        self.guards = Guardrails(
-            guardrails or GuardrailSpec(),
-            workspace=workspace,
-            emit=self.emit,
-            clock=clock,
-            usage=self.usage,
-            todos=lambda: self.phases.todos,
-            plan=self.phases.plan,
-            wrap_up=lambda: self.regulation.wrap_up if self.regulation else None,
-            prompt_name=name,
-            run_id=run_id,
-        )
-        self.interventions = InterventionEngine(interventions) if interventions else None
-        self.regulation = (
-            SelfRegulation(
-                regulation,
-                usage=self.usage,
-                emit=self.emit,
-                workspace=workspace,
-                phase_ahead=self.phases.phase_ahead,
-                run_id=run_id,
-            )
-            if regulation
-            else None
-        )
-        self._intervention: InterventionCheck | None = None  # the highest tier this turn
-        self._give_up: StopVerdict | None = None
-        self._refused_calls = 0  # job_complete calls refused in the current turn
-        self._too_deep: frozenset[str] = frozenset()  # this turn's calls whose input was cut
-        self._rewinds: list[tuple[str, bool]] = []
+    def __init__(self, definition: AgentDefinition, state: RunState) -> None:
+        self.definition = definition
+        self.state = state
+        self.model = definition.model
+        self.registry = definition.registry
+        self._counter = self.model if isinstance(self.model, TokenCounter) else None
         self._stop_requested: str | None = None
         self.stop_status: RunStatus = "cancelled"
         """What a requested stop ends as: ``interrupted`` for Ctrl-C, else ``cancelled``."""
         self._resume = asyncio.Event()
         self._resume.set()
-        self._todo_order: str | None = None  # the INSTRUCTION line last recorded as guidance
         self.paused = False
         self.started = False
 
     # -- requests from outside, applied at the next safe point -------------------------------
 
     def request_rewind(self, issue: str, *, reset_policies: bool = False) -> None:
-        self._rewinds.append((issue, reset_policies))
+        self.state.rewinds.append((issue, reset_policies))
 
     def request_stop(
         self, reason: str = "stopped by request", *, interrupted: bool = False
@@ -171,99 +116,47 @@ class Loop:
     def stop_reason(self) -> str | None:
         return self._stop_requested
 
-    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
-        if kind == "feedback" and data is not None and "directive" not in data:
-            provider, text = str(data.get("provider")), str(data.get("text", ""))
-            data = {**data, "directive": self.guidance(feedback_directive(provider, text))}
-        self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
-        if kind == "phase_started" and self.regulation is not None and data:
-            self.regulation.on_phase_started(data["phase"])
-
-    def guidance(self, directive: Directive) -> dict[str, Any]:
-        """An order given to the model, with the state of the job at that moment: recorded
-        on the event that delivers it (see :mod:`gr_notebook.guidance`)."""
-        return guidance_data(
-            directive,
-            todos=self.phases.todos,
-            plan=self.phases.plan(),
-            usage=self.usage(),
-            job_done=self.phases.job is not None,
-        )
-
-    def direct(self, directive: Directive) -> None:
-        """An order that no other event delivers (the todo layer, the kickoff)."""
-        self.emit("guidance", {"directive": self.guidance(directive)})
-
     def _wrap_up_when_limits_run_low(self) -> None:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
         model that has not called check_resources lately still hears it in time."""
-        regulation = self.regulation
-        if (
-            regulation is not None
-            and not self.phases.wrap_up_ordered
-            and regulation.check().wrap_up
-        ):
-            self.phases.order_wrap_up()
+        phases, regulation = self.state.phases, self.state.regulation
+        if regulation is not None and not phases.wrap_up_ordered and regulation.check().wrap_up:
+            phases.order_wrap_up()
 
     def _note_todo_layer(self) -> None:
         """The todo layer's INSTRUCTION line is an order on every turn: recorded when it
         changes."""
-        todos = self.phases.todos
+        state = self.state
+        todos = state.phases.todos
         text = todos.next_instruction()
-        if text != self._todo_order:
-            self._todo_order = text
-            self.direct(todo_layer_directive(todos))
-
-    @property
-    def max_iterations(self) -> int:
-        return self.budget.max_iterations
-
-    def measured(self) -> dict[str, Any]:
-        """The budget the agent is measured against now, as the meters show it: what
-        check_resources would report (the phase's allotment, else the run's limits)."""
-        usage = self.usage()
-        report = (
-            self.regulation.report(usage)
-            if self.regulation is not None
-            else ResourceReport.of(usage, None)
-        )
-        return {
-            "tokens_budget": report.tokens_budget,
-            "iterations_max": report.iterations_max,
-            "budget_tokens_used": report.tokens_used,
-            "budget_iterations_used": report.iterations_used,
-            "budget_scope": report.scope,
-        }
-
-    def usage(self) -> BudgetUsage:
-        """What the run has used of its budget, now."""
-        return self.budget.usage(
-            tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
-        )
+        if text != state.todo_order:
+            state.todo_order = text
+            state.direct(todo_layer_directive(todos))
 
     # -- the loop -----------------------------------------------------------------------------
 
     async def run(self, kickoff: str) -> LoopOutcome:
+        state = self.state
         self.started = True
-        self.direct(directive(kickoff))
-        self.context.append_user([TextBlock(kickoff)])
+        state.direct(directive(kickoff))
+        state.context.append_user([TextBlock(kickoff)])
         while True:
             if not self._resume.is_set() and not self._stop_requested:
                 await self._pause()
             if self._stop_requested:
                 return LoopOutcome(self.stop_status, self._stop_requested)
-            spent = self.usage().exhausted
-            if spent:
-                return LoopOutcome("budget_exhausted", spent)
+            spent = state.usage().spent
+            if spent is not None:
+                return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
             self._apply_rewinds()
-            if self.stuck_detector is not None and not self._protected():
-                prompt = self.stuck_detector(self.turn, self.phases.todos)
+            if state.stuck_detector is not None and not self._protected():
+                prompt = state.stuck_detector(state.turn, state.phases.todos)
                 if prompt:
-                    self.emit("stuck_checkpoint", {"prompt": prompt})
+                    state.emit("stuck_checkpoint", {"prompt": prompt})
                     self._inject([prompt])
             self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
-            self.turn += 1
+            state.turn += 1
             response = await self._call_model()
             if isinstance(response, LoopOutcome):
                 return response
@@ -275,35 +168,46 @@ class Loop:
     async def _pause(self) -> None:
         """Wait at a safe point between turns until resumed (or stopped)."""
         self.paused = True
-        self.emit("run_paused")
+        self.state.emit("run_paused")
         try:
             await self._resume.wait()
         finally:
             self.paused = False
         if not self._stop_requested:
-            self.emit("run_resumed")
+            self.state.emit("run_resumed")
 
     async def _call_model(self) -> ModelResponse | LoopOutcome:
-        request = self.context.assemble(
-            self.system_prompt, self.phases.todos, self.registry.specs(), turn=self.turn
+        state = self.state
+        request = state.context.assemble(
+            self.definition.system_prompt,
+            state.phases.todos,
+            self.registry.specs(),
+            turn=state.turn,
         )
         started = time.perf_counter()
-        limit = self.budget.max_tokens
-        call = CallContext(self.emit, None if limit is None else max(0, limit - self.tokens))
         try:
-            with calling(call):
+            counted = await self._count(request)
+            over = state.usage().admits(
+                request.estimated_tokens if counted is None else counted,
+                counted=counted is not None,
+            )
+            if over is not None:
+                return self._over_budget(over, over.reason)
+            with calling(state.call_context(counted)):
                 response = await self.model.complete(request)
         except asyncio.CancelledError:
             raise
-        except RequestOverBudget as exc:
-            self.emit("request_over_budget", {"needed": exc.needed, "remaining": exc.remaining})
-            return LoopOutcome("budget_exhausted", str(exc))
+        except RequestOverBudget as exc:  # a model that checks the budget itself
+            limit = state.budget.max_tokens
+            limit = state.tokens + exc.remaining if limit is None else limit
+            over = SpentLimit("tokens", limit - exc.remaining, limit, exc.needed, counted=True)
+            return self._over_budget(over, str(exc))
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
         usage = response.usage
         layers = request.layer_tokens
         # Every prompt token counts, cached or not: the budget measures what the model read.
-        self.tokens += (
+        state.tokens += (
             usage.input_tokens
             + usage.cache_creation_input_tokens
             + usage.cache_read_input_tokens
@@ -311,8 +215,8 @@ class Loop:
             if usage
             else request.estimated_tokens
         )
-        spent = self.usage()
-        self.emit(
+        spent = state.usage()
+        state.emit(
             "model_call",
             {
                 "input_tokens": usage.input_tokens if usage else request.estimated_tokens,
@@ -328,131 +232,68 @@ class Loop:
                 "duration_s": time.perf_counter() - started,
                 "model": response.model or self.model.name,
                 "cost_usd": response.extra.get("cost_usd"),
-                "tokens_used": self.tokens,
+                "tokens_used": state.tokens,
                 "iterations_used": spent.iterations,
-                **self.measured(),
+                **state.measured(),
             },
         )
         return response
 
+    async def _count(self, request: ModelRequest) -> int | None:
+        """The request's input tokens as the model counts them, when it can."""
+        if self._counter is None:
+            return None
+        with calling(self.state.call_context()):
+            return await self._counter.count_input_tokens(request)
+
+    def _over_budget(self, over: SpentLimit, reason: str) -> LoopOutcome:
+        """The request is not sent: the token budget cannot take it."""
+        self.state.emit(
+            "request_over_budget",
+            {"needed": over.request, "remaining": int(over.remaining), "limit": over.to_json()},
+        )
+        return LoopOutcome("budget_exhausted", reason, limit=over)
+
     async def _handle(self, response: ModelResponse) -> LoopOutcome | None:
+        state = self.state
         if not response.content:
             return self._fail_response("the model returned an empty response")
         if response.stop_reason == "refusal":
             return self._fail_response(f"the model refused: {clip(response.text)}")
-        message, self._too_deep = cut_deep_inputs(response.message())
-        self.context.append(message)
+        message, too_deep = cut_deep_inputs(response.message())
+        state.context.append(message)
         uses = message.tool_uses
         if not uses:
             if response.stop_reason == "max_tokens":
                 self._inject(["Your reply was cut off at the token limit; continue."])
                 return None
             return self._stop(response.text)
-        self._refused_calls = 0
-        results = [await self._call_tool(use) for use in uses]
-        self.context.append_user(results)
-        if self._give_up is not None:
-            return self._incomplete(self._give_up)
-        if self._refused_calls < len(uses):  # the turn did more than try to stop
-            self.guards.note_work()
-        if (job := self.phases.job) is not None:
-            done = LoopOutcome("completed", "job_complete was called")
-            return self._settle(done, "job_complete", {"summary": job.summary})
-        stopped = self._intervene()
+        effects = await call_tools(uses, state, self.registry, too_deep=too_deep)
+        state.context.append_user(effects.results)
+        return self._act_on(effects)
+
+    def _act_on(self, effects: TurnEffects) -> LoopOutcome | None:
+        """The end of a turn with tool calls: what its effects ask of the run."""
+        state = self.state
+        if effects.give_up is not None:
+            return self._incomplete(effects.give_up)
+        if effects.worked:
+            state.guards.note_work()
+        if effects.job is not None:
+            done = LoopOutcome("completed", f"{effects.job_tool} was called")
+            return self._settle(done, STOP_BY_TOOL, {"summary": effects.job.summary})
+        stopped = self._intervene(effects.intervention)
         if stopped is not None:
             return stopped
-        if self.regulation is not None and self.regulation.pending_prune is not None:
-            self._prune()
-        if self.phases.compaction_due:
-            self.phases.compaction_due = False
-            if self.compaction:
-                self._compact()
-        self._inject(self.phases.take_prompts())
+        if effects.prune is not None:
+            self._prune(effects.prune)
+        if effects.compaction_due and self.definition.compaction:
+            self._compact()
+        self._inject(state.phases.take_prompts())
         return None
 
-    async def _call_tool(self, use: ToolUseBlock) -> ToolResultBlock:
-        started = time.perf_counter()
-        if self.phases.job is not None:
-            output = ToolOutput("Not run: the job was already completed by job_complete.", True)
-        else:
-            output = await self._run_tool(use)
-        call = {
-            "tool": use.name,
-            "tool_use_id": use.id,
-            "input": clip_json(use.input),
-            "is_error": output.is_error,
-            "result": clip(output.content),
-            "duration_s": time.perf_counter() - started,
-        }
-        if output.directive is not None:
-            call["directive"] = self.guidance(output.directive)
-        self.emit("tool_call", call)
-        content = output.content
-        if self.interventions is not None and not self.phases.wrap_up_ordered:
-            self._observe(use, output)  # told to wrap up, it is winding down, not stuck
-        blocks = self.guards.after_call(
-            use.name, use.input, is_error=output.is_error, turn=self.turn
-        )
-        if self.regulation is not None and use.name == "read_file" and not output.is_error:
-            path = str(use.input.get("path", ""))
-            redundant = self.regulation.on_read(path, turn=self.turn, call_index=self.guards.calls)
-            if redundant is not None:
-                data = redundant.event_data(use.name, None)
-                order = feedback_directive("Redundancy", data["text"], avoid_reads=(path,))
-                self.emit("feedback", {**data, "directive": self.guidance(order)})
-                blocks = [*blocks, redundant]
-        if blocks:  # seed 002's immediate delivery: inside the result that triggered them
-            content = f"{content}\n\n{render_feedback(blocks)}"
-        return ToolResultBlock(use.id, content, output.is_error)
-
-    async def _run_tool(self, use: ToolUseBlock) -> ToolOutput:
-        if use.id in self._too_deep:
-            return ToolOutput(too_deep_message(use.name), True)
-        tool, problem = self.registry.check_call(use.name, use.input)
-        if problem is not None or tool is None:
-            return problem or ToolOutput("Unknown tool.", True)
-        denial = self.guards.check(tool, use.input, turn=self.turn)
-        if denial is not None:
-            text = denial.message()
-            return ToolOutput(text, True, Directive(text, f"policy:{denial.policy}", "do_first"))
-        if tool.name == "job_complete":
-            verdict = self.guards.judge_stop("job_complete", dict(use.input))
-            if not verdict.allowed:
-                self._refused_calls += 1
-                if verdict.give_up:
-                    self._give_up = verdict
-                text = self._refusal(verdict)
-                return ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
-        context = ToolContext(
-            self.phases.workspace, self.phases, self.clock, self.turn, regulation=self.regulation
-        )
-        try:
-            output = await self.registry.invoke(tool, context, use.input)
-            if not output.is_error:
-                self.guards.after_success(tool, use.input, output, turn=self.turn)
-                if tool.name == "todo_rewind" and use.input.get("reset_policies"):
-                    self._reset_policies("model")
-            return output
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.emit(
-                "error",
-                {
-                    "source": "tool",
-                    "tool": use.name,
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
-            )
-            return ToolOutput(
-                f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
-                "unchanged unless the tool says otherwise; try again differently.",
-                True,
-            )
-
     def _fail_response(self, reason: str, *, error: Exception | None = None) -> LoopOutcome:
-        self.emit(
+        self.state.emit(
             "error",
             {
                 "source": "model",
@@ -465,21 +306,14 @@ class Loop:
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        verdict = self.guards.judge_stop("end_turn", final_text)
+        phases, guards = self.state.phases, self.state.guards
+        verdict = guards.judge_stop("end_turn", final_text)
         if not verdict.allowed:
             if verdict.give_up:
                 return self._incomplete(verdict)
-            self._inject([self._refusal(verdict)])
+            self._inject([guards.refusal(verdict)])
             return None
-        if self.phases.job is None:
-            plan = self.phases.plan()
-            if plan is not None and plan.is_complete and self.phases.plan_written:
-                self.phases.complete_job(
-                    JobResult(
-                        summary=final_text.strip() or "All phases of the plan are complete.",
-                        source="detected",
-                    )
-                )
+        phases.complete_if_planned(final_text)
         reason = "the model ended its turn"
         if verdict.bypassed:
             reason += f"; the completion check was bypassed: {verdict.bypassed}"
@@ -489,28 +323,26 @@ class Loop:
         """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
         only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
         it runs out between turns (the status table in docs/decisions.md)."""
-        pressed = self.guards.pressing()
+        guards = self.state.guards
+        usage = self.state.usage()
+        pressed = guards.pressing(usage)
         if not pressed:
             return outcome
-        left = self.guards.work_left(kind, tentative)
+        left = guards.work_left(kind, tentative)
         if left is None:
             return outcome
         why = "" if pressed in str(outcome.reason) else f" ({pressed})"
         return LoopOutcome(
             "budget_exhausted",
             f"{outcome.reason}; a limit ended the job with work left{why}: {left}",
-        )
-
-    def _refusal(self, verdict: StopVerdict) -> str:
-        return stop_refused_prompt(
-            verdict.feedback, refusals=self.guards.refusals, limit=self.guards.spec.max_refusals
+            limit=guards.pressing_limit(usage),
         )
 
     def _incomplete(self, verdict: StopVerdict) -> LoopOutcome:
         first = (verdict.feedback or "").replace("<blocker>", "").strip().split("\n")[0]
         return LoopOutcome(
             "incomplete",
-            f"the stop was refused {self.guards.refusals} times in a row"
+            f"the stop was refused {self.state.guards.refusals} times in a row"
             + (f": {clip(first, 200)}" if first else ""),
         )
 
@@ -519,33 +351,23 @@ class Loop:
     def _protected(self) -> bool:
         """While a safeguard protects the agent, seed 000's checkpoint holds off too; and
         once a wrap-up was ordered, no checkpoint asks for more work."""
-        if self.phases.wrap_up_ordered:
+        state = self.state
+        if state.phases.wrap_up_ordered:
             return True
-        return self.interventions is not None and self.interventions.protected
+        return state.interventions is not None and state.interventions.protected
 
-    def _observe(self, use: ToolUseBlock, output: ToolOutput) -> None:
-        assert self.interventions is not None
-        check = self.interventions.observe(
-            use.name, use.input, output.content, is_error=output.is_error
-        )
-        if check is None:
-            return
-        self.emit("intervention" if check.fired else "intervention_skipped", check.to_event())
-        if check.fired and (self._intervention is None or check.tier > self._intervention.tier):
-            self._intervention = check
-
-    def _intervene(self) -> LoopOutcome | None:
+    def _intervene(self, check: InterventionCheck | None) -> LoopOutcome | None:
         """Act on the turn's intervention, at the end of the turn: tool results stay whole."""
-        check, self._intervention = self._intervention, None
         if check is None:
             return None
+        phases = self.state.phases
         steps = check.steps_since_progress
         if check.action == "replan":
             text = strategy_check_prompt(steps, check.stuck_counter)
-            self._inject([directive(text, reads=(self.phases.plan_file,))])
+            self._inject([directive(text, reads=(phases.plan_file,))])
         elif check.action == "rewind":
-            self.phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
-            self._inject(self.phases.take_prompts())
+            phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
+            self._inject(phases.take_prompts())
         else:
             return LoopOutcome(
                 "stuck",
@@ -554,29 +376,27 @@ class Loop:
             )
         return None
 
-    def _reset_policies(self, source: str) -> None:
-        self.guards.reset_policies()
-        self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
-
     def _compact(self) -> None:
+        state = self.state
+        phases, regulation = state.phases, state.regulation
         recap = build_recap(
-            segments=self.phases.segments,
-            journal=self.phases.journal,
-            todos=self.phases.todos,
-            plan_file=self.phases.plan_file,
-            turn=self.turn,
-            budget=self.regulation.answer if self.regulation is not None else None,
+            segments=phases.segments,
+            journal=phases.journal,
+            todos=phases.todos,
+            plan_file=phases.plan_file,
+            turn=state.turn,
+            budget=regulation.answer if regulation is not None else None,
             workspace_state=workspace_state(
-                self.phases.workspace,
-                plan_file=self.phases.plan_file,
-                todos=self.phases.todos,
-                plan=self.phases.plan(),
+                phases.workspace,
+                plan_file=phases.plan_file,
+                todos=phases.todos,
+                plan=phases.plan(),
             ),
         )
-        stats = self.context.compact(recap)
-        if self.regulation is not None:
-            self.regulation.note_pruned()
-        self.emit(
+        stats = state.context.compact(recap)
+        if regulation is not None:
+            regulation.note_pruned()
+        state.emit(
             "compaction",
             {
                 "messages_removed": stats.messages_removed,
@@ -585,41 +405,42 @@ class Loop:
             },
         )
 
-    def _prune(self) -> None:
+    def _prune(self, prune: PruneConversation) -> None:
         """After summarize_progress: its summary and the last 5 messages stay."""
-        assert self.regulation is not None
-        summary, self.regulation.pending_prune = self.regulation.pending_prune, None
-        assert summary is not None
-        stats = self.context.prune(summary.render())
-        self.regulation.note_pruned()
-        self.emit(
+        state = self.state
+        stats = state.context.prune(prune.summary)
+        if state.regulation is not None:
+            state.regulation.note_pruned()
+        state.emit(
             "conversation_pruned",
             {
                 "messages_removed": stats.messages_removed,
                 "tokens_before": stats.tokens_before,
                 "tokens_after": stats.tokens_after,
-                **summary.to_json(),
+                **prune.details,
             },
         )
 
     def _inject(self, orders: Sequence[Directive | str]) -> None:
         """Tell the model: workflow prompts, refusals and checks, each recorded as guidance."""
+        state = self.state
         directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
         for d in directives:
-            self.emit(
+            state.emit(
                 "prompt_injected",
-                {"text": clip(d.text), "marker": marker_of(d.text), "directive": self.guidance(d)},
+                {"text": clip(d.text), "marker": marker_of(d.text), "directive": state.guidance(d)},
             )
-            if d.reads and self.regulation is not None:
-                self.regulation.expect_reads(d.reads)
-        self.context.append_user([TextBlock(d.text) for d in directives])
+            if d.reads and state.regulation is not None:
+                state.regulation.expect_reads(d.reads)
+        state.context.append_user([TextBlock(d.text) for d in directives])
 
     def _apply_rewinds(self) -> None:
-        issues, self._rewinds = self._rewinds, []
+        state = self.state
+        issues, state.rewinds = state.rewinds, []
         for issue, reset in issues:
-            self.phases.rewind(issue, source="person")
-            if self.interventions is not None:
-                self.interventions.note_reset()
+            state.phases.rewind(issue, source="person")
+            if state.interventions is not None:
+                state.interventions.note_reset()
             if reset:
-                self._reset_policies("person")
-            self._inject(self.phases.take_prompts())
+                state.reset_policies("person")
+            self._inject(state.phases.take_prompts())

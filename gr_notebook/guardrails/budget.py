@@ -6,7 +6,12 @@ it is the rule that ends a run and that lets a task-completion check be bypassed
 
 ``Budget.suggest`` learns limits from past runs, which the history layer reads: it asks the
 :class:`BudgetAdvisor` that ``import gr_notebook`` sets (decision 160), so this layer
-imports no history code.
+imports no history code. The token
+limit is also checked before each model request (:meth:`BudgetUsage.admits`): a request
+that needs more than is left is never sent.
+
+A spent limit is a value, :class:`SpentLimit` (which limit, how much was used, the limit),
+carried on the event and on the run's outcome; its sentence is only how it reads.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.validation import seconds, whole_number
@@ -30,8 +35,74 @@ __all__ = [
     "BudgetSuggestion",
     "BudgetUsage",
     "Deadline",
+    "LimitKind",
+    "SpentLimit",
     "set_advisor",
 ]
+
+LimitKind: TypeAlias = Literal["iterations", "tokens", "time"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpentLimit:
+    """A limit that ended, or would end, the run: which one, how much was used, the limit.
+
+    ``request`` is set when it is the next model request that does not fit: the input
+    tokens it needs, ``counted`` by the model or else the request's own estimate.
+    """
+
+    kind: LimitKind
+    used: float
+    limit: float
+    request: int | None = None
+    counted: bool = False
+
+    @property
+    def remaining(self) -> float:
+        return self.limit - self.used
+
+    @property
+    def reason(self) -> str:
+        """The sentence a person reads (the run's reason, the event's text)."""
+        if self.request is not None:
+            if self.counted:
+                return (
+                    f"the next request needs {self.request:,} input tokens (counted before "
+                    f"sending) and {self.remaining:,.0f} remain of the token budget; it was "
+                    "not sent"
+                )
+            return (
+                f"the next request needs about {self.request:,} input tokens (estimated before "
+                f"sending) and {self.remaining:,.0f} remain of the token budget of "
+                f"{self.limit:,.0f}; it was not sent"
+            )
+        if self.kind == "iterations":
+            return f"the iteration cap of {self.limit:.0f} was reached"
+        if self.kind == "tokens":
+            return f"the token budget of {self.limit:,.0f} was used ({self.used:,.0f} tokens)"
+        return f"the deadline of {self.limit:g} s passed ({self.used:.1f} s elapsed)"
+
+    def __str__(self) -> str:
+        return self.reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "used": self.used,
+            "limit": self.limit,
+            "request": self.request,
+            "counted": self.counted,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> SpentLimit:
+        return cls(
+            data["kind"],
+            data["used"],
+            data["limit"],
+            data.get("request"),
+            bool(data.get("counted", False)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +215,41 @@ class BudgetUsage:
     elapsed_s: float
 
     @property
-    def exhausted(self) -> str | None:
-        """Which limit is spent, as a sentence, or None while every limit has room."""
+    def spent(self) -> SpentLimit | None:
+        """Which limit is spent, or None while every limit has room."""
         b = self.budget
         if self.iterations >= b.max_iterations:
-            return f"the iteration cap of {b.max_iterations} was reached"
+            return SpentLimit("iterations", self.iterations, b.max_iterations)
         if b.max_tokens is not None and self.tokens >= b.max_tokens:
-            return f"the token budget of {b.max_tokens:,} was used ({self.tokens:,} tokens)"
+            return SpentLimit("tokens", self.tokens, b.max_tokens)
         if b.deadline_s is not None and self.elapsed_s >= b.deadline_s:
-            return f"the deadline of {b.deadline_s:g} s passed ({self.elapsed_s:.1f} s elapsed)"
+            return SpentLimit("time", self.elapsed_s, b.deadline_s)
         return None
+
+    @property
+    def exhausted(self) -> str | None:
+        """Which limit is spent, as a sentence, or None while every limit has room."""
+        spent = self.spent
+        return None if spent is None else spent.reason
+
+    def nearest(self) -> SpentLimit:
+        """The limit closest to being spent (the largest fraction used): the one a wrap-up
+        order is about."""
+        b = self.budget
+        candidates = [SpentLimit("iterations", self.iterations, b.max_iterations)]
+        if b.max_tokens is not None:
+            candidates.append(SpentLimit("tokens", self.tokens, b.max_tokens))
+        if b.deadline_s is not None:
+            candidates.append(SpentLimit("time", self.elapsed_s, b.deadline_s))
+        return max(candidates, key=lambda c: c.used / c.limit)
+
+    def admits(self, request_tokens: int, *, counted: bool) -> SpentLimit | None:
+        """None when a request of ``request_tokens`` input tokens fits what the token
+        budget has left; else the limit it would pass (the request is not sent)."""
+        limit = self.budget.max_tokens
+        if limit is None or request_tokens <= limit - self.tokens:
+            return None
+        return SpentLimit("tokens", self.tokens, limit, request_tokens, counted)
 
     @property
     def deadline(self) -> Deadline | None:

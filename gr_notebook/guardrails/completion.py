@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.workspace import Workspace
 
 __all__ = [
+    "STOP_BY_TOOL",
     "CompositeChecker",
     "FileOutputChecker",
     "PlanBasedChecker",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 StopKind: TypeAlias = Literal["end_turn", "job_complete"]
+"""How the model tries to stop: ending its turn without a tool call, or calling a tool
+that ends the job (``Tool.ends_job``, the built-in ``job_complete``)."""
+STOP_BY_TOOL: StopKind = "job_complete"
 MAX_TITLES = 3
 
 

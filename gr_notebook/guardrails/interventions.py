@@ -7,11 +7,13 @@ not busy editing, and it has gone ``consecutive_stuck_tolerance`` checks without
 Interventions escalate while the agent stays stuck: re-plan, rewind, stop.
 
 The engine is pure (no clock, no I/O besides logging), so the loop drives it live and
-:func:`gr_notebook.replay_interventions` drives it again over a recorded run.
+:func:`gr_notebook.replay_interventions` drives it again over a recorded run. Its tracker is
+plain data (:meth:`InterventionEngine.to_json`), part of the run state's snapshot.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -222,7 +224,38 @@ class ProgressTracker:
     fresh_window: bool = False
     """Progress, or a reset, since the previous check: the next check is not stuck."""
     seen: set[int] = field(default_factory=set)
-    """Hashes of the successful calls so far, tool and input: what makes a step ``novel``."""
+    """Digests of the successful calls so far, tool and input: what makes a step ``novel``
+    (stable across processes, so a restored run keeps them)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "last_start_over_step": self.last_start_over_step,
+            "code_edit_count": self.code_edit_count,
+            "recent_tools": list(self.recent_tools),
+            "stuck_counter": self.stuck_counter,
+            "last_progress_step": self.last_progress_step,
+            "step": self.step,
+            "tier": self.tier,
+            "best_score": self.best_score,
+            "fresh_window": self.fresh_window,
+            "seen": sorted(self.seen),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProgressTracker:
+        last = data["last_start_over_step"]
+        return cls(
+            last_start_over_step=None if last is None else int(last),
+            code_edit_count=int(data["code_edit_count"]),
+            recent_tools=deque(map(str, data["recent_tools"]), maxlen=RECENT_TOOLS),
+            stuck_counter=int(data["stuck_counter"]),
+            last_progress_step=int(data["last_progress_step"]),
+            step=int(data["step"]),
+            tier=int(data["tier"]),
+            best_score=float(data["best_score"]),
+            fresh_window=bool(data["fresh_window"]),
+            seen={int(k) for k in data["seen"]},
+        )
 
 
 class InterventionEngine:
@@ -262,13 +295,19 @@ class InterventionEngine:
             if tool in c.edit_tools:
                 t.code_edit_count += 1
             # Keyed as events record the input, so that a replay sees the same novelty.
-            key = hash((tool, json.dumps(clip_json(params), sort_keys=True, default=str)))
+            key = _digest(tool, json.dumps(clip_json(params), sort_keys=True, default=str))
             novel = key not in t.seen
             t.seen.add(key)
         self._read_progress(ToolStep(t.step, tool, params, result, is_error, novel))
         if t.step % c.check_every or self.stopped:
             return None
         return self._check()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.tracker.to_json()
+
+    def load_json(self, data: Mapping[str, Any]) -> None:
+        self.tracker = ProgressTracker.from_json(data)
 
     def note_reset(self) -> None:
         """A new strategy (start_over, a rewind): its grace period begins now."""
@@ -366,6 +405,12 @@ class InterventionEngine:
 
 
 _DOING = ("forcing strategy re-plan", "rewinding the todo list", "stopping the run")
+
+
+def _digest(tool: str, encoded_input: str) -> int:
+    """A call's identity, the same in every process (``hash()`` of a str is salted)."""
+    data = f"{tool}\0{encoded_input}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
 def replay_steps(

@@ -1,8 +1,10 @@
 """Seed 003's session state: what the agent assessed, used, summarized and already read.
 
-The three self-regulation tools read and write this state; the loop reads it back to prune
-the conversation after ``summarize_progress`` and to mark redundant reads. One instance
-belongs to one run.
+The three self-regulation tools read and write this state (``summarize_progress`` asks for
+the pruning as an effect of its call); the tool-execution step asks it about redundant
+reads. It reads the run through its :class:`~gr_notebook.guardrails.view.RunView`. One
+instance belongs to one run, and :meth:`SelfRegulation.to_json` is its part of the run
+state's snapshot.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.guardrails.budget import BudgetUsage
@@ -19,6 +21,9 @@ from gr_notebook.guardrails.feedback import Feedback, Observation
 from gr_notebook.guardrails.paths import canonical_path, file_stamp
 from gr_notebook.workflow.todos import ARCHIVE_DIR
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.view import RunView
 
 __all__ = [
     "DEFAULT_CONFIRM_ABOVE",
@@ -236,27 +241,18 @@ class RegulationSettings:
 class SelfRegulation:
     """One run's self-regulation state, read and written by the three tools."""
 
-    def __init__(
-        self,
-        settings: RegulationSettings,
-        *,
-        usage: Callable[[], BudgetUsage],
-        emit: Callable[[str, Mapping[str, Any]], None],
-        workspace: Workspace,
-        phase_ahead: Callable[[], tuple[int, str]] = lambda: (0, "the task"),
-        run_id: str = "",
-    ) -> None:
-        """``phase_ahead`` says which phase an assessment made now covers, and its label."""
+    def __init__(self, settings: RegulationSettings, run: RunView) -> None:
         self.table = settings.table
         self.confirm = settings.confirm
         self.confirm_above = settings.confirm_above
         if self.confirm_above is None and self.confirm is not None:
             self.confirm_above = DEFAULT_CONFIRM_ABOVE
-        self.usage = usage
-        self.emit = emit
-        self.workspace = workspace
-        self.phase_ahead = phase_ahead
-        self.run_id = run_id
+        self.usage = run.usage
+        self.emit = run.emit
+        self.workspace = run.workspace
+        self.phase_ahead = run.phase_ahead
+        """Which phase an assessment made now covers, and its label."""
+        self.run_id = run.run_id
         self.assessment: TaskAssessment | None = None
         """The allotment in force: it covers one phase and lapses when another begins."""
         self.answer: str | None = None
@@ -266,7 +262,6 @@ class SelfRegulation:
         """The recommendation that ordered a wrap-up, once one did; it stands for the run."""
         self._requested: set[str] = set()
         self.summaries: list[ProgressSummary] = []
-        self.pending_prune: ProgressSummary | None = None
         self._explored: dict[str, tuple[tuple[int, int], int, int]] = {}
         self.generation = 0
         """Bumped whenever the conversation is pruned or compacted: older reads are gone."""
@@ -352,7 +347,6 @@ class SelfRegulation:
             tuple(key_findings), tuple(dict.fromkeys(files_examined)), tuple(next_steps), turn
         )
         self.summaries.append(summary)
-        self.pending_prune = summary
         return summary
 
     # -- redundancy detection -------------------------------------------------------------------
@@ -390,6 +384,48 @@ class SelfRegulation:
 
     def note_pruned(self) -> None:
         self.generation += 1
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "assessment": self.assessment.to_json() if self.assessment else None,
+            "answer": self.answer,
+            "wrap_up": self.wrap_up,
+            "requested": sorted(self._requested),
+            "summaries": [s.to_json() for s in self.summaries],
+            "explored": [
+                [name, list(stamp), turn, generation]
+                for name, (stamp, turn, generation) in self._explored.items()
+            ],
+            "generation": self.generation,
+        }
+
+    def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
+        """Check a saved state; returns the function that applies it."""
+        assessment = TaskAssessment(**data["assessment"]) if data["assessment"] else None
+        summaries = [
+            ProgressSummary(
+                tuple(s["key_findings"]),
+                tuple(s["files_examined"]),
+                tuple(s["next_steps"]),
+                int(s["turn"]),
+            )
+            for s in data["summaries"]
+        ]
+        explored = {
+            str(name): ((int(stamp[0]), int(stamp[1])), int(turn), int(generation))
+            for name, stamp, turn, generation in data["explored"]
+        }
+        requested, generation = {str(r) for r in data["requested"]}, int(data["generation"])
+        answer, wrap_up = data["answer"], data["wrap_up"]
+
+        def apply() -> None:
+            self.assessment, self.answer, self.wrap_up = assessment, answer, wrap_up
+            self._requested, self.summaries = requested, summaries
+            self._explored, self.generation = explored, generation
+
+        return apply
 
     async def _confirm(self, assessment: TaskAssessment) -> bool:
         request = ConfirmationRequest(

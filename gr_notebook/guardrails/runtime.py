@@ -1,14 +1,16 @@
 """The guardrails of one run: policy memories, trigger state and the refusal streak.
 
-The loop calls it at fixed points: :meth:`Guardrails.check` before a tool runs,
-:meth:`after_success` and :meth:`after_call` after, and :meth:`judge_stop` when the model
-tries to stop. Every decision is an event, and the work per tool call is O(1) in the length
-of the run, so the guardrails cost the same at call 10 and call 10,000.
+The tool-execution step calls it at fixed points: :meth:`Guardrails.check` before a tool
+runs, :meth:`after_success` and :meth:`after_call` after, and :meth:`judge_stop` when the
+model tries to stop. It reads the run through one :class:`~gr_notebook.guardrails.view.RunView`
+and hands each policy and checker its own typed view of it. Every decision is an event, and
+the work per tool call is O(1) in the length of the run, so the guardrails cost the same at
+call 10 and call 10,000. :meth:`snapshot` is the guardrails' part of the run state's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,18 +34,16 @@ from gr_notebook.guardrails.policy import (
 )
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
+from gr_notebook.workflow.prompts import stop_refused_prompt
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.budget import BudgetUsage
+    from gr_notebook.guardrails.budget import BudgetUsage, SpentLimit
+    from gr_notebook.guardrails.view import RunView
     from gr_notebook.tools.base import Tool, ToolOutput
-    from gr_notebook.workflow.plan import Plan
-    from gr_notebook.workflow.todos import TodoList
-    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["SNAPSHOT_VERSION", "Denial", "Guardrails", "StopVerdict"]
 
 SNAPSHOT_VERSION = 1
-Emit = Callable[[str, Mapping[str, Any]], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,39 +66,16 @@ class StopVerdict:
 
 
 class Guardrails:
-    def __init__(
-        self,
-        spec: GuardrailSpec,
-        *,
-        workspace: Workspace,
-        emit: Emit,
-        clock: Callable[[], float],
-        usage: Callable[[], BudgetUsage],
-        todos: Callable[[], TodoList],
-        plan: Callable[[], Plan | None],
-        wrap_up: Callable[[], str | None] = lambda: None,
-        prompt_name: str = "agent",
-        run_id: str = "",
-    ) -> None:
-        """``wrap_up`` says why the run was told to wrap up, once it was: from then on a
-        stop is never refused, since refusing it would contradict that order."""
+    def __init__(self, spec: GuardrailSpec, run: RunView) -> None:
+        """Once ``run.wrap_up`` says the run was told to wrap up, a stop is never refused,
+        since refusing it would contradict that order."""
         self.spec = spec
-        self._wrap_up = wrap_up
-        self.workspace = workspace
-        self._emit, self._clock, self._usage = emit, clock, usage
-        self._todos, self._plan = todos, plan
-        self.prompt_name, self.run_id = prompt_name, run_id
+        self._run = run
+        self.workspace = run.workspace
+        self._emit, self._clock, self._usage = run.emit, run.clock, run.usage
+        self.prompt_name, self.run_id = run.name, run.run_id
         self.memories = {b.key: PolicyMemory(b.key) for b in spec.bindings}
-        self.feedback = FeedbackRunner(
-            spec.feedback,
-            workspace=workspace,
-            emit=emit,
-            clock=clock,
-            usage=usage,
-            todos=todos,
-            plan=plan,
-            prompt_name=prompt_name,
-        )
+        self.feedback = FeedbackRunner(spec.feedback, run)
         self.refusals = 0
 
     @property
@@ -230,12 +207,27 @@ class Guardrails:
         )
         return StopVerdict(result.complete, result.feedback, give_up=give_up)
 
+    def refusal(self, verdict: StopVerdict) -> str:
+        """What the model is told when its stop is refused."""
+        return stop_refused_prompt(
+            verdict.feedback, refusals=self.refusals, limit=self.spec.max_refusals
+        )
+
     def pressing(self, usage: BudgetUsage | None = None) -> str | None:
         """Why a hard limit lets a stop through unchecked: a spent limit, or a standing
         order to wrap up; None while the limits have room."""
         spent = (usage or self._usage()).exhausted
-        if not spent and (order := self._wrap_up()):
+        if not spent and (order := self._run.wrap_up):
             spent = f"the run was told to wrap up ({order})"
+        return spent
+
+    def pressing_limit(self, usage: BudgetUsage | None = None) -> SpentLimit | None:
+        """The limit behind :meth:`pressing`, as a value: the spent one, or under a wrap-up
+        order the one nearest to being spent."""
+        usage = usage or self._usage()
+        spent = usage.spent
+        if spent is None and self._run.wrap_up:
+            return usage.nearest()
         return spent
 
     def work_left(self, kind: StopKind, tentative: Any) -> str | None:
@@ -253,10 +245,11 @@ class Guardrails:
     def _ask(
         self, checker: TaskCompletionChecker, kind: StopKind, tentative: Any
     ) -> TaskCompletionResult:
+        run = self._run
         context = TaskCompletionContext(
             workspace=self.workspace,
-            todos=self._todos(),
-            plan=self._plan(),
+            todos=run.todos,
+            plan=run.plan(),
             tentative_output=tentative,
             stop_reason=kind,
             budget=self._usage(),

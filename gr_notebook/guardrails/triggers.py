@@ -1,5 +1,8 @@
 """The feedback half of a run's guardrails: trigger state per configuration, and delivery.
 
+It reads the run through its :class:`~gr_notebook.guardrails.view.RunView` and gives each
+provider a :class:`~gr_notebook.guardrails.feedback.FeedbackContext`, the providers' view.
+
 Which providers fire is decided from counters and timestamps kept per configuration (not
 per provider name, so two providers of one class keep their own cadence), never by
 scanning the history: O(1) per configuration per tool call.
@@ -24,16 +27,12 @@ from gr_notebook.guardrails.feedback import (
 from gr_notebook.guardrails.paths import is_file
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.workflow.plan import Plan
-    from gr_notebook.workflow.todos import TodoList
-    from gr_notebook.workflow.workspace import Workspace
+    from gr_notebook.guardrails.view import RunView
 
 __all__ = ["RECENT_CALLS", "FeedbackRunner"]
 
 RECENT_CALLS = 50
 """How many recent tool calls a feedback provider can look back on."""
-Emit = Callable[[str, Mapping[str, Any]], object]
 
 
 @dataclass(slots=True)
@@ -44,28 +43,17 @@ class _Trigger:
 
 
 class FeedbackRunner:
-    def __init__(
-        self,
-        configs: Sequence[FeedbackProviderConfig],
-        *,
-        workspace: Workspace,
-        emit: Emit,
-        clock: Callable[[], float],
-        usage: Callable[[], BudgetUsage],
-        todos: Callable[[], TodoList],
-        plan: Callable[[], Plan | None],
-        prompt_name: str = "agent",
-    ) -> None:
+    def __init__(self, configs: Sequence[FeedbackProviderConfig], run: RunView) -> None:
         self.configs = tuple(configs)
-        self.workspace = workspace
-        self._emit, self._clock, self._usage = emit, clock, usage
-        self._todos, self._plan = todos, plan
-        self.prompt_name = prompt_name
+        self._run = run
+        self.workspace = run.workspace
+        self._emit, self._clock, self._usage = run.emit, run.clock, run.usage
+        self.prompt_name = run.name
         self.calls = 0
         self.recent: deque[ToolCallRecord] = deque(maxlen=RECENT_CALLS)
         self.last: Feedback | None = None
         self.last_by_provider: dict[str, Feedback] = {}
-        started = clock()
+        started = self._clock()
         self._triggers = [_Trigger(last_time=started) for _ in self.configs]
         self._files = [
             c.trigger.on_file_created.filename if c.trigger.on_file_created else None
@@ -97,8 +85,8 @@ class FeedbackRunner:
                 context = FeedbackContext(
                     self,
                     workspace=self.workspace,
-                    todos=self._todos(),
-                    plan=self._plan,
+                    todos=self._run.todos,
+                    plan=self._run.plan,
                     budget=self._usage(),
                     now=now,
                 )

@@ -8,6 +8,10 @@ breakpoint; layer 2 changes every turn and comes after it, so it never spoils th
 
 The adapter retries by itself, with the SDK's own retries off, so each retry is a
 ``model_retry`` event and a stop during a request or a backoff is honoured at once.
+
+With ``count_tokens=True`` it is a :class:`~gr_notebook.models.base.TokenCounter`: the loop
+asks it for each request's input tokens before sending, and checks them against the run's
+token budget (the adapter itself enforces no limit).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled, RequestOverBudget
+from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled
 from gr_notebook.eventdata import clip
 from gr_notebook.messages import (
     ContentBlock,
@@ -177,11 +181,24 @@ class AnthropicModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         params = self.request_params(request)
         check_network(self.base_url)
-        counted = await self._count(params) if self.count_tokens else None
         message = await self._with_retries(
             "messages.create", lambda: self._api.create(**params, **self._timeout())
         )
-        return self._response(message, counted)
+        call = current_call()
+        return self._response(message, call.input_tokens if call else None)
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The request's input tokens, counted by the API (``count_tokens=True``); None
+        when counting is off."""
+        if not self.count_tokens:
+            return None
+        check_network(self.base_url)
+        body = {k: v for k, v in self.request_params(request).items() if k != "max_tokens"}
+        counted = await self._with_retries(
+            "messages.count_tokens",
+            lambda: self._api.count_tokens(**body, **self._timeout()),
+        )
+        return int(counted.input_tokens)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API body for ``request``: what is sent, as plain JSON values."""
@@ -208,24 +225,6 @@ class AnthropicModel:
         if tools:
             params["tools"] = tools
         return params
-
-    async def _count(self, params: Mapping[str, Any]) -> int:
-        body = {k: v for k, v in params.items() if k != "max_tokens"}
-        counted = await self._with_retries(
-            "messages.count_tokens",
-            lambda: self._api.count_tokens(**body, **self._timeout()),
-        )
-        needed = int(counted.input_tokens)
-        call = current_call()
-        remaining = call.tokens_remaining if call else None
-        if remaining is not None and needed > remaining:
-            raise RequestOverBudget(
-                f"the next request needs {needed:,} input tokens (counted before sending) and "
-                f"{remaining:,} remain of the token budget; it was not sent",
-                needed=needed,
-                remaining=remaining,
-            )
-        return needed
 
     def _timeout(self) -> dict[str, float]:
         return {} if self.timeout is None else {"timeout": self.timeout}

@@ -3,6 +3,10 @@
 A request carries the five context layers already assembled: system blocks tagged with their
 layer (1 and 2), tool schemas (layer 3) and messages (layers 4 and 5). A plain async
 function taking a request and returning a response is a model too.
+
+A model that can count a request's input tokens before sending it also implements
+:class:`TokenCounter`; the loop then checks the count, rather than the request's estimate,
+against what the run's token budget has left.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ __all__ = [
     "ModelResponse",
     "StopReason",
     "SystemBlock",
+    "TokenCounter",
     "ToolSpec",
     "context_window_of",
     "finish_response",
@@ -90,6 +95,15 @@ class Model(Protocol):
     def name(self) -> str: ...
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A model that can count a request's input tokens before it is sent (optional)."""
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The input tokens ``request`` needs; None when this model does not count."""
+        ...
 
 
 ModelFunction: TypeAlias = Callable[[ModelRequest], Awaitable[ModelResponse]]

@@ -1,9 +1,9 @@
 """What a model may know about the run that calls it, without the Model protocol changing.
 
-The loop sets a :class:`CallContext` around each ``model.complete(request)``. A model that
-retries reports each retry through it, so a retry is an event like any other; a model that
-counts tokens before sending checks the run's remaining budget. A context variable keeps
-concurrent runs sharing one model object apart.
+The loop sets a :class:`CallContext` around each ``model.complete(request)`` (and around
+the count before it). A model that retries reports each retry through it, so a retry is an
+event like any other; a model that counted the request finds its count there. A context
+variable keeps concurrent runs sharing one model object apart.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ class CallContext:
     emit: Callable[[str, Mapping[str, Any]], object]
     tokens_remaining: int | None = None
     """Tokens left under the run's hard limit; None when it has none."""
+    input_tokens: int | None = None
+    """The request's input tokens as the model counted them before sending, if it did."""
 
 
 _CURRENT: ContextVar[CallContext | None] = ContextVar("gr_notebook_model_call", default=None)

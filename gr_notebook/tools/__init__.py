@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
+from gr_notebook.tools.effects import (
+    CompactContext,
+    CompleteJob,
+    PruneConversation,
+    ResetPolicies,
+    Rewound,
+    ToolEffect,
+)
 from gr_notebook.tools.job_tools import JOB_TOOLS
 from gr_notebook.tools.registry import ToolRegistry
 from gr_notebook.tools.todo_tools import TODO_TOOLS
@@ -11,8 +19,14 @@ from gr_notebook.tools.workspace_tools import WORKSPACE_TOOLS
 
 __all__ = [
     "CORE_TOOLS",
+    "CompactContext",
+    "CompleteJob",
+    "PruneConversation",
+    "ResetPolicies",
+    "Rewound",
     "Tool",
     "ToolContext",
+    "ToolEffect",
     "ToolOutput",
     "ToolRegistry",
     "Toolset",

@@ -1,8 +1,12 @@
 """A tool is a name, a JSON schema, a short description and a handler.
 
-Handlers receive a :class:`ToolContext` with the run's workspace and phase controller, and
-return text (or a :class:`ToolOutput`). Raising :class:`~gr_notebook.errors.ToolError`
-gives the model an ``is_error`` result with the message; the loop does the rest.
+Handlers receive a :class:`ToolContext`, the tool's view of the run (its workspace, phase
+workflow and self-regulation), and return text or a :class:`ToolOutput`. Raising
+:class:`~gr_notebook.errors.ToolError` gives the model an ``is_error`` result with the
+message. What a call asks of the run beyond its result (end the job, prune the
+conversation) are :mod:`effects <gr_notebook.tools.effects>` on the output, and what a tool
+*is* (it reads a file, it ends the job) it declares on :class:`Tool`: the loop never looks
+at a tool's name.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from gr_notebook.workflow.workspace import TOOL_DOCS_DIR
 if TYPE_CHECKING:
     from gr_notebook.guardrails.regulation import SelfRegulation
     from gr_notebook.guidance import Directive
+    from gr_notebook.tools.effects import ToolEffect
     from gr_notebook.workflow.phases import PhaseController
     from gr_notebook.workflow.workspace import Workspace
 
@@ -30,6 +35,8 @@ class ToolOutput:
     directive: Directive | None = None
     """The order the result gives the model, when it gives one (a resource
     recommendation, an assessment's guidance): recorded as guidance."""
+    effects: tuple[ToolEffect, ...] = ()
+    """What the call asks of the run beyond its result (ignored when ``is_error``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,12 @@ class Tool:
     input_schema: Mapping[str, Any]
     handler: Handler = field(repr=False)
     docs: str = ""
+    reads: str | None = None
+    """The argument that names a file the tool reads: a successful call is checked for a
+    redundant read of an unchanged file (seed 003)."""
+    ends_job: bool = False
+    """Calling it asks to end the job: the completion checker judges the call before it
+    runs, and a refused call does not run."""
 
     def spec(self) -> ToolSpec:
         text = self.description.rstrip()

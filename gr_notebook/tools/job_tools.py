@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.errors import ToolError, WorkspaceError
-from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, object_schema
+from gr_notebook.tools.effects import CompleteJob
 from gr_notebook.workflow.phases import JobResult
 
 __all__ = ["JOB_TOOLS"]
 
 
-def _job_complete(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+def _job_complete(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
     deliverables = tuple(params.get("deliverables", ()))
     missing = []
     for name in deliverables:
@@ -21,17 +22,17 @@ def _job_complete(ctx: ToolContext, params: Mapping[str, Any]) -> str:
                 missing.append(name)
         except WorkspaceError as exc:
             raise ToolError(f"deliverable {name!r}: {exc}") from None
-    ctx.phases.complete_job(
-        JobResult(
-            summary=params["summary"],
-            deliverables=deliverables,
-            confidence=params["confidence"],
-            notes=params.get("notes"),
-            source=ctx.source,
-        )
+    result = JobResult(
+        summary=params["summary"],
+        deliverables=deliverables,
+        confidence=params["confidence"],
+        notes=params.get("notes"),
+        source=ctx.source,
     )
+    ctx.phases.complete_job(result)
     warning = f" Missing deliverables: {', '.join(missing)}." if missing else ""
-    return f"Job complete (confidence {params['confidence']:.2f}).{warning}"
+    text = f"Job complete (confidence {params['confidence']:.2f}).{warning}"
+    return ToolOutput(text, effects=(CompleteJob(result),))
 
 
 JOB_TOOLS = (
@@ -57,5 +58,6 @@ JOB_TOOLS = (
         _job_complete,
         docs="Ends the run. The job's status, summary and confidence are stored. If the job "
         "cannot be finished, call it with a low confidence and detailed notes.",
+        ends_job=True,
     ),
 )

@@ -15,6 +15,7 @@ from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.regulation import SelfRegulation
 from gr_notebook.guidance import Action, Directive
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, object_schema
+from gr_notebook.tools.effects import PruneConversation
 
 __all__ = ["REGULATION_PROMPT", "regulation_tools"]
 
@@ -97,15 +98,16 @@ def _check_resources(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
     )
 
 
-def _summarize_progress(ctx: ToolContext, params: Mapping[str, Any]) -> str:
+def _summarize_progress(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
     summary = _state(ctx).summarize(
         params["key_findings"], params["files_examined"], params["next_steps"], turn=ctx.turn
     )
     counts = (len(summary.key_findings), len(summary.files_examined), len(summary.next_steps))
-    return (
+    text = (
         "Summary stored ({} findings, {} files, {} next steps). After this turn the "
         "conversation is pruned to the summary and the last 5 messages.".format(*counts)
     )
+    return ToolOutput(text, effects=(PruneConversation(summary.render(), summary.to_json()),))
 
 
 def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:

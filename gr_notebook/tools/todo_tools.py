@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.errors import ToolError
-from gr_notebook.tools.base import Tool, ToolContext, object_schema
+from gr_notebook.tools.base import Tool, ToolContext, ToolOutput, object_schema
+from gr_notebook.tools.effects import ResetPolicies, Rewound
 from gr_notebook.workflow.todos import TodoItem
 
 __all__ = ["TODO_TOOLS"]
@@ -41,8 +42,11 @@ def _todo_complete(ctx: ToolContext, params: Mapping[str, Any]) -> str:
     return ctx.phases.complete_todo(source=ctx.source)
 
 
-def _todo_rewind(ctx: ToolContext, params: Mapping[str, Any]) -> str:
-    return ctx.phases.rewind(params["issue"], source=ctx.source)
+def _todo_rewind(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+    text = ctx.phases.rewind(params["issue"], source=ctx.source)
+    rewound = Rewound(" ".join(params["issue"].split()))
+    reset = (ResetPolicies(),) if params.get("reset_policies") else ()
+    return ToolOutput(text, effects=(rewound, *reset))
 
 
 def _archive_and_reset(ctx: ToolContext, params: Mapping[str, Any]) -> str:

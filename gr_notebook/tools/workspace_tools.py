@@ -170,6 +170,7 @@ WORKSPACE_TOOLS = (
         object_schema(["path"], path=_PATH),
         _read_file,
         docs="Returns the file's text. Very long files are truncated.",
+        reads="path",
     ),
     Tool(
         "write_file",

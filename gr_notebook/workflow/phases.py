@@ -1,17 +1,20 @@
 """The phase workflow of seeds 000/001: bootstrap, transitions, rewinds and job completion.
 
 The controller owns the todo board and decides what happens when a list runs out. It never
-talks to the model directly: it queues prompts for the loop to inject and raises a flag when
-compaction is due, so the loop stays the one orchestrator.
+talks to the model directly: it queues prompts for the loop to inject and notes when
+compaction is due, which the tool-execution step hands the loop as an effect of the turn, so
+the loop stays the one orchestrator. Its state (:meth:`PhaseController.to_json`) is part of
+the run state's snapshot; the plan, the journal and the archive are workspace files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from gr_notebook.errors import TodoError, WorkspaceError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.guidance import Directive
 from gr_notebook.workflow import prompts
 from gr_notebook.workflow.journal import EXPERIENCES_FILE, Journal
@@ -115,6 +118,11 @@ class PhaseController:
     def take_prompts(self) -> list[Directive]:
         queued, self._prompts = self._prompts, []
         return queued
+
+    def take_compaction_due(self) -> bool:
+        """Whether a new list began since the last ask (layers 4-5 are due a compaction)."""
+        due, self.compaction_due = self.compaction_due, False
+        return due
 
     def queue_prompt(self, text: str, *, reads: Sequence[str] = ()) -> None:
         self._prompts.append(prompts.directive(text, reads=reads))
@@ -310,6 +318,20 @@ class PhaseController:
             },
         )
 
+    def complete_if_planned(self, final_text: str) -> None:
+        """The model stopped without ending the job: with a plan written during this run and
+        every phase of it complete, the job is complete all the same (``detected``)."""
+        if self.job is not None:
+            return
+        plan = self.plan()
+        if plan is not None and plan.is_complete and self._plan_written:
+            self.complete_job(
+                JobResult(
+                    summary=final_text.strip() or "All phases of the plan are complete.",
+                    source="detected",
+                )
+            )
+
     def on_plan_written(self, plan: Plan, *, source: str = "model") -> list[str]:
         """React to a new plan; returns the warnings the writer should see.
 
@@ -332,6 +354,47 @@ class PhaseController:
             self._pending = None
             self._begin_job_completion()
         return list(plan.warnings)
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        todos = self.todos
+        return {
+            "todos": {**todos.to_json(), "instruction": todos.instruction},
+            "segments": [plain_json(asdict(s)) for s in self.segments],
+            "job": plain_json(asdict(self.job)) if self.job else None,
+            "compaction_due": self.compaction_due,
+            "pending": self._pending,
+            "prompts": [plain_json(asdict(p)) for p in self._prompts],
+            "wrap_up": self._wrap_up,
+            "plan_written": self._plan_written,
+        }
+
+    def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
+        """Check a saved state; returns the function that applies it."""
+        todos = replace(
+            TodoList.from_json(data["todos"], source="the snapshot"),
+            instruction=data["todos"].get("instruction"),
+        )
+        segments = [Segment(**{**s, "titles": tuple(s["titles"])}) for s in data["segments"]]
+        job = data["job"]
+        result = JobResult(**{**job, "deliverables": tuple(job["deliverables"])}) if job else None
+        queued = [
+            Directive(**{**p, "reads": tuple(p["reads"]), "avoid_reads": tuple(p["avoid_reads"])})
+            for p in data["prompts"]
+        ]
+        pending = data["pending"]
+        if pending not in (None, "phase", "rewind", "reset"):
+            raise ValueError(f"unknown pending transition {pending!r}")
+
+        def apply() -> None:
+            self._board.set(todos)
+            self.segments, self.job = segments, result
+            self.compaction_due = bool(data["compaction_due"])
+            self._pending, self._prompts = pending, queued
+            self._wrap_up, self._plan_written = bool(data["wrap_up"]), bool(data["plan_written"])
+
+        return apply
 
     # -- internals --------------------------------------------------------------------------
 

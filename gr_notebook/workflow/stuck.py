@@ -1,11 +1,13 @@
 """Stuck detection (seed 000): when the todo list stops moving, force a checkpoint.
 
 The loop asks its detector once per turn; a detector is any callable with this signature,
-so a notebook can try its own rule without touching the loop.
+so a notebook can try its own rule without touching the loop. A detector that keeps state
+may offer ``to_json()`` and ``load_json(data)``, so the run state's snapshot includes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,3 +39,14 @@ class SameStateDetector:
             self._same = 0
             return checkpoint_prompt(self.turns, waiting_for_todos=not todos.items)
         return None
+
+    def to_json(self) -> dict[str, Any]:
+        last = self._last
+        return {"last": [last[0], last[1], list(last[2])] if last else None, "same": self._same}
+
+    def load_json(self, data: Mapping[str, Any]) -> None:
+        last = data["last"]
+        self._last = (
+            None if last is None else (str(last[0]), int(last[1]), tuple(map(bool, last[2])))
+        )
+        self._same = int(data["same"])

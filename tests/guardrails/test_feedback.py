@@ -36,22 +36,42 @@ class Harness:
         return blocks
 
 
+@dataclass
+class View:
+    """The run as the guardrails read it (a RunView), without a loop."""
+
+    workspace: gr.Workspace
+    clock: gr.FakeClock
+    log: EventLog
+    budget: Budget
+    start: float
+    run_id: str = ""
+    name: str = "agent"
+    todos: TodoList = field(default_factory=lambda: TodoList.of(["a"]))
+    wrap_up: str | None = None
+
+    def emit(self, kind: str, data: Any = None) -> None:
+        self.log.append(kind, data)
+
+    def usage(self) -> gr.BudgetUsage:
+        return self.budget.usage(tokens=0, iterations=0, elapsed_s=self.clock() - self.start)
+
+    def plan(self) -> None:
+        return None
+
+    def phase_ahead(self) -> tuple[int, str]:
+        return 0, "the task"
+
+
 def harness(
     tmp_path: Path, *configs: gr.FeedbackProviderConfig, deadline_s: float | None = None
 ) -> Harness:
     clock = gr.FakeClock(1000.0)
     log = EventLog(clock)
     ws = gr.Workspace(tmp_path / "ws")
-    budget = Budget(deadline_s=deadline_s)
-    start = clock()
+    view = View(ws, clock, log, Budget(deadline_s=deadline_s), clock())
     guards = Guardrails(
-        GuardrailSpec.build(tools=list(CORE_TOOLS), feedback_providers=configs),
-        workspace=ws,
-        emit=lambda kind, data: log.append(kind, data),
-        clock=clock,
-        usage=lambda: budget.usage(tokens=0, iterations=0, elapsed_s=clock() - start),
-        todos=lambda: TodoList.of(["a"]),
-        plan=lambda: None,
+        GuardrailSpec.build(tools=list(CORE_TOOLS), feedback_providers=configs), view
     )
     return Harness(guards, clock, log, ws)
 

@@ -423,7 +423,7 @@ def test_snapshot_is_json_and_restore_brings_it_back(make_agent: Callable[..., g
     ).run_sync("job")
     snap = run.snapshot()
     text = json.dumps(snap)
-    run._loop.guards.reset_policies()  # type: ignore[union-attr]
+    run._loop.state.guards.reset_policies()  # type: ignore[union-attr]
     assert run.policy_state("read_before_write").invoked_keys == frozenset()
     run.restore(json.loads(text))
     assert run.policy_state("read_before_write").invoked_keys == {("read_file", "instructions.md")}

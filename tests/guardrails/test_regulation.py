@@ -408,7 +408,7 @@ class TestRelease:
         assert not run.conversation_released
         await asyncio.sleep(0.05)
         assert run.conversation_released
-        assert run._loop is not None and run._loop.context.messages == ()
+        assert run._loop is not None and run._loop.state.context.messages == ()
         released = run.events.of_kind("conversation_released")[0].data
         assert released["messages"] >= 3
         with gr.Store(run.workspace.root.parent / "store.sqlite") as store:

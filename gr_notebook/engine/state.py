@@ -1,0 +1,294 @@
+"""``RunState``: everything one run knows, in one object (the anchor is pydantic-ai's
+``RunContext``).
+
+Identity, workspace and plan file, the clock, the event log, the turn and token counters,
+the phase workflow (todos, plan, journal), the guardrails (policy memories, trigger state,
+the refusal streak), self-regulation, the intervention tracker, the stuck detector and the
+conversation. Nothing else keeps run state: the loop holds only the controls a person uses
+(stop, pause), and each extension reads its own typed view of this object: guardrails a
+:class:`~gr_notebook.guardrails.view.RunView`, tools a :class:`~gr_notebook.tools.ToolContext`,
+policies a ``PolicyContext``, feedback providers a ``FeedbackContext``, completion checkers a
+``TaskCompletionContext``, models a :class:`~gr_notebook.models.call_context.CallContext`.
+
+:meth:`RunState.snapshot` turns all of it into JSON values and :meth:`RunState.restore`
+brings it back, the guardrails' part through their own versioned snapshot: what a
+checkpoint captures. Workspace files (plan, todos.json, notes, archive) are not copied; they
+are the workspace's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from gr_notebook.engine.context import ContextManager
+from gr_notebook.engine.definition import AgentDefinition
+from gr_notebook.errors import RunError
+from gr_notebook.eventdata import plain_json
+from gr_notebook.events import Event, EventLog
+from gr_notebook.guardrails.budget import Budget, BudgetUsage
+from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
+from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
+from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guidance import Directive, feedback_directive, guidance_data
+from gr_notebook.models.call_context import CallContext
+from gr_notebook.tools.base import ToolContext
+from gr_notebook.workflow.phases import PhaseController
+from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.stuck import StuckDetector
+from gr_notebook.workflow.todos import TodoList
+from gr_notebook.workflow.workspace import Workspace
+
+__all__ = ["STATE_VERSION", "RunState"]
+
+STATE_VERSION = 1
+"""The layout of :meth:`RunState.snapshot`; its guardrails part has its own version."""
+
+
+class RunState:
+    """One run's state; built by the agent for each run, read by the loop and its parts."""
+
+    def __init__(
+        self,
+        definition: AgentDefinition,
+        *,
+        workspace: Workspace,
+        clock: Callable[[], float],
+        run_id: str = "",
+        events: EventLog | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.name = definition.name
+        self.workspace = workspace
+        self.plan_file = definition.plan_file
+        self.budget: Budget = definition.budget
+        self.clock = clock
+        self.events = events if events is not None else EventLog(clock)
+        self.turn = 0
+        """Model calls made (the iteration counter)."""
+        self.tokens = 0
+        """Every token the model read or wrote, cached or not."""
+        self.started_at = clock()
+        self.regulation: SelfRegulation | None = None
+        self.phases = PhaseController(
+            workspace,
+            definition.plan_file,
+            self.emit,
+            clock,
+            regulated=definition.regulation is not None,
+        )
+        if definition.regulation is not None:
+            self.regulation = SelfRegulation(definition.regulation, self)
+        self.guards = Guardrails(definition.guardrails, self)
+        self.interventions = (
+            InterventionEngine(definition.interventions) if definition.interventions else None
+        )
+        self.stuck_detector: StuckDetector | None = definition.new_stuck_detector()
+        self.context = ContextManager()
+        self.rewinds: list[tuple[str, bool]] = []
+        """A person's rewinds (issue, reset_policies), applied at the next safe point."""
+        self.todo_order: str | None = None
+        """The todo layer's INSTRUCTION line last recorded as guidance."""
+
+    # -- the run as the guardrails read it (RunView) ---------------------------------------------
+
+    @property
+    def todos(self) -> TodoList:
+        return self.phases.todos
+
+    def plan(self) -> Plan | None:
+        return self.phases.plan()
+
+    def phase_ahead(self) -> tuple[int, str]:
+        return self.phases.phase_ahead()
+
+    @property
+    def wrap_up(self) -> str | None:
+        return self.regulation.wrap_up if self.regulation is not None else None
+
+    def usage(self) -> BudgetUsage:
+        """What the run has used of its budget, now."""
+        return self.budget.usage(
+            tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
+        )
+
+    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
+        if kind == "feedback" and data is not None and "directive" not in data:
+            provider, text = str(data.get("provider")), str(data.get("text", ""))
+            data = {**data, "directive": self.guidance(feedback_directive(provider, text))}
+        self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
+        if kind == "phase_started" and self.regulation is not None and data:
+            self.regulation.on_phase_started(data["phase"])
+
+    def reset_policies(self, source: str) -> None:
+        """Forget what the tool policies remember (a rewind that asked for it)."""
+        self.guards.reset_policies()
+        self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
+
+    # -- views for the other extension points ---------------------------------------------------
+
+    def tool_context(self, source: str = "model") -> ToolContext:
+        return ToolContext(
+            self.workspace, self.phases, self.clock, self.turn, source, self.regulation
+        )
+
+    def call_context(self, input_tokens: int | None = None) -> CallContext:
+        limit = self.budget.max_tokens
+        remaining = None if limit is None else max(0, limit - self.tokens)
+        return CallContext(self.emit, remaining, input_tokens)
+
+    # -- guidance and meters ---------------------------------------------------------------------
+
+    def guidance(self, directive: Directive) -> dict[str, Any]:
+        """An order given to the model, with the state of the job at that moment: recorded
+        on the event that delivers it (see :mod:`gr_notebook.guidance`)."""
+        return guidance_data(
+            directive,
+            todos=self.phases.todos,
+            plan=self.phases.plan(),
+            usage=self.usage(),
+            job_done=self.phases.job is not None,
+        )
+
+    def direct(self, directive: Directive) -> None:
+        """An order that no other event delivers (the todo layer, the kickoff)."""
+        self.emit("guidance", {"directive": self.guidance(directive)})
+
+    def measured(self) -> dict[str, Any]:
+        """The budget the agent is measured against now, as the meters show it: what
+        check_resources would report (the phase's allotment, else the run's limits)."""
+        usage = self.usage()
+        report = (
+            self.regulation.report(usage)
+            if self.regulation is not None
+            else ResourceReport.of(usage, None)
+        )
+        return {
+            "tokens_budget": report.tokens_budget,
+            "iterations_max": report.iterations_max,
+            "budget_tokens_used": report.tokens_used,
+            "budget_iterations_used": report.iterations_used,
+            "budget_scope": report.scope,
+        }
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """All of the run's state as JSON values, for :meth:`restore`; taken between turns."""
+        detector = self.stuck_detector
+        return {
+            "version": STATE_VERSION,
+            "run": {
+                "run_id": self.run_id,
+                "name": self.name,
+                "workspace": str(self.workspace.root),
+                "plan_file": self.plan_file,
+            },
+            "counters": {
+                "turn": self.turn,
+                "tokens": self.tokens,
+                "elapsed_s": self.clock() - self.started_at,
+            },
+            "events": [_event_json(e) for e in self.events],
+            "phases": self.phases.to_json(),
+            "context": self.context.to_json(),
+            "guardrails": self.guards.snapshot(),
+            "regulation": self.regulation.to_json() if self.regulation else None,
+            "interventions": self.interventions.to_json() if self.interventions else None,
+            "stuck_detector": _detector_json(detector),
+            "pending": {
+                "rewinds": [[issue, reset] for issue, reset in self.rewinds],
+                "todo_order": self.todo_order,
+            },
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Bring back a :meth:`snapshot` into this state, built from the same agent
+        definition and with no events yet. The identity stays this run's (a fork is a new
+        run); everything else is the snapshot's. Refused whole, leaving the state as it
+        was, when the snapshot does not fit."""
+        if len(self.events):
+            raise RunError("restore a snapshot into a fresh run state, before its first event")
+        try:
+            if not isinstance(snapshot, Mapping) or snapshot.get("version") != STATE_VERSION:
+                raise ValueError(f"expected a run state snapshot of version {STATE_VERSION}")
+            if snapshot["run"]["plan_file"] != self.plan_file:
+                raise ValueError(
+                    f"its plan file is {snapshot['run']['plan_file']!r}, this run's is "
+                    f"{self.plan_file!r}"
+                )
+            counters = snapshot["counters"]
+            turn, tokens = int(counters["turn"]), int(counters["tokens"])
+            elapsed = float(counters["elapsed_s"])
+            events = [_event_of(e) for e in snapshot["events"]]
+            apply_phases = self.phases.load_json(snapshot["phases"])
+            context = ContextManager()
+            context.load_json(snapshot["context"])
+            _same_parts(self.regulation, snapshot["regulation"], "self-regulation")
+            _same_parts(self.interventions, snapshot["interventions"], "interventions")
+            apply_regulation = (
+                self.regulation.load_json(snapshot["regulation"]) if self.regulation else None
+            )
+            tracker = (
+                ProgressTracker.from_json(snapshot["interventions"]) if self.interventions else None
+            )
+            pending = snapshot["pending"]
+            rewinds = [(str(issue), bool(reset)) for issue, reset in pending["rewinds"]]
+            detector_state = snapshot["stuck_detector"]
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise RunError(
+                f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
+                "pass what RunState.snapshot() returned"
+            ) from None
+        self.guards.restore(snapshot["guardrails"])  # checks, then applies, or raises
+        self.turn, self.tokens = turn, tokens
+        self.started_at = self.clock() - elapsed
+        self.events.load(events)
+        apply_phases()
+        self.context = context
+        if apply_regulation is not None:
+            apply_regulation()
+        if self.interventions is not None and tracker is not None:
+            self.interventions.tracker = tracker
+        loader = getattr(self.stuck_detector, "load_json", None)
+        if detector_state is not None and callable(loader):
+            loader(detector_state)
+        self.rewinds, self.todo_order = rewinds, pending["todo_order"]
+
+
+def _same_parts(mine: object, saved: object, what: str) -> None:
+    """A part the agent has on (or off) must be in the snapshot (or not)."""
+    if (mine is None) != (saved is None):
+        on, off = ("has", "has no") if saved is not None else ("has no", "has")
+        raise ValueError(f"the snapshot {on} {what} state and this agent {off}")
+
+
+def _detector_json(detector: object) -> Any:
+    to_json = getattr(detector, "to_json", None)
+    return to_json() if callable(to_json) else None
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "turn": event.turn,
+        "phase": event.phase,
+        "time": event.time,
+        "data": plain_json(event.data),
+    }
+
+
+def _event_of(data: Mapping[str, Any]) -> Event:
+    payload = data["data"]
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"event {data.get('seq')}: data must be an object")
+    return Event(
+        seq=int(data["seq"]),
+        kind=str(data["kind"]),
+        turn=int(data["turn"]),
+        phase=int(data["phase"]),
+        time=float(data["time"]),
+        data=MappingProxyType(dict(payload)),
+    )

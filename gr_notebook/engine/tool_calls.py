@@ -1,0 +1,260 @@
+"""Tool execution as its own step: a turn's tool uses in, their results and the turn's effects
+out (the anchor is Inspect AI's ``model/_call_tools.py``).
+
+For each call, in order: the policies (``check``), a stop judged by the completion checker
+when the tool ends the job, the handler, its effects that belong to the call (the job's
+result, a reset of the policies' memory), the policies' ``on_result``, then the
+``tool_call`` event, the intervention tracker, the feedback providers and the redundancy
+check, whose blocks go back inside the result. The rest comes back as a
+:class:`TurnEffects` value (the job completed, a pruning, a compaction due, rewinds, refused
+stops, the turn's intervention), which the loop acts on. Nothing here or in the loop looks
+at a tool's name: a tool declares what it is (:attr:`Tool.reads`, :attr:`Tool.ends_job`)
+and returns its effects (:mod:`gr_notebook.tools.effects`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gr_notebook.engine.state import RunState
+from gr_notebook.errors import GrNotebookError
+from gr_notebook.eventdata import clip, clip_json
+from gr_notebook.guardrails.completion import STOP_BY_TOOL
+from gr_notebook.guardrails.feedback import render_feedback
+from gr_notebook.guardrails.interventions import InterventionCheck
+from gr_notebook.guardrails.runtime import StopVerdict
+from gr_notebook.guidance import Directive, feedback_directive
+from gr_notebook.messages import ToolResultBlock, ToolUseBlock
+from gr_notebook.tools.base import Tool, ToolOutput
+from gr_notebook.tools.effects import (
+    CompactContext,
+    CompleteJob,
+    PruneConversation,
+    ResetPolicies,
+    Rewound,
+)
+from gr_notebook.tools.nesting import too_deep_message
+from gr_notebook.tools.registry import ToolRegistry
+from gr_notebook.workflow.phases import JobResult
+
+__all__ = ["TurnEffects", "call_tools"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEffects:
+    """What a turn's tool calls did to the run, for the loop to act on."""
+
+    results: tuple[ToolResultBlock, ...]
+    job: JobResult | None = None
+    """The job's result, when a call completed it."""
+    job_tool: str = ""
+    """The tool that completed it."""
+    prune: PruneConversation | None = None
+    """The latest pruning asked for."""
+    compaction_due: bool = False
+    rewinds: tuple[str, ...] = ()
+    """The issues of the rewinds the calls made (the workflow already ran)."""
+    stops_refused: int = 0
+    """Calls that tried to end the job and were refused."""
+    give_up: StopVerdict | None = None
+    """A refusal that reached the limit: the run ends ``incomplete``."""
+    policies_reset: bool = False
+    intervention: InterventionCheck | None = None
+    """The highest intervention tier that fired, acted on at the end of the turn."""
+
+    @property
+    def worked(self) -> bool:
+        """The turn did more than try to stop (which breaks the refusal streak)."""
+        return self.stops_refused < len(self.results)
+
+
+async def call_tools(
+    uses: Sequence[ToolUseBlock],
+    state: RunState,
+    registry: ToolRegistry,
+    *,
+    too_deep: frozenset[str] = frozenset(),
+) -> TurnEffects:
+    """Run a turn's tool calls in order; ``too_deep`` are the ids of calls whose input was
+    cut for nesting too deeply (they are refused)."""
+    turn = _Turn(state, registry, too_deep)
+    results = tuple([await turn.call(use) for use in uses])
+    effects = turn.effects
+    workflow_due = state.phases.take_compaction_due()  # a new todo list began
+    return TurnEffects(
+        results,
+        job=effects.job,
+        job_tool=effects.job_tool,
+        prune=effects.prune,
+        compaction_due=effects.compaction or workflow_due,
+        rewinds=tuple(effects.rewinds),
+        stops_refused=effects.refused,
+        give_up=effects.give_up,
+        policies_reset=effects.policies_reset,
+        intervention=effects.intervention,
+    )
+
+
+class _Effects:
+    __slots__ = (
+        "compaction",
+        "give_up",
+        "intervention",
+        "job",
+        "job_tool",
+        "policies_reset",
+        "prune",
+        "refused",
+        "rewinds",
+    )
+
+    def __init__(self) -> None:
+        self.job: JobResult | None = None
+        self.job_tool = ""
+        self.prune: PruneConversation | None = None
+        self.compaction = False
+        self.rewinds: list[str] = []
+        self.refused = 0
+        self.give_up: StopVerdict | None = None
+        self.policies_reset = False
+        self.intervention: InterventionCheck | None = None
+
+
+class _Turn:
+    """One turn's calls; collects their effects."""
+
+    def __init__(self, state: RunState, registry: ToolRegistry, too_deep: frozenset[str]):
+        self.state, self.registry, self.too_deep = state, registry, too_deep
+        self.effects = _Effects()
+
+    async def call(self, use: ToolUseBlock) -> ToolResultBlock:
+        state, effects = self.state, self.effects
+        started = time.perf_counter()
+        tool: Tool | None = None
+        if effects.job is not None:
+            output = ToolOutput(
+                f"Not run: the job was already completed by {effects.job_tool}.", True
+            )
+        else:
+            tool, output = await self._run(use)
+        call = {
+            "tool": use.name,
+            "tool_use_id": use.id,
+            "input": clip_json(use.input),
+            "is_error": output.is_error,
+            "result": clip(output.content),
+            "duration_s": time.perf_counter() - started,
+        }
+        if output.directive is not None:
+            call["directive"] = state.guidance(output.directive)
+        state.emit("tool_call", call)
+        content = output.content
+        if state.interventions is not None and not state.phases.wrap_up_ordered:
+            self._observe(use, output)  # told to wrap up, it is winding down, not stuck
+        guards = state.guards
+        blocks = guards.after_call(use.name, use.input, is_error=output.is_error, turn=state.turn)
+        regulation = state.regulation
+        if (
+            regulation is not None
+            and tool is not None
+            and tool.reads is not None
+            and not output.is_error
+        ):
+            path = str(use.input.get(tool.reads, ""))
+            redundant = regulation.on_read(path, turn=state.turn, call_index=guards.calls)
+            if redundant is not None:
+                data = redundant.event_data(use.name, None)
+                order = feedback_directive("Redundancy", data["text"], avoid_reads=(path,))
+                state.emit("feedback", {**data, "directive": state.guidance(order)})
+                blocks = [*blocks, redundant]
+        if blocks:  # seed 002's immediate delivery: inside the result that triggered them
+            content = f"{content}\n\n{render_feedback(blocks)}"
+        return ToolResultBlock(use.id, content, output.is_error)
+
+    async def _run(self, use: ToolUseBlock) -> tuple[Tool | None, ToolOutput]:
+        state, guards = self.state, self.state.guards
+        if use.id in self.too_deep:
+            return None, ToolOutput(too_deep_message(use.name), True)
+        tool, problem = self.registry.check_call(use.name, use.input)
+        if problem is not None or tool is None:
+            return tool, problem or ToolOutput("Unknown tool.", True)
+        denial = guards.check(tool, use.input, turn=state.turn)
+        if denial is not None:
+            text = denial.message()
+            return tool, ToolOutput(
+                text, True, Directive(text, f"policy:{denial.policy}", "do_first")
+            )
+        if tool.ends_job:
+            verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+            if not verdict.allowed:
+                self.effects.refused += 1
+                if verdict.give_up:
+                    self.effects.give_up = verdict
+                text = guards.refusal(verdict)
+                return tool, ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
+        try:
+            output = await self.registry.invoke(tool, state.tool_context(), use.input)
+            if not output.is_error:
+                output = self._complete_job(tool, output)
+            if not output.is_error:
+                guards.after_success(tool, use.input, output, turn=state.turn)
+                self._take_effects(output)
+            return tool, output
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            state.emit(
+                "error",
+                {
+                    "source": "tool",
+                    "tool": use.name,
+                    "error_type": type(exc).__name__,
+                    "message": str(exc),
+                },
+            )
+            return tool, ToolOutput(
+                f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
+                "unchanged unless the tool says otherwise; try again differently.",
+                True,
+            )
+
+    def _complete_job(self, tool: Tool, output: ToolOutput) -> ToolOutput:
+        """Record the job's result as part of the call, unless the handler did: an error in
+        doing so is the call's error, as if the handler had raised it."""
+        phases = self.state.phases
+        for effect in output.effects:
+            if isinstance(effect, CompleteJob):
+                if phases.job != effect.result:
+                    try:
+                        phases.complete_job(effect.result)
+                    except GrNotebookError as exc:
+                        return ToolOutput(f"Error: {exc}", True)
+                self.effects.job, self.effects.job_tool = effect.result, tool.name
+        return output
+
+    def _take_effects(self, output: ToolOutput) -> None:
+        effects = self.effects
+        for effect in output.effects:
+            if isinstance(effect, ResetPolicies):
+                self.state.reset_policies("model")
+                effects.policies_reset = True
+            elif isinstance(effect, PruneConversation):
+                effects.prune = effect
+            elif isinstance(effect, CompactContext):
+                effects.compaction = True
+            elif isinstance(effect, Rewound):
+                effects.rewinds.append(effect.issue)
+
+    def _observe(self, use: ToolUseBlock, output: ToolOutput) -> None:
+        interventions = self.state.interventions
+        assert interventions is not None
+        check = interventions.observe(use.name, use.input, output.content, is_error=output.is_error)
+        if check is None:
+            return
+        self.state.emit("intervention" if check.fired else "intervention_skipped", check.to_event())
+        current = self.effects.intervention
+        if check.fired and (current is None or check.tier > current.tier):
+            self.effects.intervention = check

@@ -1,0 +1,58 @@
+"""``RunView``: the run as the guardrails read it, one object instead of a bundle of callables.
+
+The run state (:class:`gr_notebook.engine.state.RunState`) implements it; the guardrails,
+the feedback runner and self-regulation take it, and build from it the narrow, typed views
+their extensions see (:class:`~gr_notebook.guardrails.policy.PolicyContext`,
+:class:`~gr_notebook.guardrails.feedback.FeedbackContext`,
+:class:`~gr_notebook.guardrails.completion.TaskCompletionContext`). A test, or a script that
+drives guardrails without a loop, implements it with a few attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.budget import BudgetUsage
+    from gr_notebook.workflow.plan import Plan
+    from gr_notebook.workflow.todos import TodoList
+    from gr_notebook.workflow.workspace import Workspace
+
+__all__ = ["RunView"]
+
+
+class RunView(Protocol):
+    """What a run's guardrails may read of it; every member is O(1) or cached."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def name(self) -> str:
+        """The agent's name (the ``prompt_name`` feedback is stamped with)."""
+        ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def todos(self) -> TodoList: ...
+
+    @property
+    def wrap_up(self) -> str | None:
+        """Why the run was told to wrap up, once it was; from then on no stop is refused."""
+        ...
+
+    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None: ...
+
+    def usage(self) -> BudgetUsage: ...
+
+    def plan(self) -> Plan | None: ...
+
+    def phase_ahead(self) -> tuple[int, str]:
+        """The phase an assessment made now covers, and its label."""
+        ...

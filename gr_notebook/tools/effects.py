@@ -1,0 +1,63 @@
+"""What a tool call asks of the run beyond its result: its effects, as values.
+
+A handler returns them in :attr:`ToolOutput.effects`; the tool-execution step applies the
+ones that belong to the call (the job's result, a reset of the policies' memory) and hands
+the rest to the loop as the turn's effects (a pruning, a compaction). The loop acts on
+effects, never on tool names, so a tool a person writes takes part like a built-in one.
+Effects of a call that failed (``is_error``) are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from gr_notebook.workflow.phases import JobResult
+
+__all__ = [
+    "CompactContext",
+    "CompleteJob",
+    "PruneConversation",
+    "ResetPolicies",
+    "Rewound",
+    "ToolEffect",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteJob:
+    """The job is done: the run ends (``completed``) after this turn's calls. The result is
+    recorded as the call's, unless the handler recorded it already
+    (``ctx.phases.complete_job``, as the built-in ``job_complete`` does)."""
+
+    result: JobResult
+
+
+@dataclass(frozen=True, slots=True)
+class PruneConversation:
+    """After this turn, keep ``summary`` and the last 5 messages of the conversation."""
+
+    summary: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Recorded on the ``conversation_pruned`` event (JSON values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactContext:
+    """After this turn, compact the conversation into a recap (when compaction is on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResetPolicies:
+    """Forget what the tool policies remember, right after this call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound:
+    """The todo list was rewound (the rewind workflow already ran); reported to the loop."""
+
+    issue: str
+
+
+ToolEffect: TypeAlias = CompleteJob | PruneConversation | CompactContext | ResetPolicies | Rewound
