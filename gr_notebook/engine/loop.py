@@ -3,9 +3,9 @@
 The loop takes the agent's definition (:class:`~gr_notebook.engine.definition.AgentDefinition`)
 and the run's state (:class:`~gr_notebook.engine.state.RunState`) and keeps nothing else but
 the controls a person uses (stop, pause). Each turn: between turns, stops, limits, rewinds
-and the stuck checkpoint; then the request is assembled and checked against what the token
-budget has left (counted by the model when it can count, else the request's estimate), so
-a request over it is never sent; the model is called; the tool calls run as their own step
+and the stuck checkpoint; then the request is assembled and, when the model can count its
+input tokens, checked against what the token budget has left, so a request over it is never
+sent; the model is called; the tool calls run as their own step
 (:mod:`gr_notebook.engine.tool_calls`), which returns the turn's effects, and the loop acts
 on those (end the job, intervene, prune, compact, inject the workflow's prompts). It knows
 no tool by name.
@@ -187,10 +187,7 @@ class Loop:
         started = time.perf_counter()
         try:
             counted = await self._count(request)
-            over = state.usage().admits(
-                request.estimated_tokens if counted is None else counted,
-                counted=counted is not None,
-            )
+            over = None if counted is None else state.usage().admits(counted)
             if over is not None:
                 return self._over_budget(over, over.reason)
             with calling(state.call_context(counted)):
@@ -200,7 +197,7 @@ class Loop:
         except RequestOverBudget as exc:  # a model that checks the budget itself
             limit = state.budget.max_tokens
             limit = state.tokens + exc.remaining if limit is None else limit
-            over = SpentLimit("tokens", limit - exc.remaining, limit, exc.needed, counted=True)
+            over = SpentLimit("tokens", limit - exc.remaining, limit, exc.needed)
             return self._over_budget(over, str(exc))
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)

@@ -48,14 +48,13 @@ class SpentLimit:
     """A limit that ended, or would end, the run: which one, how much was used, the limit.
 
     ``request`` is set when it is the next model request that does not fit: the input
-    tokens it needs, ``counted`` by the model or else the request's own estimate.
+    tokens it needs, as the model counted them before sending.
     """
 
     kind: LimitKind
     used: float
     limit: float
     request: int | None = None
-    counted: bool = False
 
     @property
     def remaining(self) -> float:
@@ -65,16 +64,10 @@ class SpentLimit:
     def reason(self) -> str:
         """The sentence a person reads (the run's reason, the event's text)."""
         if self.request is not None:
-            if self.counted:
-                return (
-                    f"the next request needs {self.request:,} input tokens (counted before "
-                    f"sending) and {self.remaining:,.0f} remain of the token budget; it was "
-                    "not sent"
-                )
             return (
-                f"the next request needs about {self.request:,} input tokens (estimated before "
-                f"sending) and {self.remaining:,.0f} remain of the token budget of "
-                f"{self.limit:,.0f}; it was not sent"
+                f"the next request needs {self.request:,} input tokens (counted before "
+                f"sending) and {self.remaining:,.0f} remain of the token budget; it was "
+                "not sent"
             )
         if self.kind == "iterations":
             return f"the iteration cap of {self.limit:.0f} was reached"
@@ -91,7 +84,6 @@ class SpentLimit:
             "used": self.used,
             "limit": self.limit,
             "request": self.request,
-            "counted": self.counted,
         }
 
     @classmethod
@@ -101,7 +93,6 @@ class SpentLimit:
             data["used"],
             data["limit"],
             data.get("request"),
-            bool(data.get("counted", False)),
         )
 
 
@@ -243,13 +234,13 @@ class BudgetUsage:
             candidates.append(SpentLimit("time", self.elapsed_s, b.deadline_s))
         return max(candidates, key=lambda c: c.used / c.limit)
 
-    def admits(self, request_tokens: int, *, counted: bool) -> SpentLimit | None:
-        """None when a request of ``request_tokens`` input tokens fits what the token
-        budget has left; else the limit it would pass (the request is not sent)."""
+    def admits(self, request_tokens: int) -> SpentLimit | None:
+        """None when a request of ``request_tokens`` input tokens (as the model counted
+        them) fits what the token budget has left; else the limit it would pass."""
         limit = self.budget.max_tokens
         if limit is None or request_tokens <= limit - self.tokens:
             return None
-        return SpentLimit("tokens", self.tokens, limit, request_tokens, counted)
+        return SpentLimit("tokens", self.tokens, limit, request_tokens)
 
     @property
     def deadline(self) -> Deadline | None:

@@ -59,21 +59,14 @@ def test_nothing_is_spent_while_every_limit_has_room() -> None:
 
 def test_a_request_is_admitted_only_if_it_fits_what_the_token_budget_left() -> None:
     usage = Budget(max_tokens=1_000).usage(tokens=800, iterations=1, elapsed_s=0)
-    assert usage.admits(200, counted=True) is None
-    over = usage.admits(250, counted=True)
-    assert over == SpentLimit("tokens", 800, 1_000, request=250, counted=True)
+    assert usage.admits(200) is None
+    over = usage.admits(250)
+    assert over == SpentLimit("tokens", 800, 1_000, request=250)
     assert over.reason == (
         "the next request needs 250 input tokens (counted before sending) and 200 remain of "
         "the token budget; it was not sent"
     )
-    estimated = usage.admits(250, counted=False)
-    assert estimated is not None and estimated.reason == (
-        "the next request needs about 250 input tokens (estimated before sending) and 200 "
-        "remain of the token budget of 1,000; it was not sent"
-    )
-    assert (
-        Budget().usage(tokens=10**9, iterations=1, elapsed_s=0).admits(10**9, counted=True) is None
-    )
+    assert Budget().usage(tokens=10**9, iterations=1, elapsed_s=0).admits(10**9) is None
 
 
 # -- on the run and its events ----------------------------------------------------------------
@@ -142,22 +135,23 @@ def test_a_stop_let_through_by_a_wrap_up_order_names_the_limit_it_is_about(
 # -- the token check before each request, for every model -------------------------------------
 
 
-def test_a_request_the_budget_cannot_take_is_never_sent_whatever_the_model(
+def test_a_model_that_cannot_count_is_stopped_by_its_usage_between_turns(
     tmp_path: Path,
 ) -> None:
-    """A model that cannot count: the request's own estimate is checked."""
+    """No estimate is checked before sending (decision 157): the last request is sent, and
+    the spent token limit ends the run as a value."""
     model = gr.ScriptedModel([gr.tool_call("list_files")] * 5)
     run = agent_at(tmp_path, model, budget=Budget(max_tokens=3_000), max_iterations=None).run_sync(
         "job"
     )
     assert run.status == "budget_exhausted"
-    [over] = run.events.of_kind("request_over_budget")
-    assert model.calls == run.turns - 1  # the last turn's request was not sent
+    assert run.events.of_kind("request_over_budget") == []
+    assert model.calls == run.turns  # every request was sent
     limit = run.outcome.limit if run.outcome else None
-    assert limit is not None and not limit.counted and limit.kind == "tokens"
-    assert over["needed"] == limit.request > over["remaining"] == 3_000 - limit.used
-    assert over["limit"] == limit.to_json() == finished_event(run)["limit"]
-    assert run.reason == limit.reason and "estimated before sending" in run.reason
+    assert limit is not None and limit.kind == "tokens" and limit.request is None
+    assert limit.used >= limit.limit == 3_000
+    assert finished_event(run)["limit"] == limit.to_json()
+    assert run.reason == limit.reason
 
 
 class CountingModel:
@@ -189,7 +183,7 @@ def test_a_model_that_counts_is_asked_and_its_count_decides(tmp_path: Path) -> N
     ).run_sync("job")
     assert run.status == "budget_exhausted" and over.seen == []  # never sent
     assert run.outcome is not None and run.outcome.limit == SpentLimit(
-        "tokens", 0, 4_000, request=5_000, counted=True
+        "tokens", 0, 4_000, request=5_000
     )
     assert "counted before sending" in str(run.reason)
     fits = CountingModel(count=10)  # the estimate is far larger: the count is what is sent
