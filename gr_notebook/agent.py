@@ -20,7 +20,7 @@ from typing import Any
 from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.loop import Loop, LoopOutcome, SameStateDetector, StuckDetector
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
-from gr_notebook.events import EventLog
+from gr_notebook.events import ErrorEvent, EventLog, RunFinishedEvent, RunStartedEvent
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
@@ -275,14 +275,13 @@ class Agent:
             for tool in self.registry:
                 workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
             engine.emit(
-                "run_started",
-                {
-                    "run_id": run.run_id,
-                    "model": self.model.name,
-                    "workspace": str(workspace.root),
-                    "instructions": run.instructions[:400],
-                    "config": self.config(),
-                },
+                RunStartedEvent(
+                    run_id=run.run_id,
+                    model=self.model.name,
+                    workspace=str(workspace.root),
+                    instructions=run.instructions[:400],
+                    config=self.config(),
+                )
             )
             engine.phases.start()
         except Exception as exc:
@@ -291,9 +290,7 @@ class Agent:
 
     def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
         """A bug or an I/O failure: recorded, never lost."""
-        engine.emit(
-            "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
-        )
+        engine.emit(ErrorEvent(source="run", error_type=type(exc).__name__, message=str(exc)))
         return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
 
     async def _execute_run(
@@ -319,15 +316,14 @@ class Agent:
         run.error = outcome.error
         totals = run.summary()
         engine.emit(
-            "run_finished",
-            {
-                "status": outcome.status,
-                "reason": outcome.reason,
-                "turns": engine.turn,
-                "input_tokens": totals["input_tokens"],
-                "output_tokens": totals["output_tokens"],
-                "tokens_used": engine.tokens,
-            },
+            RunFinishedEvent(
+                status=outcome.status,
+                reason=outcome.reason,
+                turns=engine.turn,
+                input_tokens=totals["input_tokens"],
+                output_tokens=totals["output_tokens"],
+                tokens_used=engine.tokens,
+            )
         )
         if store is not None:
             self._record_end(run, store)

@@ -10,14 +10,32 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.engine.context import ContextManager, build_recap
 from gr_notebook.errors import RequestOverBudget
-from gr_notebook.eventdata import clip, clip_json
-from gr_notebook.events import EventLog
+from gr_notebook.eventdata import clip
+from gr_notebook.events import (
+    CompactionEvent,
+    ConversationPrunedEvent,
+    ErrorEvent,
+    Event,
+    EventLog,
+    FeedbackEvent,
+    GuidanceEvent,
+    GuidanceRecord,
+    ModelCallEvent,
+    PhaseStartedEvent,
+    PoliciesResetEvent,
+    PromptInjectedEvent,
+    RequestOverBudgetEvent,
+    RunPausedEvent,
+    RunResumedEvent,
+    StuckCheckpointEvent,
+    ToolCallEvent,
+)
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.completion import StopKind
 from gr_notebook.guardrails.feedback import render_feedback
@@ -171,15 +189,15 @@ class Loop:
     def stop_reason(self) -> str | None:
         return self._stop_requested
 
-    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
-        if kind == "feedback" and data is not None and "directive" not in data:
-            provider, text = str(data.get("provider")), str(data.get("text", ""))
-            data = {**data, "directive": self.guidance(feedback_directive(provider, text))}
-        self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
-        if kind == "phase_started" and self.regulation is not None and data:
-            self.regulation.on_phase_started(data["phase"])
+    def emit(self, event: Event) -> None:
+        if isinstance(event, FeedbackEvent) and event.directive is None:
+            order = feedback_directive(event.provider, event.text)
+            event = replace(event, directive=self.guidance(order))
+        self.events.append(event, turn=self.turn, phase=self.phases.todos.phase_number)
+        if isinstance(event, PhaseStartedEvent) and self.regulation is not None:
+            self.regulation.on_phase_started(event.phase_number)
 
-    def guidance(self, directive: Directive) -> dict[str, Any]:
+    def guidance(self, directive: Directive) -> GuidanceRecord:
         """An order given to the model, with the state of the job at that moment: recorded
         on the event that delivers it (see :mod:`gr_notebook.guidance`)."""
         return guidance_data(
@@ -192,7 +210,7 @@ class Loop:
 
     def direct(self, directive: Directive) -> None:
         """An order that no other event delivers (the todo layer, the kickoff)."""
-        self.emit("guidance", {"directive": self.guidance(directive)})
+        self.emit(GuidanceEvent(directive=self.guidance(directive)))
 
     def _wrap_up_when_limits_run_low(self) -> None:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
@@ -259,7 +277,7 @@ class Loop:
             if self.stuck_detector is not None and not self._protected():
                 prompt = self.stuck_detector(self.turn, self.phases.todos)
                 if prompt:
-                    self.emit("stuck_checkpoint", {"prompt": prompt})
+                    self.emit(StuckCheckpointEvent(prompt=prompt))
                     self._inject([prompt])
             self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
@@ -275,13 +293,13 @@ class Loop:
     async def _pause(self) -> None:
         """Wait at a safe point between turns until resumed (or stopped)."""
         self.paused = True
-        self.emit("run_paused")
+        self.emit(RunPausedEvent())
         try:
             await self._resume.wait()
         finally:
             self.paused = False
         if not self._stop_requested:
-            self.emit("run_resumed")
+            self.emit(RunResumedEvent())
 
     async def _call_model(self) -> ModelResponse | LoopOutcome:
         request = self.context.assemble(
@@ -296,7 +314,7 @@ class Loop:
         except asyncio.CancelledError:
             raise
         except RequestOverBudget as exc:
-            self.emit("request_over_budget", {"needed": exc.needed, "remaining": exc.remaining})
+            self.emit(RequestOverBudgetEvent(needed=exc.needed, remaining=exc.remaining))
             return LoopOutcome("budget_exhausted", str(exc))
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
@@ -313,25 +331,28 @@ class Loop:
         )
         spent = self.usage()
         self.emit(
-            "model_call",
-            {
-                "input_tokens": usage.input_tokens if usage else request.estimated_tokens,
-                "output_tokens": usage.output_tokens if usage else 0,
-                "cache_read_tokens": usage.cache_read_input_tokens if usage else 0,
-                "cache_write_tokens": usage.cache_creation_input_tokens if usage else 0,
-                "context_tokens": request.estimated_tokens,
-                **{f"layer{i}_tokens": layers[i - 1] for i in range(1, 6)},
-                "messages": len(request.messages),
-                "stop_reason": response.stop_reason,
-                "tool_calls": len(response.tool_uses),
-                "text": clip(response.text),
-                "duration_s": time.perf_counter() - started,
-                "model": response.model or self.model.name,
-                "cost_usd": response.extra.get("cost_usd"),
-                "tokens_used": self.tokens,
-                "iterations_used": spent.iterations,
+            ModelCallEvent(
+                input_tokens=usage.input_tokens if usage else request.estimated_tokens,
+                output_tokens=usage.output_tokens if usage else 0,
+                cache_read_tokens=usage.cache_read_input_tokens if usage else 0,
+                cache_write_tokens=usage.cache_creation_input_tokens if usage else 0,
+                context_tokens=request.estimated_tokens,
+                layer1_tokens=layers[0],
+                layer2_tokens=layers[1],
+                layer3_tokens=layers[2],
+                layer4_tokens=layers[3],
+                layer5_tokens=layers[4],
+                messages=len(request.messages),
+                stop_reason=response.stop_reason,
+                tool_calls=len(response.tool_uses),
+                text=response.text,
+                duration_s=time.perf_counter() - started,
+                model=response.model or self.model.name,
+                cost_usd=response.extra.get("cost_usd"),
+                tokens_used=self.tokens,
+                iterations_used=spent.iterations,
                 **self.measured(),
-            },
+            )
         )
         return response
 
@@ -376,17 +397,17 @@ class Loop:
             output = ToolOutput("Not run: the job was already completed by job_complete.", True)
         else:
             output = await self._run_tool(use)
-        call = {
-            "tool": use.name,
-            "tool_use_id": use.id,
-            "input": clip_json(use.input),
-            "is_error": output.is_error,
-            "result": clip(output.content),
-            "duration_s": time.perf_counter() - started,
-        }
-        if output.directive is not None:
-            call["directive"] = self.guidance(output.directive)
-        self.emit("tool_call", call)
+        self.emit(
+            ToolCallEvent(
+                tool=use.name,
+                tool_use_id=use.id,
+                input=use.input,
+                is_error=output.is_error,
+                result=output.content,
+                duration_s=time.perf_counter() - started,
+                directive=None if output.directive is None else self.guidance(output.directive),
+            )
+        )
         content = output.content
         if self.interventions is not None and not self.phases.wrap_up_ordered:
             self._observe(use, output)  # told to wrap up, it is winding down, not stuck
@@ -397,9 +418,9 @@ class Loop:
             path = str(use.input.get("path", ""))
             redundant = self.regulation.on_read(path, turn=self.turn, call_index=self.guards.calls)
             if redundant is not None:
-                data = redundant.event_data(use.name, None)
-                order = feedback_directive("Redundancy", data["text"], avoid_reads=(path,))
-                self.emit("feedback", {**data, "directive": self.guidance(order)})
+                event = redundant.event(use.name, None)
+                order = feedback_directive("Redundancy", event.text, avoid_reads=(path,))
+                self.emit(replace(event, directive=self.guidance(order)))
                 blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
@@ -437,13 +458,9 @@ class Loop:
             raise
         except Exception as exc:
             self.emit(
-                "error",
-                {
-                    "source": "tool",
-                    "tool": use.name,
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
+                ErrorEvent(
+                    source="tool", tool=use.name, error_type=type(exc).__name__, message=str(exc)
+                )
             )
             return ToolOutput(
                 f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
@@ -453,12 +470,11 @@ class Loop:
 
     def _fail_response(self, reason: str, *, error: Exception | None = None) -> LoopOutcome:
         self.emit(
-            "error",
-            {
-                "source": "model",
-                "error_type": type(error).__name__ if error else "BadResponse",
-                "message": str(error) if error else reason,
-            },
+            ErrorEvent(
+                source="model",
+                error_type=type(error).__name__ if error else "BadResponse",
+                message=str(error) if error else reason,
+            )
         )
         return LoopOutcome("failed", reason, error)
 
@@ -530,7 +546,7 @@ class Loop:
         )
         if check is None:
             return
-        self.emit("intervention" if check.fired else "intervention_skipped", check.to_event())
+        self.emit(check.event())
         if check.fired and (self._intervention is None or check.tier > self._intervention.tier):
             self._intervention = check
 
@@ -556,7 +572,7 @@ class Loop:
 
     def _reset_policies(self, source: str) -> None:
         self.guards.reset_policies()
-        self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
+        self.emit(PoliciesResetEvent(source=source, policies=list(self.guards.memories)))
 
     def _compact(self) -> None:
         recap = build_recap(
@@ -577,12 +593,11 @@ class Loop:
         if self.regulation is not None:
             self.regulation.note_pruned()
         self.emit(
-            "compaction",
-            {
-                "messages_removed": stats.messages_removed,
-                "tokens_before": stats.tokens_before,
-                "tokens_after": stats.tokens_after,
-            },
+            CompactionEvent(
+                messages_removed=stats.messages_removed,
+                tokens_before=stats.tokens_before,
+                tokens_after=stats.tokens_after,
+            )
         )
 
     def _prune(self) -> None:
@@ -593,13 +608,15 @@ class Loop:
         stats = self.context.prune(summary.render())
         self.regulation.note_pruned()
         self.emit(
-            "conversation_pruned",
-            {
-                "messages_removed": stats.messages_removed,
-                "tokens_before": stats.tokens_before,
-                "tokens_after": stats.tokens_after,
-                **summary.to_json(),
-            },
+            ConversationPrunedEvent(
+                messages_removed=stats.messages_removed,
+                tokens_before=stats.tokens_before,
+                tokens_after=stats.tokens_after,
+                key_findings=list(summary.key_findings),
+                files_examined=list(summary.files_examined),
+                next_steps=list(summary.next_steps),
+                summary_turn=summary.turn,
+            )
         )
 
     def _inject(self, orders: Sequence[Directive | str]) -> None:
@@ -607,8 +624,9 @@ class Loop:
         directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
         for d in directives:
             self.emit(
-                "prompt_injected",
-                {"text": clip(d.text), "marker": marker_of(d.text), "directive": self.guidance(d)},
+                PromptInjectedEvent(
+                    text=d.text, marker=marker_of(d.text), directive=self.guidance(d)
+                )
             )
             if d.reads and self.regulation is not None:
                 self.regulation.expect_reads(d.reads)

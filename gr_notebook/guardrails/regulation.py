@@ -8,11 +8,12 @@ belongs to one run.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
+from gr_notebook.events import ConfirmationEvent, Event
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
@@ -241,7 +242,7 @@ class SelfRegulation:
         settings: RegulationSettings,
         *,
         usage: Callable[[], BudgetUsage],
-        emit: Callable[[str, Mapping[str, Any]], None],
+        emit: Callable[[Event], object],
         workspace: Workspace,
         phase_ahead: Callable[[], tuple[int, str]] = lambda: (0, "the task"),
         run_id: str = "",
@@ -309,7 +310,7 @@ class SelfRegulation:
             approved = await self._confirm(assessment)
         if approved:
             self.assessment = assessment
-        self.emit("task_assessed", {**assessment.to_json(), "approved": approved})
+        self.emit(assessment.event(approved=approved))
         return assessment, approved
 
     def report(self, usage: BudgetUsage | None = None) -> ResourceReport:
@@ -413,14 +414,13 @@ class SelfRegulation:
             except Exception as exc:  # a broken confirmer denies: never spend unasked
                 approved, by = False, f"confirmer failed: {type(exc).__name__}: {exc}"
         self.emit(
-            "confirmation",
-            {
-                "operation": request.operation,
-                "estimated_tokens": request.estimated_tokens,
-                "threshold": request.threshold,
-                "description": request.description,
-                "approved": approved,
-                "by": by,
-            },
+            ConfirmationEvent(
+                operation=request.operation,
+                estimated_tokens=request.estimated_tokens,
+                threshold=request.threshold,
+                description=request.description,
+                approved=approved,
+                by=by,
+            )
         )
         return approved

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.events import ErrorEvent, Event
 from gr_notebook.guardrails.feedback import (
     Feedback,
     FeedbackContext,
@@ -33,7 +34,7 @@ __all__ = ["RECENT_CALLS", "FeedbackRunner"]
 
 RECENT_CALLS = 50
 """How many recent tool calls a feedback provider can look back on."""
-Emit = Callable[[str, Mapping[str, Any]], object]
+Emit = Callable[[Event], object]
 
 
 @dataclass(slots=True)
@@ -131,13 +132,12 @@ class FeedbackRunner:
                 raise TypeError(f"provide() returned {type(block).__name__}, not gr.Feedback")
         except Exception as exc:  # guidance is optional: report it, never break the call
             self._emit(
-                "error",
-                {
-                    "source": "feedback",
-                    "provider": name,
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
+                ErrorEvent(
+                    source="feedback",
+                    provider=name,
+                    error_type=type(exc).__name__,
+                    message=str(exc),
+                )
             )
             return True, None
         block = dataclasses.replace(
@@ -147,10 +147,7 @@ class FeedbackRunner:
             call_index=self.calls,
             prompt_name=self.prompt_name,
         )
-        self._emit(
-            "feedback",
-            block.event_data(tool, index),
-        )
+        self._emit(block.event(tool, index))
         return True, block
 
     def to_json(self) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def harness(
     guards = Guardrails(
         GuardrailSpec.build(tools=list(CORE_TOOLS), feedback_providers=configs),
         workspace=ws,
-        emit=lambda kind, data: log.append(kind, data),
+        emit=log.append,
         clock=clock,
         usage=lambda: budget.usage(tokens=0, iterations=0, elapsed_s=clock() - start),
         todos=lambda: TodoList.of(["a"]),
