@@ -418,9 +418,8 @@ class Loop:
             path = str(use.input.get("path", ""))
             redundant = self.regulation.on_read(path, turn=self.turn, call_index=self.guards.calls)
             if redundant is not None:
-                event = redundant.event(use.name, None)
-                order = feedback_directive("Redundancy", event.text, avoid_reads=(path,))
-                self.emit(replace(event, directive=self.guidance(order)))
+                order = feedback_directive("Redundancy", redundant.render(), avoid_reads=(path,))
+                self.emit(redundant.event(use.name, None, directive=self.guidance(order)))
                 blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"

@@ -38,9 +38,9 @@ def key(name: str, **kwargs: Any) -> Any:
     return dataclasses.field(metadata={KEY: name}, **kwargs)
 
 
-def _texts(value: Any) -> Any:
+def _clip_texts(value: Any) -> Any:
     """A list of free texts (todo titles, deliverables), copied only when one is long."""
-    if not isinstance(value, list | tuple) or not any(_long(v) for v in value):
+    if not value or not isinstance(value, list | tuple) or not _long(value):
         return value
     return type(value)(clip(v) if isinstance(v, str) else v for v in value)
 
@@ -51,18 +51,37 @@ def _nested(value: Any) -> Any:
     return clip_data(value) if _long(value) else value
 
 
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+
+
 def _long(value: Any, depth: int = 0) -> bool:
-    """Whether :func:`clip_data` would change anything in ``value``."""
-    if isinstance(value, str):
+    """Whether :func:`clip_data` would change anything in ``value`` (scalars are looked at
+    in place: this runs on every event that holds nested data)."""
+    if value.__class__ is str:
         return len(value) > MAX_EVENT_TEXT
     if isinstance(value, Mapping):
-        return depth >= MAX_DATA_DEPTH or any(
-            not isinstance(k, str) or len(k) > MAX_EVENT_TEXT or _long(v, depth + 1)
-            for k, v in value.items()
-        )
+        if depth >= MAX_DATA_DEPTH:
+            return True
+        for k, v in value.items():
+            if k.__class__ is not str or len(k) > MAX_EVENT_TEXT:
+                return True
+            if v.__class__ is str:
+                if len(v) > MAX_EVENT_TEXT:
+                    return True
+            elif v.__class__ not in _SCALARS and _long(v, depth + 1):
+                return True
+        return False
     if isinstance(value, list | tuple):
-        return depth >= MAX_DATA_DEPTH or any(_long(v, depth + 1) for v in value)
-    return False
+        if depth >= MAX_DATA_DEPTH:
+            return True
+        for v in value:
+            if v.__class__ is str:
+                if len(v) > MAX_EVENT_TEXT:
+                    return True
+            elif v.__class__ not in _SCALARS and _long(v, depth + 1):
+                return True
+        return False
+    return isinstance(value, str) and len(value) > MAX_EVENT_TEXT  # a str subclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +103,7 @@ class Field:
 class Schema:
     """One class's fields, as data."""
 
-    __slots__ = ("by_key", "clips", "cls", "fields", "required")
+    __slots__ = ("by_key", "clips", "cls", "fields", "required", "texts")
 
     def __init__(self, cls: type) -> None:
         hints = typing.get_type_hints(cls)
@@ -94,7 +113,11 @@ class Schema:
         )
         self.by_key = {f.key: f for f in self.fields}
         self.required = frozenset(f.key for f in self.fields if f.required)
-        self.clips = tuple((f.name, f.clip) for f in self.fields if f.clip is not None)
+        self.texts = tuple(f.name for f in self.fields if f.clip is _clip_text)
+        """The free-text fields: clipped inline, the commonest case."""
+        self.clips = tuple(
+            (f.name, f.clip) for f in self.fields if f.clip is not None and f.clip is not _clip_text
+        )
 
     def to_data(self, obj: object) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -157,6 +180,10 @@ class Schema:
     def clipped(self, obj: Any) -> dict[str, Any]:
         """The fields that are too long, clipped (decision 23); empty when none is."""
         changes: dict[str, Any] = {}
+        for name in self.texts:
+            value = getattr(obj, name)
+            if value.__class__ is str and len(value) > MAX_EVENT_TEXT:
+                changes[name] = clip(value)
         for name, fn in self.clips:
             value = getattr(obj, name)
             short = fn(value)
@@ -217,7 +244,7 @@ def _clip_for(hint: Any, record: type | None) -> Clip | None:
         return _clip_text
     origin = typing.get_origin(args[0]) if len(args) == 1 else None
     if origin in (Sequence, list, tuple) and typing.get_args(args[0])[:1] == (str,):
-        return _texts
+        return _clip_texts
     return _nested
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from xml.sax.saxutils import escape
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.events import FeedbackEvent
+from gr_notebook.events import FeedbackEvent, GuidanceRecord
 from gr_notebook.validation import seconds, whole_number
 
 if TYPE_CHECKING:
@@ -77,10 +77,12 @@ class Feedback:
         object.__setattr__(self, "observations", tuple(self.observations))
         object.__setattr__(self, "suggestions", tuple(self.suggestions))
 
-    def event(self, tool: str, config: int | None) -> FeedbackEvent:
+    def event(
+        self, tool: str, config: int | None, *, directive: GuidanceRecord | None = None
+    ) -> FeedbackEvent:
         """The ``feedback`` event: the block's fields, its text as the model read it, the
-        tool call that triggered it and the provider configuration's index (None for the
-        system's own feedback)."""
+        tool call that triggered it, the provider configuration's index (None for the
+        system's own feedback) and, when known, the block as an order."""
         return FeedbackEvent(
             provider=self.provider_name,
             summary=self.summary,
@@ -93,6 +95,7 @@ class Feedback:
             text=self.render(),
             tool=tool,
             config=config,
+            directive=directive,
         )
 
     def render(self) -> str:
