@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 
 import pytest
 
+import gr_notebook as gr
 from gr_notebook.eventdata import MAX_EVENT_TEXT
 from gr_notebook.events import (
     ErrorEvent,
@@ -294,3 +295,12 @@ def test_a_users_kind_registers_itself_and_round_trips_through_the_store(
         store.record_event("r", event)
         (read,) = store.events("r")
     assert read == event and isinstance(read, DeployEvent)
+
+
+def test_feedback_event_data_still_answers_with_a_warning() -> None:
+    block = gr.Feedback(provider_name="Static", summary="Remember the tests")
+    with pytest.warns(DeprecationWarning, match=r"Feedback.event\(\)"):
+        data = block.event_data("read_file", 0)
+    assert data == block.event("read_file", 0).to_data()
+    assert (data["provider"], data["tool"], data["config"]) == ("Static", "read_file", 0)
+    assert "directive" not in data
