@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 
 from gr_notebook.eventdata import MAX_DATA_DEPTH, MAX_EVENT_TEXT, clip, clip_data
 
-__all__ = ["KEY", "Clip", "Schema", "key", "schema_of"]
+__all__ = ["CLIP", "EMPTY", "ENVELOPE", "KEY", "Clip", "Field", "Schema", "key", "schema_of"]
 
 KEY: Final = "gr_notebook.event_key"
 """Field metadata: the field's key in the data, when it differs from its name (a todo
