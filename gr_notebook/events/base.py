@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from gr_notebook.events.schema import EMPTY, Schema, schema_of
 
 __all__ = ["Event", "EventData", "as_typed", "decode", "event_class", "kinds"]
-
-E = TypeVar("E", bound="Event")
 
 _KINDS: dict[str, type[Event]] = {}
 
@@ -126,9 +124,11 @@ class EventData(Mapping[str, Any]):
         return self._schema.value(self._event, key)
 
     def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
         try:
-            self._schema.value(self._event, key)  # type: ignore[arg-type]
-        except (KeyError, TypeError):
+            self._schema.value(self._event, key)
+        except KeyError:
             return False
         return True
 

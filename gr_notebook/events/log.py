@@ -57,13 +57,13 @@ class EventLog(Sequence[Event]):
         phase: int = 0,
     ) -> Event:
         """Record an event: a kind's class as an emitter built it, or (as before events
-        were typed) a kind's name and its data, decoded to the kind's class when the data
-        has its layout. The log stamps the envelope and clips what is too long (decision
+        were typed) a kind's name and its data, or an untyped event, decoded to the kind's
+        class when the data has its layout. The log stamps the envelope and clips what is too long (decision
         23): no string in any event is longer than ``MAX_EVENT_TEXT``."""
         if isinstance(event, str):
             event = decode(event, _frozen(data))
-        elif type(event) is Event:  # untyped: its data is copied, as a kind's name and data are
-            event = Event(-1, event.kind, 0, 0, 0.0, _frozen(event.data))
+        elif type(event) is Event:  # untyped: read as a kind's name and data are
+            event = decode(event.kind, _frozen(event.data))
         elif event.seq >= 0:  # already in a log: this one records a copy
             event = dataclasses.replace(event)
         setter = object.__setattr__

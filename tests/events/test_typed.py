@@ -241,6 +241,9 @@ def test_appending_a_kinds_name_and_data_still_works(log: EventLog) -> None:
     assert isinstance(typed, RewindEvent) and typed.issue == "wrong" and typed.turn == 2
     untyped = log.append("rewind", {"issue": "x" * 1000})
     assert type(untyped) is Event and len(untyped["issue"]) == MAX_EVENT_TEXT
+    data = {"issue": "again", "source": "model", "archive": "archive/phase_01.json"}
+    again = log.append(Event(7, "rewind", 0, 0, 0.0, data))
+    assert isinstance(again, RewindEvent) and again.seq == 2 and again.to_data() == data
 
 
 def test_event_keeps_its_old_constructor() -> None:
