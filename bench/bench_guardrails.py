@@ -11,7 +11,7 @@ call (so the 30 s trigger fires every 300 calls).
 
 gr_notebook, per call, the sequence of the tool-execution step (``engine/tool_calls.py``):
 ``guards.check`` → (the tool's work: excluded) → ``guards.after_success`` →
-``log.append("tool_call", ...)`` → ``guards.after_call`` → ``render_feedback`` of any
+``log.append(ToolCallEvent(...))`` → ``guards.after_call`` → ``render_feedback`` of any
 blocks. Every guardrail event goes to a real :class:`EventLog`, as in a run.
 
 WINK, per call (``bench/wink_probe.py``, in its own Python >= 3.12 venv built by
@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from typing import Any
 import _util
 
 from gr_notebook.clock import FakeClock
-from gr_notebook.events import EventLog
+from gr_notebook.events import Event, EventLog, ToolCallEvent
 from gr_notebook.guardrails import (
     Budget,
     BudgetUsage,
@@ -137,8 +136,8 @@ class Run:
         self.denials = 0
         self.feedback_blocks = 0
 
-    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
-        self.log.append(kind, data, turn=self.turn, phase=1)
+    def emit(self, event: Event) -> None:
+        self.log.append(event, turn=self.turn, phase=1)
 
     def usage(self) -> BudgetUsage:
         return self.budget.usage(
@@ -166,15 +165,14 @@ class Run:
         else:
             output = ToolOutput(denial.message(), True)
         self.log.append(
-            "tool_call",
-            {
-                "tool": name,
-                "tool_use_id": use_id,
-                "input": params,
-                "is_error": output.is_error,
-                "result": output.content,
-                "duration_s": 0.0,
-            },
+            ToolCallEvent(
+                tool=name,
+                tool_use_id=use_id,
+                input=params,
+                is_error=output.is_error,
+                result=output.content,
+                duration_s=0.0,
+            ),
             turn=turn,
             phase=1,
         )

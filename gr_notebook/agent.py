@@ -25,6 +25,7 @@ from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.loop import Loop, LoopOutcome, StuckDetector
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
+from gr_notebook.events import ErrorEvent, RunFinishedEvent, RunStartedEvent
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
@@ -279,14 +280,13 @@ class Agent:
             for tool in self.registry:
                 workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
             engine.state.emit(
-                "run_started",
-                {
-                    "run_id": run.run_id,
-                    "model": self.model.name,
-                    "workspace": str(workspace.root),
-                    "instructions": run.instructions[:400],
-                    "config": self.config(),
-                },
+                RunStartedEvent(
+                    run_id=run.run_id,
+                    model=self.model.name,
+                    workspace=str(workspace.root),
+                    instructions=run.instructions[:400],
+                    config=self.config(),
+                )
             )
             engine.state.phases.start()
         except Exception as exc:
@@ -295,9 +295,7 @@ class Agent:
 
     def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
         """A bug or an I/O failure: recorded, never lost."""
-        engine.state.emit(
-            "error", {"source": "run", "error_type": type(exc).__name__, "message": str(exc)}
-        )
+        engine.state.emit(ErrorEvent(source="run", error_type=type(exc).__name__, message=str(exc)))
         return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
 
     async def _execute_run(
@@ -324,16 +322,15 @@ class Agent:
         run.outcome = outcome
         totals = run.summary()
         engine.state.emit(
-            "run_finished",
-            {
-                "status": outcome.status,
-                "reason": outcome.reason,
-                "turns": engine.state.turn,
-                "input_tokens": totals["input_tokens"],
-                "output_tokens": totals["output_tokens"],
-                "tokens_used": engine.state.tokens,
-                "limit": outcome.limit.to_json() if outcome.limit else None,
-            },
+            RunFinishedEvent(
+                status=outcome.status,
+                reason=outcome.reason,
+                turns=engine.state.turn,
+                input_tokens=totals["input_tokens"],
+                output_tokens=totals["output_tokens"],
+                tokens_used=engine.state.tokens,
+                limit=outcome.limit,
+            )
         )
         if store is not None:
             self._record_end(run, store)

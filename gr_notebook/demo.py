@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from gr_notebook.agent import Agent
-from gr_notebook.events import Event
+from gr_notebook.events import Event, PhaseStartedEvent, RewindEvent
 from gr_notebook.history.store import DEFAULT_STORE_PATH
 from gr_notebook.run import Run
 
@@ -62,11 +62,11 @@ def run_demo(
 
     def narrate(run: Run) -> Callable[[Event], None]:
         def on_event(event: Event) -> None:
-            if event.kind == "phase_started" and event.data.get("kind") != "bootstrap":
+            if isinstance(event, PhaseStartedEvent) and event.todo_kind != "bootstrap":
                 out(f"\nTurn {event.turn}: a new todo list after the phase transition\n")
                 out(run.todos.render())
-            elif event.kind == "rewind":
-                out(f"\nTurn {event.turn}: rewind: {event.data.get('issue')}")
+            elif isinstance(event, RewindEvent):
+                out(f"\nTurn {event.turn}: rewind: {event.issue}")
 
         return on_event
 

@@ -1,9 +1,10 @@
 """What events keep of model text and tool inputs: shortened, so that an event stays small
 whatever the model sends, and the store and the dashboard stay cheap.
 
-Emitters shorten what they know to be long (:func:`clip`, :func:`clip_json`); the event log
-then passes every event's data through :func:`clip_data`, so no string field of any event,
-key or value, from whichever emitter, is longer than :data:`MAX_EVENT_TEXT` (decision 23)."""
+Each event class knows which of its fields are free text (:mod:`gr_notebook.events.schema`);
+the event log clips those, and an untyped event's data whole (:func:`clip_data`), so no
+string of any event, key or value, from whichever emitter, is longer than
+:data:`MAX_EVENT_TEXT` (decision 23)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,16 @@ def clip(text: str, limit: int = MAX_EVENT_TEXT) -> str:
 
 
 def clip_json(value: Any, depth: int = 0) -> Any:
-    """Tool inputs as stored in events: strings, lists and nesting shortened, so an event
-    stays small whatever the model sends."""
+    """Tool inputs as stored in events: strings (keys too), lists and nesting shortened, so
+    an event stays small whatever the model sends."""
     if isinstance(value, str):
         return clip(value)
     if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_EVENT_DEPTH:
         return clip(json.dumps(value, default=str))
     if isinstance(value, Mapping):
-        return {str(k): clip_json(v, depth + 1) for k, v in list(value.items())[:MAX_EVENT_ITEMS]}
+        return {
+            clip(str(k)): clip_json(v, depth + 1) for k, v in list(value.items())[:MAX_EVENT_ITEMS]
+        }
     if isinstance(value, (list, tuple)):
         items = [clip_json(v, depth + 1) for v in value[:MAX_EVENT_ITEMS]]
         if len(value) > MAX_EVENT_ITEMS:

@@ -3,9 +3,10 @@
 A real model obeys what it reads, so each text the system sends (a workflow prompt, a
 feedback block, a resource recommendation, a denial, a refused stop, the todo layer's
 INSTRUCTION line) is recorded with the next action it names and the state of the job when it
-was given. The record sits under ``data["directive"]`` of the event that delivered the order
-(``prompt_injected``, ``tool_call``, ``feedback``), so an order costs no event of its own; the
-todo layer and the kickoff, which no other event delivers, get a ``guidance`` event.
+was given. The record (a :class:`~gr_notebook.events.GuidanceRecord`) is the ``directive`` of
+the event that delivered the order (``prompt_injected``, ``tool_call``, ``feedback``), so an
+order costs no event of its own; the todo layer and the kickoff, which no other event
+delivers, get a ``guidance`` event.
 :mod:`gr_notebook.history.lint` reads these records back to find orders that contradict each other
 or the job.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
 
 from gr_notebook.eventdata import clip
+from gr_notebook.events import GuidanceRecord
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget import BudgetUsage
@@ -131,23 +133,25 @@ def guidance_data(
     plan: Plan | None,
     usage: BudgetUsage,
     job_done: bool,
-) -> dict[str, Any]:
-    """The ``guidance`` event: the directive and the state of the job when it was given."""
+) -> GuidanceRecord:
+    """The record of an order: the directive and the state of the job when it was given."""
     phases_left = sum(p.status != "complete" for p in plan.phases) if plan is not None else None
     fractions = limit_fractions(usage)
     used = [f for f in fractions.values() if f is not None]
-    return {
-        "source": directive.source,
-        "action": directive.action,
-        "text": clip(directive.text),
-        "reads": directive.reads,  # tuples: no work for the garbage collector
-        "avoid_reads": directive.avoid_reads,
-        "from_limits": directive.from_limits,
-        "phase_name": todos.phase_name,
-        "phase_kind": todos.kind,
-        "tasks_left": todos.remaining,
-        "phases_left": phases_left,
-        "job_done": job_done,
-        **fractions,
-        "limits_pct": max(used) if used else None,
-    }
+    return GuidanceRecord(
+        source=directive.source,
+        action=directive.action,
+        text=clip(directive.text),
+        reads=directive.reads,  # tuples: no work for the garbage collector
+        avoid_reads=directive.avoid_reads,
+        from_limits=directive.from_limits,
+        phase_name=todos.phase_name,
+        phase_kind=todos.kind,
+        tasks_left=todos.remaining,
+        phases_left=phases_left,
+        job_done=job_done,
+        tokens_pct=fractions["tokens_pct"],
+        iterations_pct=fractions["iterations_pct"],
+        deadline_pct=fractions["deadline_pct"],
+        limits_pct=max(used) if used else None,
+    )

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from gr_notebook.engine.loop import LoopOutcome, RunStatus
 from gr_notebook.errors import RunError
-from gr_notebook.events import Event, EventLog, Subscriber
+from gr_notebook.events import (
+    ConversationReleasedEvent,
+    Event,
+    EventLog,
+    ModelCallEvent,
+    PhaseTransitionEvent,
+    Subscriber,
+    TaskAssessedEvent,
+    as_typed,
+)
 from gr_notebook.guardrails.policy import PolicyState
 from gr_notebook.reprs import to_html
 from gr_notebook.workflow.phases import JobResult, PhaseController
@@ -189,7 +198,7 @@ class Run:
         messages = len(state.context.messages)
         state.context.release()
         self._released = True
-        state.emit("conversation_released", {"messages": messages})
+        state.emit(ConversationReleasedEvent(messages=messages))
 
     def _release_when_idle(self, after_s: float) -> None:
         """A finished run is idle from its end: release ``after_s`` seconds later."""
@@ -364,31 +373,28 @@ class _Totals:
         """Only when every call had a price: a partial sum would understate the cost."""
 
     def add(self, event: Event) -> None:
-        if event.kind == "model_call":
-            data = event.data
+        event = as_typed(event)
+        if isinstance(event, ModelCallEvent):
             self.turns += 1
-            self.input_tokens += data.get("input_tokens", 0)
-            self.output_tokens += data.get("output_tokens", 0)
-            self.context_tokens = data.get("context_tokens", 0)
-            self.tokens_used = data.get("tokens_used", self.input_tokens + self.output_tokens)
-            self.tokens_budget = data.get("tokens_budget", self.tokens_budget)
-            self.iterations_max = data.get("iterations_max", self.iterations_max)
-            self.budget_scope = data.get("budget_scope", "the run")
-            self.budget_tokens_used = data.get("budget_tokens_used", self.tokens_used)
-            self.budget_iterations_used = data.get("budget_iterations_used", self.turns)
-            cost = data.get("cost_usd")
+            self.input_tokens += event.input_tokens
+            self.output_tokens += event.output_tokens
+            self.context_tokens = event.context_tokens
+            self.tokens_used = event.tokens_used
+            self.tokens_budget = event.tokens_budget
+            self.iterations_max = event.iterations_max
+            self.budget_scope = event.budget_scope
+            self.budget_tokens_used = event.budget_tokens_used
+            self.budget_iterations_used = event.budget_iterations_used
+            cost = event.cost_usd
             if self.turns == 1:
                 self.cost_usd = cost
             elif self.cost_usd is not None:
                 self.cost_usd = None if cost is None else self.cost_usd + cost
-        elif event.kind == "task_assessed" and event.data.get("approved") is True:
-            data = event.data  # the new allotment counts from here, before the next call
-            self.tokens_budget = data.get("token_budget", self.tokens_budget)
-            self.iterations_max = data.get("max_iterations", self.iterations_max)
-            self.budget_scope = data.get("scope", self.budget_scope)
+        elif isinstance(event, TaskAssessedEvent) and event.approved is True:
+            # the new allotment counts from here, before the next call
+            self.tokens_budget = event.token_budget
+            self.iterations_max = event.max_iterations
+            self.budget_scope = event.scope
             self.budget_tokens_used = self.budget_iterations_used = 0
-        elif event.kind == "phase_transition":
-            data = event.data
-            self.phases_completed += (
-                data.get("kind") == "phase" and data.get("outcome") == "complete"
-            )
+        elif isinstance(event, PhaseTransitionEvent):
+            self.phases_completed += event.todo_kind == "phase" and event.outcome == "complete"

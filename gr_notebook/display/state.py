@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from gr_notebook.display.timeline import (
     TIMELINE_KINDS,
@@ -21,7 +21,14 @@ from gr_notebook.display.timeline import (
     tone_of,
     worth_a_line,
 )
-from gr_notebook.events import Event
+from gr_notebook.events import (
+    Event,
+    FeedbackEvent,
+    InterventionSkippedEvent,
+    ModelCallEvent,
+    TaskAssessedEvent,
+    as_typed,
+)
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 
@@ -106,21 +113,24 @@ class FeedbackEntry:
 
     @classmethod
     def from_event(cls, event: Event) -> FeedbackEntry:
-        data = event.data
+        """From a ``feedback`` event (an untyped one is read leniently)."""
+        feedback = as_typed(event)
+        if not isinstance(feedback, FeedbackEvent):
+            raise TypeError(f"a feedback entry comes from a feedback event, not {event.kind}")
         observations = tuple(
             f"{o.get('category', '')}: {o.get('description', '')}".strip(": ")
             if isinstance(o, Mapping)
             else str(o)
-            for o in data.get("observations", ())
+            for o in feedback.observations
         )
         return cls(
             turn=event.turn,
-            provider=str(data.get("provider", "feedback")),
-            summary=str(data.get("summary", "")),
-            severity=str(data.get("severity", "info")),
+            provider=feedback.provider or "feedback",
+            summary=feedback.summary,
+            severity=feedback.severity or "info",
             observations=observations,
-            suggestions=tuple(str(s) for s in data.get("suggestions", ())),
-            text=str(data.get("text", ""))[:MAX_BLOCK],
+            suggestions=tuple(str(s) for s in feedback.suggestions),
+            text=feedback.text[:MAX_BLOCK],
         )
 
 
@@ -158,10 +168,6 @@ class DashboardState:
         return self.state not in ("running", "pausing", "stopping")
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 class RunTracker:
     """Follows a run's events, keeping the bounded lists a dashboard shows and the budget
     the latest events announced (an approved assessment replaces the run's own limits)."""
@@ -187,44 +193,39 @@ class RunTracker:
         self.budget_used: tuple[int, int] | None = None
         """(tokens, turns) used of that budget, as the latest event counted them: an
         allotment counts from its assessment."""
-        self._held: tuple[Any, Any, int] | None = None
+        self._held: tuple[str | None, int, int] | None = None
         """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
     def add(self, event: Event) -> bool:
         """Take one event; True when it changed what the timeline or feedback panel shows."""
-        kind, data = event.kind, event.data
-        if kind == "model_call":
-            if "tokens_budget" in data:
-                self.tokens_budget = _int_or_none(data["tokens_budget"])
-            if "iterations_max" in data:
-                self.iterations_max = _int_or_none(data["iterations_max"])
-            if "budget_scope" in data:
-                self.assessed = data["budget_scope"] != "the run"
-                self.budget_used = (
-                    _int_or_none(data.get("budget_tokens_used")) or 0,
-                    _int_or_none(data.get("budget_iterations_used")) or 0,
-                )
+        event = as_typed(event)
+        kind = event.kind
+        if isinstance(event, ModelCallEvent):
+            self.tokens_budget = event.tokens_budget
+            self.iterations_max = event.iterations_max or None  # 0: an untyped call had none
+            self.assessed = event.budget_scope not in ("the run", "")
+            self.budget_used = (event.budget_tokens_used, event.budget_iterations_used)
             return False
-        if kind == "task_assessed" and data.get("approved") is True:
-            self.tokens_budget = _int_or_none(data.get("token_budget"))
-            self.iterations_max = _int_or_none(data.get("max_iterations"))
+        if isinstance(event, TaskAssessedEvent) and event.approved is True:
+            self.tokens_budget = event.token_budget
+            self.iterations_max = event.max_iterations
             self.assessed = True
             self.budget_used = (0, 0)
-        if kind == "feedback":
+        if isinstance(event, FeedbackEvent):
             self.feedback.append(FeedbackEntry.from_event(event))
             self.feedback_total += 1
             return True
-        if kind not in self.kinds or not worth_a_line(kind, data):
+        if kind not in self.kinds or not worth_a_line(event):
             return False
-        entry = TimelineEntry(event.seq, event.turn, kind, describe(event), tone_of(kind, data))
+        entry = TimelineEntry(event.seq, event.turn, kind, describe(event), tone_of(event))
         held, self._held = self._held, None
-        if kind == "intervention_skipped":
-            reason, step = data.get("skip_reason"), data.get("step", "?")
+        if isinstance(event, InterventionSkippedEvent):
+            reason, step = event.skip_reason, event.step
             if held is not None and held[0] == reason and self.timeline:
                 # Checks held off in a row for one reason share a line: a healthy run's
                 # check every few steps must not push the interventions off the timeline.
                 first, count = held[1], held[2] + 1
-                text = describe_held_off(data, first_step=first, count=count)
+                text = describe_held_off(event, first_step=first, count=count)
                 self.timeline[-1] = replace(entry, text=text)
                 self._held = (reason, first, count)
                 return True

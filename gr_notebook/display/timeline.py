@@ -1,16 +1,52 @@
 """One line per event for the dashboard's timeline: what it says, and how loudly.
 
-Describers are small functions of an event's data, looked up by kind, so a new event kind
-costs one entry here and nothing anywhere else. Each takes O(1): the dashboard calls them
-on every event of a live run.
+Every kind of event has a describer: a small function of its typed fields, registered with
+:func:`_line`. :data:`TIMELINE_KINDS` are the kinds the dashboard shows; the others are
+described for whoever asks (a log, a test). Each describer takes O(1): the dashboard calls
+them on every event of a live run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable
+from typing import Any, Literal, TypeAlias, TypeVar
 
-from gr_notebook.events import Event
+from gr_notebook.events import (
+    CompactionEvent,
+    CompletionCheckEvent,
+    ConfirmationEvent,
+    ConversationPrunedEvent,
+    ConversationReleasedEvent,
+    ErrorEvent,
+    Event,
+    FeedbackEvent,
+    GuidanceEvent,
+    InterventionEvent,
+    InterventionSkippedEvent,
+    JobCompleteEvent,
+    ModelCallEvent,
+    ModelRetryEvent,
+    PhaseStartedEvent,
+    PhaseTransitionEvent,
+    PlanUpdatedEvent,
+    PoliciesResetEvent,
+    PolicyDecisionEvent,
+    PromptInjectedEvent,
+    RequestOverBudgetEvent,
+    RewindEvent,
+    RunFinishedEvent,
+    RunPausedEvent,
+    RunResumedEvent,
+    RunStartedEvent,
+    StuckCheckpointEvent,
+    TaskAssessedEvent,
+    TodoCompletedEvent,
+    TodosWrittenEvent,
+    ToolCallEvent,
+    WorkspaceSummaryEvent,
+    as_typed,
+    kinds,
+)
 from gr_notebook.wording import plural
 
 __all__ = [
@@ -18,6 +54,7 @@ __all__ = [
     "Tone",
     "describe",
     "describe_held_off",
+    "described_kinds",
     "tone_of",
     "worth_a_line",
 ]
@@ -26,6 +63,19 @@ Tone: TypeAlias = Literal["plain", "muted", "notice", "alert"]
 """How loudly a timeline line speaks: a skipped check is muted, a tier-3 stop is an alert."""
 
 MAX_TEXT = 160
+F = TypeVar("F", bound=Callable[..., str])
+
+_DESCRIBERS: dict[type[Event], Callable[[Any], str]] = {}
+
+
+def _line(cls: type[Event]) -> Callable[[F], F]:
+    """Register the describer of one kind: a function of an event of ``cls``."""
+
+    def register(describer: F) -> F:
+        _DESCRIBERS[cls] = describer
+        return describer
+
+    return register
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -33,7 +83,7 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _list_name(kind: Any, number: Any, name: Any) -> str:
+def _list_name(kind: str, number: object, name: str) -> str:
     if kind == "bootstrap":
         return "Bootstrap"
     if kind == "job_completion":
@@ -41,171 +91,297 @@ def _list_name(kind: Any, number: Any, name: Any) -> str:
     return f"Phase {number}" + (f" '{name}'" if name else "")
 
 
-def _phase_transition(d: Mapping[str, Any]) -> str:
-    what = _list_name(d.get("kind"), d.get("from_phase", "?"), d.get("name"))
-    text = f"{what} {d.get('outcome', 'ended')}: {d.get('done', 0)}/{d.get('tasks', 0)} tasks"
-    return text + (f" → {d['archive']}" if d.get("archive") else "")
+# -- the run -------------------------------------------------------------------------------------
 
 
-def _compaction(d: Mapping[str, Any]) -> str:
+@_line(RunStartedEvent)
+def _run_started(e: RunStartedEvent) -> str:
+    return f"Run started on {e.model or 'a model'}"
+
+
+@_line(RunPausedEvent)
+def _paused(e: RunPausedEvent) -> str:
+    return "Paused"
+
+
+@_line(RunResumedEvent)
+def _resumed(e: RunResumedEvent) -> str:
+    return "Resumed"
+
+
+@_line(RunFinishedEvent)
+def _run_finished(e: RunFinishedEvent) -> str:
+    reason = f" ({e.reason})" if e.reason else ""
+    return f"Run {e.status or 'finished'}{reason} after {plural(e.turns, 'turn')}"
+
+
+@_line(ErrorEvent)
+def _error(e: ErrorEvent) -> str:
+    where = e.tool or e.source or "run"
+    kind = f"{e.error_type}: " if e.error_type else ""
+    return f"Error in {where}: {kind}{e.message}"
+
+
+@_line(CompactionEvent)
+def _compaction(e: CompactionEvent) -> str:
     return (
-        f"Compacted: {d.get('messages_removed', 0)} messages folded into a recap, "
-        f"conversation {d.get('tokens_before', 0):,} → {d.get('tokens_after', 0):,} tokens"
+        f"Compacted: {e.messages_removed} messages folded into a recap, "
+        f"conversation {e.tokens_before:,} → {e.tokens_after:,} tokens"
     )
 
 
-def _error(d: Mapping[str, Any]) -> str:
-    where = d.get("tool") or d.get("source", "run")
-    kind = f"{d['error_type']}: " if d.get("error_type") else ""
-    return f"Error in {where}: {kind}{d.get('message', '')}"
-
-
-def _run_finished(d: Mapping[str, Any]) -> str:
-    reason = f" ({d['reason']})" if d.get("reason") else ""
-    return f"Run {d.get('status', 'finished')}{reason} after {plural(d.get('turns', 0), 'turn')}"
-
-
-def _policy_decision(d: Mapping[str, Any]) -> str:
+@_line(ConversationPrunedEvent)
+def _pruned(e: ConversationPrunedEvent) -> str:
     return (
-        f"Denied {d.get('tool', 'a tool')} by {d.get('policy', 'a policy')}: {d.get('reason', '')}"
+        f"Pruned after summarize_progress: {plural(e.messages_removed, 'message')} "
+        f"removed, conversation {e.tokens_before:,} → {e.tokens_after:,} "
+        f"tokens; the summary keeps {plural(len(e.files_examined), 'file')} examined"
     )
 
 
-def _completion_check(d: Mapping[str, Any]) -> str:
-    stop = "job_complete" if d.get("stop") == "job_complete" else "the final reply"
-    if d.get("bypassed"):
-        return f"Stop by {stop} allowed unchecked: {d['bypassed']}"
-    feedback = str(d.get("feedback") or "").replace("<blocker>", "").replace("</blocker>", "")
-    ending = " — giving up" if d.get("give_up") else ""
-    return f"Stop by {stop} refused ({d.get('refusals', 1)} in a row){ending}: {feedback}"
+@_line(ConversationReleasedEvent)
+def _released(e: ConversationReleasedEvent) -> str:
+    return f"Conversation released: {plural(e.messages, 'message')} freed"
 
 
-def _intervention(d: Mapping[str, Any]) -> str:
+# -- a turn --------------------------------------------------------------------------------------
+
+
+@_line(ModelCallEvent)
+def _model_call(e: ModelCallEvent) -> str:
     return (
-        f"Intervention tier {d.get('tier', '?')} ({d.get('action', '?')}) at step "
-        f"{d.get('step', '?')}: {plural(d.get('steps_since_progress', 0), 'step')} without "
-        "progress"
+        f"Model call: {e.input_tokens:,} tokens in, {e.output_tokens:,} out, "
+        f"{plural(e.tool_calls, 'tool call')}"
     )
 
 
-def describe_held_off(d: Mapping[str, Any], *, first_step: Any = None, count: int = 1) -> str:
+@_line(ModelRetryEvent)
+def _model_retry(e: ModelRetryEvent) -> str:
+    what = f"{e.status} {e.error_type}" if e.status else e.error_type
+    wait = f"{e.delay_s:.2g} s" + (" (retry-after)" if e.retry_after else "")
+    return f"Model retry {e.attempt}/{e.max_retries} after {what}, in {wait}"
+
+
+@_line(RequestOverBudgetEvent)
+def _over_budget(e: RequestOverBudgetEvent) -> str:
+    return f"Request not sent: it needs {e.needed:,} tokens, {e.remaining:,} remain"
+
+
+@_line(ToolCallEvent)
+def _tool_call(e: ToolCallEvent) -> str:
+    return f"{e.tool} {'failed' if e.is_error else 'ran'}: {e.result}"
+
+
+@_line(PromptInjectedEvent)
+def _prompt(e: PromptInjectedEvent) -> str:
+    return f"Prompt: {e.text}"
+
+
+@_line(GuidanceEvent)
+def _guidance(e: GuidanceEvent) -> str:
+    return f"Order from {e.directive.source}: {e.directive.text}"
+
+
+@_line(StuckCheckpointEvent)
+def _stuck(e: StuckCheckpointEvent) -> str:
+    return "Stuck checkpoint: the todo list has not changed"
+
+
+# -- the workflow --------------------------------------------------------------------------------
+
+
+@_line(TodosWrittenEvent)
+def _todos_written(e: TodosWrittenEvent) -> str:
+    what = _list_name(e.todo_kind, e.phase_number, e.name)
+    return f"Todo list of {what} written by the {e.source}: {plural(len(e.titles), 'task')}"
+
+
+@_line(TodoCompletedEvent)
+def _todo_completed(e: TodoCompletedEvent) -> str:
+    return f"Task {e.index} '{e.title}' done, {e.remaining} left"
+
+
+@_line(PhaseStartedEvent)
+def _phase_started(e: PhaseStartedEvent) -> str:
+    return f"{_list_name(e.todo_kind, e.phase_number, e.name)} started"
+
+
+@_line(PhaseTransitionEvent)
+def _phase_transition(e: PhaseTransitionEvent) -> str:
+    what = _list_name(e.todo_kind, e.from_phase, e.name)
+    text = f"{what} {e.outcome or 'ended'}: {e.done}/{e.tasks} tasks"
+    return text + (f" → {e.archive}" if e.archive else "")
+
+
+@_line(RewindEvent)
+def _rewind(e: RewindEvent) -> str:
+    return f"Rewind by the {e.source or 'model'}: {e.issue}"
+
+
+@_line(WorkspaceSummaryEvent)
+def _summary(e: WorkspaceSummaryEvent) -> str:
+    return f"Workspace summary written to {e.file}: {e.chars:,} characters"
+
+
+@_line(PlanUpdatedEvent)
+def _plan(e: PlanUpdatedEvent) -> str:
+    warnings = f", {plural(len(e.warnings), 'warning')}" if e.warnings else ""
+    return f"Plan updated by the {e.source}: {e.complete}/{e.phases} phases complete{warnings}"
+
+
+@_line(JobCompleteEvent)
+def _job_complete(e: JobCompleteEvent) -> str:
+    return f"Job complete: {e.summary}"
+
+
+# -- the guardrails ------------------------------------------------------------------------------
+
+
+@_line(PolicyDecisionEvent)
+def _policy_decision(e: PolicyDecisionEvent) -> str:
+    if e.allowed:
+        return f"Allowed {e.tool or 'a tool'} by {', '.join(e.policies)}"
+    return f"Denied {e.tool or 'a tool'} by {e.policy or 'a policy'}: {e.reason or ''}"
+
+
+@_line(PoliciesResetEvent)
+def _policies_reset(e: PoliciesResetEvent) -> str:
+    return f"Policy memory reset by the {e.source or 'model'}"
+
+
+@_line(FeedbackEvent)
+def _feedback(e: FeedbackEvent) -> str:
+    return f"Feedback from {e.provider} ({e.severity}): {e.summary}"
+
+
+@_line(CompletionCheckEvent)
+def _completion_check(e: CompletionCheckEvent) -> str:
+    stop = "job_complete" if e.stop == "job_complete" else "the final reply"
+    if e.bypassed:
+        return f"Stop by {stop} allowed unchecked: {e.bypassed}"
+    if e.complete:
+        return f"Stop by {stop} allowed: the job is complete"
+    feedback = str(e.feedback or "").replace("<blocker>", "").replace("</blocker>", "")
+    ending = " — giving up" if e.give_up else ""
+    return f"Stop by {stop} refused ({e.refusals} in a row){ending}: {feedback}"
+
+
+@_line(InterventionEvent)
+def _intervention(e: InterventionEvent) -> str:
+    return (
+        f"Intervention tier {e.tier} ({e.action}) at step {e.step}: "
+        f"{plural(e.steps_since_progress, 'step')} without progress"
+    )
+
+
+@_line(InterventionSkippedEvent)
+def describe_held_off(
+    e: InterventionSkippedEvent, *, first_step: object = None, count: int = 1
+) -> str:
     """A check a safeguard held off; ``count`` such checks in a row, for one reason and
     starting at ``first_step``, share one line."""
-    reason = d.get("skip_reason") or "skipped"
+    reason = e.skip_reason or "skipped"
     detail = {
-        "min_steps": f"only {plural(d.get('step', 0), 'step')} so far",
-        "grace_period": f"{plural(d.get('steps_since_reset') or 0, 'step')} since the reset",
-        "actively_implementing": f"{plural(d.get('recent_edits', 0), 'recent edit')}",
-        "not_stuck": f"{plural(d.get('stuck_counter', 0), 'check')} in a row without progress",
+        "min_steps": f"only {plural(e.step, 'step')} so far",
+        "grace_period": f"{plural(e.steps_since_reset or 0, 'step')} since the reset",
+        "actively_implementing": f"{plural(e.recent_edits, 'recent edit')}",
+        "not_stuck": f"{plural(e.stuck_counter, 'check')} in a row without progress",
     }.get(reason, "")
-    what = f"Check at step {d.get('step', '?')}"
+    what = f"Check at step {e.step}"
     if count > 1:
-        what = f"{count:,} checks at steps {first_step}–{d.get('step', '?')}"
+        what = f"{count:,} checks at steps {first_step}–{e.step}"
     return f"{what} held off: {reason}" + (f" ({detail})" if detail else "")
 
 
-def _pruned(d: Mapping[str, Any]) -> str:
-    files = len(d.get("files_examined", ()))
+@_line(TaskAssessedEvent)
+def _assessed(e: TaskAssessedEvent) -> str:
+    scope = f" for {e.scope}" if e.scope else ""
     return (
-        f"Pruned after summarize_progress: {plural(d.get('messages_removed', 0), 'message')} "
-        f"removed, conversation {d.get('tokens_before', 0):,} → {d.get('tokens_after', 0):,} "
-        f"tokens; the summary keeps {plural(files, 'file')} examined"
+        f"Task assessed as {e.task_type or '?'}{scope}: budget "
+        f"{e.token_budget:,} tokens, {plural(e.max_iterations, 'iteration')}"
     )
 
 
-def _assessed(d: Mapping[str, Any]) -> str:
-    scope = f" for {d['scope']}" if d.get("scope") else ""
+@_line(ConfirmationEvent)
+def _confirmation(e: ConfirmationEvent) -> str:
+    verdict = "Approved" if e.approved else "Denied"
     return (
-        f"Task assessed as {d.get('task_type', '?')}{scope}: budget "
-        f"{d.get('token_budget', 0):,} tokens, {plural(d.get('max_iterations', 0), 'iteration')}"
+        f"{verdict} {e.operation or 'an operation'} asking for "
+        f"{e.estimated_tokens:,} tokens (confirm above {e.threshold:,}): "
+        f"{e.by or 'not confirmed'}"
     )
 
 
-def _confirmation(d: Mapping[str, Any]) -> str:
-    return (
-        f"Denied {d.get('operation', 'an operation')} asking for "
-        f"{d.get('estimated_tokens', 0):,} tokens (confirm above {d.get('threshold', 0):,}): "
-        f"{d.get('by', 'not confirmed')}"
-    )
-
-
-def _model_retry(d: Mapping[str, Any]) -> str:
-    what = f"{d.get('status')} {d.get('error_type')}" if d.get("status") else d.get("error_type")
-    wait = f"{d.get('delay_s', 0):.2g} s" + (" (retry-after)" if d.get("retry_after") else "")
-    attempt = f"{d.get('attempt', '?')}/{d.get('max_retries', '?')}"
-    return f"Model retry {attempt} after {what}, in {wait}"
-
-
-def _over_budget(d: Mapping[str, Any]) -> str:
-    return (
-        f"Request not sent: it needs {d.get('needed', 0):,} tokens, "
-        f"{d.get('remaining', 0):,} remain"
-    )
-
-
-_DESCRIBERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "run_started": lambda d: f"Run started on {d.get('model', 'a model')}",
-    "phase_started": lambda d: (
-        f"{_list_name(d.get('kind'), d.get('phase', '?'), d.get('name'))} started"
-    ),
-    "phase_transition": _phase_transition,
-    "compaction": _compaction,
-    "rewind": lambda d: f"Rewind by the {d.get('source', 'model')}: {d.get('issue', '')}",
-    "stuck_checkpoint": lambda d: "Stuck checkpoint: the todo list has not changed",
-    "run_paused": lambda d: "Paused",
-    "run_resumed": lambda d: "Resumed",
-    "job_complete": lambda d: f"Job complete: {d.get('summary', '')}",
-    "error": _error,
-    "policy_decision": _policy_decision,
-    "completion_check": _completion_check,
-    "policies_reset": lambda d: f"Policy memory reset by the {d.get('source', 'model')}",
-    "intervention": _intervention,
-    "intervention_skipped": describe_held_off,
-    "task_assessed": _assessed,
-    "confirmation": _confirmation,
-    "conversation_pruned": _pruned,
-    "model_retry": _model_retry,
-    "request_over_budget": _over_budget,
-    "run_finished": _run_finished,
-}
+#: The kinds the dashboard's timeline shows; the rest (each model and tool call, every
+#: order) would drown them. Later layers add theirs to a tracker's ``kinds``.
+TIMELINE_KINDS = frozenset(
+    {
+        "run_started",
+        "phase_started",
+        "phase_transition",
+        "compaction",
+        "rewind",
+        "stuck_checkpoint",
+        "run_paused",
+        "run_resumed",
+        "job_complete",
+        "error",
+        "policy_decision",
+        "completion_check",
+        "policies_reset",
+        "intervention",
+        "intervention_skipped",
+        "task_assessed",
+        "confirmation",
+        "conversation_pruned",
+        "model_retry",
+        "request_over_budget",
+        "run_finished",
+    }
+)
 
 #: Kinds that reach the timeline only sometimes: a denial, not every allowed call; a refused
 #: or bypassed stop, not one that was simply allowed; an assessment that stands (a denied one
 #: already has its confirmation line).
-_NOTEWORTHY: dict[str, Callable[[Mapping[str, Any]], bool]] = {
-    "policy_decision": lambda d: d.get("allowed") is False,
-    "completion_check": lambda d: d.get("complete") is not True,
-    "confirmation": lambda d: d.get("approved") is not True,
-    "task_assessed": lambda d: d.get("approved") is True,
+_NOTEWORTHY: dict[type[Event], Callable[[Any], bool]] = {
+    PolicyDecisionEvent: lambda e: e.allowed is False,
+    CompletionCheckEvent: lambda e: e.complete is not True,
+    ConfirmationEvent: lambda e: e.approved is not True,
+    TaskAssessedEvent: lambda e: e.approved is True,
 }
 
 #: Kinds whose lines stand out (or step back) from the rest of the timeline.
-_TONES: dict[str, Callable[[Mapping[str, Any]], Tone]] = {
-    "intervention": lambda d: "alert" if d.get("action") == "stop" else "notice",
-    "intervention_skipped": lambda d: "muted",
-    "confirmation": lambda d: "notice",
-    "model_retry": lambda d: "notice",
-    "request_over_budget": lambda d: "alert",
+_TONES: dict[type[Event], Callable[[Any], Tone]] = {
+    InterventionEvent: lambda e: "alert" if e.action == "stop" else "notice",
+    InterventionSkippedEvent: lambda e: "muted",
+    ConfirmationEvent: lambda e: "notice",
+    ModelRetryEvent: lambda e: "notice",
+    RequestOverBudgetEvent: lambda e: "alert",
 }
 
-#: Event kinds that appear on the timeline; later layers add theirs with :func:`describe`.
-TIMELINE_KINDS = frozenset(_DESCRIBERS)
+
+def described_kinds() -> frozenset[str]:
+    """The kinds that have a line of their own."""
+    return frozenset(kind for kind, cls in kinds().items() if cls in _DESCRIBERS)
 
 
 def describe(event: Event) -> str:
-    """One line for the timeline; unknown kinds fall back to the kind and its data."""
-    describer = _DESCRIBERS.get(event.kind)
+    """One line for the timeline; kinds without a class fall back to the kind and its data."""
+    event = as_typed(event)
+    describer = _DESCRIBERS.get(type(event))
     if describer is not None:
-        return _clip(describer(event.data))
+        return _clip(describer(event))
     return _clip(f"{event.kind}: {dict(event.data)}")
 
 
-def worth_a_line(kind: str, data: Mapping[str, Any]) -> bool:
+def worth_a_line(event: Event) -> bool:
     """Whether an event of a timeline kind earns a line (a denial does, an allowed call not)."""
-    check = _NOTEWORTHY.get(kind)
-    return check is None or check(data)
+    event = as_typed(event)
+    check = _NOTEWORTHY.get(type(event))
+    return check is None or check(event)
 
 
-def tone_of(kind: str, data: Mapping[str, Any]) -> Tone:
-    tone = _TONES.get(kind)
-    return "plain" if tone is None else tone(data)
+def tone_of(event: Event) -> Tone:
+    event = as_typed(event)
+    tone = _TONES.get(type(event))
+    return "plain" if tone is None else tone(event)

@@ -30,6 +30,17 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import RequestOverBudget
 from gr_notebook.eventdata import clip
+from gr_notebook.events import (
+    CompactionEvent,
+    ConversationPrunedEvent,
+    ErrorEvent,
+    ModelCallEvent,
+    PromptInjectedEvent,
+    RequestOverBudgetEvent,
+    RunPausedEvent,
+    RunResumedEvent,
+    StuckCheckpointEvent,
+)
 from gr_notebook.guardrails.budget import SpentLimit
 from gr_notebook.guardrails.completion import STOP_BY_TOOL, StopKind
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -152,7 +163,7 @@ class Loop:
             if state.stuck_detector is not None and not self._protected():
                 prompt = state.stuck_detector(state.turn, state.phases.todos)
                 if prompt:
-                    state.emit("stuck_checkpoint", {"prompt": prompt})
+                    state.emit(StuckCheckpointEvent(prompt=prompt))
                     self._inject([prompt])
             self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
@@ -168,13 +179,13 @@ class Loop:
     async def _pause(self) -> None:
         """Wait at a safe point between turns until resumed (or stopped)."""
         self.paused = True
-        self.state.emit("run_paused")
+        self.state.emit(RunPausedEvent())
         try:
             await self._resume.wait()
         finally:
             self.paused = False
         if not self._stop_requested:
-            self.state.emit("run_resumed")
+            self.state.emit(RunResumedEvent())
 
     async def _call_model(self) -> ModelResponse | LoopOutcome:
         state = self.state
@@ -214,25 +225,28 @@ class Loop:
         )
         spent = state.usage()
         state.emit(
-            "model_call",
-            {
-                "input_tokens": usage.input_tokens if usage else request.estimated_tokens,
-                "output_tokens": usage.output_tokens if usage else 0,
-                "cache_read_tokens": usage.cache_read_input_tokens if usage else 0,
-                "cache_write_tokens": usage.cache_creation_input_tokens if usage else 0,
-                "context_tokens": request.estimated_tokens,
-                **{f"layer{i}_tokens": layers[i - 1] for i in range(1, 6)},
-                "messages": len(request.messages),
-                "stop_reason": response.stop_reason,
-                "tool_calls": len(response.tool_uses),
-                "text": clip(response.text),
-                "duration_s": time.perf_counter() - started,
-                "model": response.model or self.model.name,
-                "cost_usd": response.extra.get("cost_usd"),
-                "tokens_used": state.tokens,
-                "iterations_used": spent.iterations,
+            ModelCallEvent(
+                input_tokens=usage.input_tokens if usage else request.estimated_tokens,
+                output_tokens=usage.output_tokens if usage else 0,
+                cache_read_tokens=usage.cache_read_input_tokens if usage else 0,
+                cache_write_tokens=usage.cache_creation_input_tokens if usage else 0,
+                context_tokens=request.estimated_tokens,
+                layer1_tokens=layers[0],
+                layer2_tokens=layers[1],
+                layer3_tokens=layers[2],
+                layer4_tokens=layers[3],
+                layer5_tokens=layers[4],
+                messages=len(request.messages),
+                stop_reason=response.stop_reason,
+                tool_calls=len(response.tool_uses),
+                text=response.text,
+                duration_s=time.perf_counter() - started,
+                model=response.model or self.model.name,
+                cost_usd=response.extra.get("cost_usd"),
+                tokens_used=state.tokens,
+                iterations_used=spent.iterations,
                 **state.measured(),
-            },
+            )
         )
         return response
 
@@ -245,9 +259,9 @@ class Loop:
 
     def _over_budget(self, over: SpentLimit, reason: str) -> LoopOutcome:
         """The request is not sent: the token budget cannot take it."""
+        assert over.request is not None
         self.state.emit(
-            "request_over_budget",
-            {"needed": over.request, "remaining": int(over.remaining), "limit": over.to_json()},
+            RequestOverBudgetEvent(needed=over.request, remaining=int(over.remaining), limit=over)
         )
         return LoopOutcome("budget_exhausted", reason, limit=over)
 
@@ -291,12 +305,11 @@ class Loop:
 
     def _fail_response(self, reason: str, *, error: Exception | None = None) -> LoopOutcome:
         self.state.emit(
-            "error",
-            {
-                "source": "model",
-                "error_type": type(error).__name__ if error else "BadResponse",
-                "message": str(error) if error else reason,
-            },
+            ErrorEvent(
+                source="model",
+                error_type=type(error).__name__ if error else "BadResponse",
+                message=str(error) if error else reason,
+            )
         )
         return LoopOutcome("failed", reason, error)
 
@@ -394,12 +407,11 @@ class Loop:
         if regulation is not None:
             regulation.note_pruned()
         state.emit(
-            "compaction",
-            {
-                "messages_removed": stats.messages_removed,
-                "tokens_before": stats.tokens_before,
-                "tokens_after": stats.tokens_after,
-            },
+            CompactionEvent(
+                messages_removed=stats.messages_removed,
+                tokens_before=stats.tokens_before,
+                tokens_after=stats.tokens_after,
+            )
         )
 
     def _prune(self, prune: PruneConversation) -> None:
@@ -409,13 +421,15 @@ class Loop:
         if state.regulation is not None:
             state.regulation.note_pruned()
         state.emit(
-            "conversation_pruned",
-            {
-                "messages_removed": stats.messages_removed,
-                "tokens_before": stats.tokens_before,
-                "tokens_after": stats.tokens_after,
-                **prune.details,
-            },
+            ConversationPrunedEvent(
+                messages_removed=stats.messages_removed,
+                tokens_before=stats.tokens_before,
+                tokens_after=stats.tokens_after,
+                key_findings=list(prune.key_findings),
+                files_examined=list(prune.files_examined),
+                next_steps=list(prune.next_steps),
+                summary_turn=state.turn if prune.turn is None else prune.turn,
+            )
         )
 
     def _inject(self, orders: Sequence[Directive | str]) -> None:
@@ -424,8 +438,9 @@ class Loop:
         directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
         for d in directives:
             state.emit(
-                "prompt_injected",
-                {"text": clip(d.text), "marker": marker_of(d.text), "directive": state.guidance(d)},
+                PromptInjectedEvent(
+                    text=d.text, marker=marker_of(d.text), directive=state.guidance(d)
+                )
             )
             if d.reads and state.regulation is not None:
                 state.regulation.expect_reads(d.reads)

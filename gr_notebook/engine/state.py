@@ -19,14 +19,23 @@ are the workspace's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from dataclasses import replace
 from typing import Any
 
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.errors import RunError
 from gr_notebook.eventdata import plain_json
-from gr_notebook.events import Event, EventLog
+from gr_notebook.events import (
+    Event,
+    EventLog,
+    FeedbackEvent,
+    GuidanceEvent,
+    GuidanceRecord,
+    PhaseStartedEvent,
+    PoliciesResetEvent,
+    decode,
+)
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
@@ -113,18 +122,19 @@ class RunState:
             tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
         )
 
-    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
-        if kind == "feedback" and data is not None and "directive" not in data:
-            provider, text = str(data.get("provider")), str(data.get("text", ""))
-            data = {**data, "directive": self.guidance(feedback_directive(provider, text))}
-        self.events.append(kind, data, turn=self.turn, phase=self.phases.todos.phase_number)
-        if kind == "phase_started" and self.regulation is not None and data:
-            self.regulation.on_phase_started(data["phase"])
+    def emit(self, event: Event) -> None:
+        """Record ``event`` at this turn and phase; a feedback block carries its order."""
+        if isinstance(event, FeedbackEvent) and event.directive is None:
+            order = feedback_directive(event.provider, event.text)
+            event = replace(event, directive=self.guidance(order))
+        self.events.append(event, turn=self.turn, phase=self.phases.todos.phase_number)
+        if isinstance(event, PhaseStartedEvent) and self.regulation is not None:
+            self.regulation.on_phase_started(event.phase_number)
 
     def reset_policies(self, source: str) -> None:
         """Forget what the tool policies remember (a rewind that asked for it)."""
         self.guards.reset_policies()
-        self.emit("policies_reset", {"source": source, "policies": list(self.guards.memories)})
+        self.emit(PoliciesResetEvent(source=source, policies=list(self.guards.memories)))
 
     # -- views for the other extension points ---------------------------------------------------
 
@@ -140,7 +150,7 @@ class RunState:
 
     # -- guidance and meters ---------------------------------------------------------------------
 
-    def guidance(self, directive: Directive) -> dict[str, Any]:
+    def guidance(self, directive: Directive) -> GuidanceRecord:
         """An order given to the model, with the state of the job at that moment: recorded
         on the event that delivers it (see :mod:`gr_notebook.guidance`)."""
         return guidance_data(
@@ -153,7 +163,7 @@ class RunState:
 
     def direct(self, directive: Directive) -> None:
         """An order that no other event delivers (the todo layer, the kickoff)."""
-        self.emit("guidance", {"directive": self.guidance(directive)})
+        self.emit(GuidanceEvent(directive=self.guidance(directive)))
 
     def measured(self) -> dict[str, Any]:
         """The budget the agent is measured against now, as the meters show it: what
@@ -276,7 +286,7 @@ def _event_json(event: Event) -> dict[str, Any]:
         "turn": event.turn,
         "phase": event.phase,
         "time": event.time,
-        "data": plain_json(event.data),
+        "data": plain_json(event.to_data()),
     }
 
 
@@ -284,11 +294,11 @@ def _event_of(data: Mapping[str, Any]) -> Event:
     payload = data["data"]
     if not isinstance(payload, Mapping):
         raise ValueError(f"event {data.get('seq')}: data must be an object")
-    return Event(
+    return decode(
+        str(data["kind"]),
+        payload,
         seq=int(data["seq"]),
-        kind=str(data["kind"]),
         turn=int(data["turn"]),
         phase=int(data["phase"]),
         time=float(data["time"]),
-        data=MappingProxyType(dict(payload)),
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import GrNotebookError
-from gr_notebook.eventdata import clip, clip_json
+from gr_notebook.events import ErrorEvent, ToolCallEvent
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -140,17 +140,17 @@ class _Turn:
             )
         else:
             tool, output = await self._run(use)
-        call = {
-            "tool": use.name,
-            "tool_use_id": use.id,
-            "input": clip_json(use.input),
-            "is_error": output.is_error,
-            "result": clip(output.content),
-            "duration_s": time.perf_counter() - started,
-        }
-        if output.directive is not None:
-            call["directive"] = state.guidance(output.directive)
-        state.emit("tool_call", call)
+        state.emit(
+            ToolCallEvent(
+                tool=use.name,
+                tool_use_id=use.id,
+                input=use.input,
+                is_error=output.is_error,
+                result=output.content,
+                duration_s=time.perf_counter() - started,
+                directive=None if output.directive is None else state.guidance(output.directive),
+            )
+        )
         content = output.content
         if state.interventions is not None and not state.phases.wrap_up_ordered:
             self._observe(use, output)  # told to wrap up, it is winding down, not stuck
@@ -166,9 +166,8 @@ class _Turn:
             path = str(use.input.get(tool.reads, ""))
             redundant = regulation.on_read(path, turn=state.turn, call_index=guards.calls)
             if redundant is not None:
-                data = redundant.event_data(use.name, None)
-                order = feedback_directive("Redundancy", data["text"], avoid_reads=(path,))
-                state.emit("feedback", {**data, "directive": state.guidance(order)})
+                order = feedback_directive("Redundancy", redundant.render(), avoid_reads=(path,))
+                state.emit(redundant.event(use.name, None, directive=state.guidance(order)))
                 blocks = [*blocks, redundant]
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
@@ -207,13 +206,9 @@ class _Turn:
             raise
         except Exception as exc:
             state.emit(
-                "error",
-                {
-                    "source": "tool",
-                    "tool": use.name,
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
+                ErrorEvent(
+                    source="tool", tool=use.name, error_type=type(exc).__name__, message=str(exc)
+                )
             )
             return tool, ToolOutput(
                 f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
@@ -254,7 +249,7 @@ class _Turn:
         check = interventions.observe(use.name, use.input, output.content, is_error=output.is_error)
         if check is None:
             return
-        self.state.emit("intervention" if check.fired else "intervention_skipped", check.to_event())
+        self.state.emit(check.event())
         current = self.effects.intervention
         if check.fired and (current is None or check.tier > current.tier):
             self.effects.intervention = check

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.limits import LimitKind, SpentLimit
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.wording import plural
 
@@ -39,61 +40,6 @@ __all__ = [
     "SpentLimit",
     "set_advisor",
 ]
-
-LimitKind: TypeAlias = Literal["iterations", "tokens", "time"]
-
-
-@dataclass(frozen=True, slots=True)
-class SpentLimit:
-    """A limit that ended, or would end, the run: which one, how much was used, the limit.
-
-    ``request`` is set when it is the next model request that does not fit: the input
-    tokens it needs, as the model counted them before sending.
-    """
-
-    kind: LimitKind
-    used: float
-    limit: float
-    request: int | None = None
-
-    @property
-    def remaining(self) -> float:
-        return self.limit - self.used
-
-    @property
-    def reason(self) -> str:
-        """The sentence a person reads (the run's reason, the event's text)."""
-        if self.request is not None:
-            return (
-                f"the next request needs {self.request:,} input tokens (counted before "
-                f"sending) and {self.remaining:,.0f} remain of the token budget; it was "
-                "not sent"
-            )
-        if self.kind == "iterations":
-            return f"the iteration cap of {self.limit:.0f} was reached"
-        if self.kind == "tokens":
-            return f"the token budget of {self.limit:,.0f} was used ({self.used:,.0f} tokens)"
-        return f"the deadline of {self.limit:g} s passed ({self.used:.1f} s elapsed)"
-
-    def __str__(self) -> str:
-        return self.reason
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "used": self.used,
-            "limit": self.limit,
-            "request": self.request,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> SpentLimit:
-        return cls(
-            data["kind"],
-            data["used"],
-            data["limit"],
-            data.get("request"),
-        )
 
 
 @dataclass(frozen=True, slots=True)

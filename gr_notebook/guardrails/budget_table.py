@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gr_notebook.errors import ConfigError, ToolError
+from gr_notebook.events import TaskAssessedEvent
 from gr_notebook.validation import whole_number
 
 __all__ = [
@@ -95,6 +96,26 @@ class TaskAssessment:
     tokens_at: int = 0
     """Tokens the run had used when the allocation began; usage counts from here."""
     iterations_at: int = 0
+
+    def event(self, *, approved: bool) -> TaskAssessedEvent:
+        """The ``task_assessed`` event; ``approved`` is whether the allotment stands."""
+        return TaskAssessedEvent(
+            task_type=self.task_type,
+            estimated_files=self.estimated_files,
+            estimated_iterations=self.estimated_iterations,
+            strategy=self.strategy,
+            multiplier=self.multiplier,
+            token_budget=self.token_budget,
+            max_iterations=self.max_iterations,
+            guidance=self.guidance,
+            assessed_turn=self.turn,
+            narrow=self.narrow,
+            assessed_phase=self.phase,
+            scope=self.scope,
+            tokens_at=self.tokens_at,
+            iterations_at=self.iterations_at,
+            approved=approved,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.eventdata import clip_json
+from gr_notebook.events import InterventionEvent, InterventionSkippedEvent
 from gr_notebook.validation import whole_number
 
 __all__ = [
@@ -191,7 +192,24 @@ class InterventionCheck:
     def action(self) -> Action | None:
         return ACTIONS[self.tier - 1] if self.fired else None
 
+    def event(self) -> InterventionEvent | InterventionSkippedEvent:
+        """The ``intervention`` event when it fired, else ``intervention_skipped``."""
+        kind = InterventionEvent if self.fired else InterventionSkippedEvent
+        return kind(
+            step=self.step,
+            fired=self.fired,
+            tier=self.tier,
+            action=self.action,
+            skip_reason=self.skip_reason,
+            stuck_counter=self.stuck_counter,
+            steps_since_reset=self.steps_since_reset,
+            steps_since_progress=self.steps_since_progress,
+            recent_edits=self.recent_edits,
+            recent_tools=list(self.recent_tools),
+        )
+
     def to_event(self) -> dict[str, Any]:
+        """The event's data (see :meth:`event`)."""
         return {
             "step": self.step,
             "fired": self.fired,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
+from gr_notebook.events import ConfirmationEvent
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
@@ -304,7 +305,7 @@ class SelfRegulation:
             approved = await self._confirm(assessment)
         if approved:
             self.assessment = assessment
-        self.emit("task_assessed", {**assessment.to_json(), "approved": approved})
+        self.emit(assessment.event(approved=approved))
         return assessment, approved
 
     def report(self, usage: BudgetUsage | None = None) -> ResourceReport:
@@ -449,14 +450,13 @@ class SelfRegulation:
             except Exception as exc:  # a broken confirmer denies: never spend unasked
                 approved, by = False, f"confirmer failed: {type(exc).__name__}: {exc}"
         self.emit(
-            "confirmation",
-            {
-                "operation": request.operation,
-                "estimated_tokens": request.estimated_tokens,
-                "threshold": request.threshold,
-                "description": request.description,
-                "approved": approved,
-                "by": by,
-            },
+            ConfirmationEvent(
+                operation=request.operation,
+                estimated_tokens=request.estimated_tokens,
+                threshold=request.threshold,
+                description=request.description,
+                approved=approved,
+                by=by,
+            )
         )
         return approved

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import RunError
+from gr_notebook.events import CompletionCheckEvent, ErrorEvent, PolicyDecisionEvent
 from gr_notebook.guardrails.completion import (
     PlanBasedChecker,
     StopKind,
@@ -106,25 +107,23 @@ class Guardrails:
             if not decision.allowed:
                 denial = Denial(binding.key, decision.reason or "denied")
                 self._emit(
-                    "policy_decision",
-                    {
-                        "tool": tool.name,
-                        "allowed": False,
-                        "policy": denial.policy,
-                        "reason": denial.reason,
-                        "policies": [b.key for b in bindings],
-                    },
+                    PolicyDecisionEvent(
+                        tool=tool.name,
+                        allowed=False,
+                        policy=denial.policy,
+                        reason=denial.reason,
+                        policies=[b.key for b in bindings],
+                    )
                 )
                 return denial
         self._emit(
-            "policy_decision",
-            {
-                "tool": tool.name,
-                "allowed": True,
-                "policy": None,
-                "reason": None,
-                "policies": [b.key for b in bindings],
-            },
+            PolicyDecisionEvent(
+                tool=tool.name,
+                allowed=True,
+                policy=None,
+                reason=None,
+                policies=[b.key for b in bindings],
+            )
         )
         return None
 
@@ -143,14 +142,13 @@ class Guardrails:
                 binding.policy.on_result(tool, params, result, context=context)
             except Exception as exc:
                 self._emit(
-                    "error",
-                    {
-                        "source": "policy",
-                        "policy": binding.key,
-                        "tool": tool.name,
-                        "error_type": type(exc).__name__,
-                        "message": str(exc),
-                    },
+                    ErrorEvent(
+                        source="policy",
+                        policy=binding.key,
+                        tool=tool.name,
+                        error_type=type(exc).__name__,
+                        message=str(exc),
+                    )
                 )
 
     def policy_state(self, name: str) -> PolicyState:
@@ -174,18 +172,18 @@ class Guardrails:
         if checker is None:
             return StopVerdict(True)
         usage = self._usage()
-        data: dict[str, Any] = {"stop": kind, "checker": type(checker).__name__}
+        name = type(checker).__name__
         spent = self.pressing(usage)
         if spent:
             self._emit(
-                "completion_check",
-                {
-                    **data,
-                    "complete": None,
-                    "bypassed": spent,
-                    "feedback": None,
-                    "refusals": self.refusals,
-                },
+                CompletionCheckEvent(
+                    stop=kind,
+                    checker=name,
+                    complete=None,
+                    bypassed=spent,
+                    feedback=None,
+                    refusals=self.refusals,
+                )
             )
             return StopVerdict(True, bypassed=spent)
         result = self._ask(checker, kind, tentative)
@@ -195,15 +193,15 @@ class Guardrails:
             self.refusals += 1
         give_up = not result.complete and self.refusals >= self.spec.max_refusals
         self._emit(
-            "completion_check",
-            {
-                **data,
-                "complete": result.complete,
-                "bypassed": None,
-                "feedback": result.feedback,
-                "refusals": self.refusals,
-                "give_up": give_up,
-            },
+            CompletionCheckEvent(
+                stop=kind,
+                checker=name,
+                complete=result.complete,
+                bypassed=None,
+                feedback=result.feedback,
+                refusals=self.refusals,
+                give_up=give_up,
+            )
         )
         return StopVerdict(result.complete, result.feedback, give_up=give_up)
 
@@ -261,12 +259,9 @@ class Guardrails:
                 raise TypeError(f"check() returned {type(result).__name__}, not a result")
         except Exception as exc:  # fail-closed, like a policy: an unverified stop is refused
             self._emit(
-                "error",
-                {
-                    "source": "completion_checker",
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
+                ErrorEvent(
+                    source="completion_checker", error_type=type(exc).__name__, message=str(exc)
+                )
             )
             result = TaskCompletionResult.incomplete(
                 f"The completion check failed ({type(exc).__name__}: {exc}), so the stop "

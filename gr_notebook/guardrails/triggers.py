@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import (
     Feedback,
     FeedbackContext,
@@ -119,13 +120,12 @@ class FeedbackRunner:
                 raise TypeError(f"provide() returned {type(block).__name__}, not gr.Feedback")
         except Exception as exc:  # guidance is optional: report it, never break the call
             self._emit(
-                "error",
-                {
-                    "source": "feedback",
-                    "provider": name,
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                },
+                ErrorEvent(
+                    source="feedback",
+                    provider=name,
+                    error_type=type(exc).__name__,
+                    message=str(exc),
+                )
             )
             return True, None
         block = dataclasses.replace(
@@ -135,10 +135,7 @@ class FeedbackRunner:
             call_index=self.calls,
             prompt_name=self.prompt_name,
         )
-        self._emit(
-            "feedback",
-            block.event_data(tool, index),
-        )
+        self._emit(block.event(tool, index))
         return True, block
 
     def to_json(self) -> dict[str, Any]:

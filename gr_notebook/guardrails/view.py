@@ -10,10 +10,11 @@ drives guardrails without a loop, implements it with a few attributes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from gr_notebook.events import Event
     from gr_notebook.guardrails.budget import BudgetUsage
     from gr_notebook.workflow.plan import Plan
     from gr_notebook.workflow.todos import TodoList
@@ -47,7 +48,7 @@ class RunView(Protocol):
         """Why the run was told to wrap up, once it was; from then on no stop is refused."""
         ...
 
-    def emit(self, kind: str, data: Mapping[str, Any] | None = None) -> None: ...
+    def emit(self, event: Event) -> None: ...
 
     def usage(self) -> BudgetUsage: ...
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.events import RunFinishedEvent, TaskAssessedEvent, as_typed
 from gr_notebook.guardrails.budget import Budget, BudgetSuggestion
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
@@ -67,18 +68,15 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
     ``task_type``, and how many such runs did not complete."""
     assessed: dict[str, str] = {}
     finished: dict[str, tuple[str, int, int]] = {}
-    for run_id, event in store.events_of_kind("task_assessed", "run_finished"):
-        data = event.data
-        if event.kind == "task_assessed" and data.get("approved"):
-            assessed[run_id] = str(data.get("task_type"))
-        elif event.kind == "run_finished":
+    for run_id, stored in store.events_of_kind("task_assessed", "run_finished"):
+        event = as_typed(stored)
+        if isinstance(event, TaskAssessedEvent) and event.approved:
+            assessed[run_id] = event.task_type
+        elif isinstance(event, RunFinishedEvent):
             # What the budget counted, cache reads and writes included (decision 100); runs
-            # recorded before tokens_used existed have input and output only.
-            tokens = int(
-                data.get("tokens_used")
-                or int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
-            )
-            finished[run_id] = (str(data.get("status")), tokens, int(data.get("turns", 0)))
+            # recorded before tokens_used existed have input and output only (read as 0).
+            tokens = int(event.tokens_used or event.input_tokens + event.output_tokens)
+            finished[run_id] = (event.status, tokens, int(event.turns))
     used, skipped = [], 0
     for run_id, kind in assessed.items():
         if kind != task_type or run_id not in finished:

@@ -1,16 +1,35 @@
 """DataFrames over a run's events. pandas is imported only when a frame is asked for.
 
 Every frame is derived from events alone, so a live run, a finished one and one read back
-from the store are analysed the same way.
+from the store are analysed the same way. The columns are declared against the events'
+fields (:data:`FRAMES`), as Inspect AI's are against its event classes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.events import Event
+from gr_notebook.events import (
+    CompletionCheckEvent,
+    Event,
+    FeedbackEvent,
+    GuidanceEvent,
+    InterventionCheckEvent,
+    JobCompleteEvent,
+    ModelCallEvent,
+    PhaseStartedEvent,
+    PhaseTransitionEvent,
+    PolicyDecisionEvent,
+    TodoCompletedEvent,
+    TodosWrittenEvent,
+    ToolCallEvent,
+    as_typed,
+    directive_of,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,6 +37,11 @@ if TYPE_CHECKING:
     from gr_notebook.history.store import Store
 
 __all__ = [
+    "FRAMES",
+    "GUIDANCE_COLUMNS",
+    "INTERVENTION_COLUMNS",
+    "EventColumn",
+    "EventFrame",
     "completion_df",
     "events_df",
     "feedback_df",
@@ -30,32 +54,138 @@ __all__ = [
     "turns_df",
 ]
 
+
+@dataclass(frozen=True, slots=True)
+class EventColumn:
+    """One column of a DataFrame, declared against a field of the events it reads:
+    ``path`` is the field (``tool``), an envelope field (``turn``) or a field of a nested
+    record (``directive.source``); it defaults to the column's name."""
+
+    name: str
+    path: str = ""
+    read: Callable[[Event], Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read", attrgetter(self.path or self.name))
+
+
+@dataclass(frozen=True, slots=True)
+class EventFrame:
+    """A DataFrame with one row per event of ``kinds``."""
+
+    kinds: tuple[type[Event], ...]
+    columns: tuple[EventColumn, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def rows(self, events: Iterable[Event]) -> list[list[Any]]:
+        columns, kinds = self.columns, self.kinds
+        return [[c.read(e) for c in columns] for e in map(as_typed, events) if isinstance(e, kinds)]
+
+    def build(self, events: Iterable[Event]) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows(events), columns=self.names)
+
+
+def _columns(*names: str) -> tuple[EventColumn, ...]:
+    return tuple(EventColumn(n) for n in names)
+
+
+_AT = ("seq", "turn", "phase")
+FRAMES: Mapping[str, EventFrame] = {
+    "turns_df": EventFrame(
+        (ModelCallEvent,),
+        _columns(
+            "turn",
+            "phase",
+            "input_tokens",
+            "output_tokens",
+            "context_tokens",
+            "layer1_tokens",
+            "layer2_tokens",
+            "layer3_tokens",
+            "layer4_tokens",
+            "layer5_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cost_usd",
+            "stop_reason",
+            "tool_calls",
+            "duration_s",
+            "tokens_used",
+            "tokens_budget",
+            "iterations_used",
+            "iterations_max",
+            "budget_scope",
+            "budget_tokens_used",
+            "budget_iterations_used",
+        ),
+    ),
+    "tool_calls_df": EventFrame(
+        (ToolCallEvent,),
+        _columns("turn", "phase", "tool", "input", "is_error", "result", "duration_s"),
+    ),
+    "policy_df": EventFrame(
+        (PolicyDecisionEvent,),
+        _columns(*_AT, "tool", "allowed", "policy", "reason", "policies"),
+    ),
+    "feedback_df": EventFrame(
+        (FeedbackEvent,),
+        _columns(*_AT, "provider", "severity", "summary", "call_index", "tool", "text"),
+    ),
+    "completion_df": EventFrame(
+        (CompletionCheckEvent,),
+        _columns(*_AT, "stop", "checker", "complete", "bypassed", "refusals", "feedback"),
+    ),
+    "interventions_df": EventFrame(
+        (InterventionCheckEvent,),
+        _columns(
+            "step",
+            "turn",
+            "tier",
+            "fired",
+            "skip_reason",
+            "stuck_counter",
+            "steps_since_reset",
+            "recent_edits",
+        ),
+    ),
+    "guidance_df": EventFrame(
+        (GuidanceEvent,),
+        (
+            *_columns(*_AT),
+            *(
+                EventColumn(n, f"directive.{n}")
+                for n in (
+                    "source",
+                    "action",
+                    "text",
+                    "reads",
+                    "avoid_reads",
+                    "from_limits",
+                    "phase_name",
+                    "phase_kind",
+                    "tasks_left",
+                    "phases_left",
+                    "job_done",
+                    "tokens_pct",
+                    "iterations_pct",
+                    "deadline_pct",
+                    "limits_pct",
+                )
+            ),
+        ),
+    ),
+}
+"""Every DataFrame that has one row per event, by the name of its function. The columns
+read typed fields, so a renamed field fails here, not as None in a column."""
+
+INTERVENTION_COLUMNS = FRAMES["interventions_df"].names
+GUIDANCE_COLUMNS = FRAMES["guidance_df"].names
 _BASE = ["seq", "kind", "turn", "phase", "time"]
-_TURN_COLUMNS = [
-    "turn",
-    "phase",
-    "input_tokens",
-    "output_tokens",
-    "context_tokens",
-    "layer1_tokens",
-    "layer2_tokens",
-    "layer3_tokens",
-    "layer4_tokens",
-    "layer5_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "stop_reason",
-    "tool_calls",
-    "duration_s",
-    "tokens_used",
-    "tokens_budget",
-    "iterations_used",
-    "iterations_max",
-    "budget_scope",
-    "budget_tokens_used",
-    "budget_iterations_used",
-]
 _PHASE_COLUMNS = [
     "phase",
     "name",
@@ -67,104 +197,37 @@ _PHASE_COLUMNS = [
     "input_tokens",
     "outcome",
 ]
-_TOOL_COLUMNS = ["turn", "phase", "tool", "input", "is_error", "result", "duration_s"]
-_POLICY_COLUMNS = ["seq", "turn", "phase", "tool", "allowed", "policy", "reason", "policies"]
-_FEEDBACK_COLUMNS = [
-    "seq",
-    "turn",
-    "phase",
-    "provider",
-    "severity",
-    "summary",
-    "call_index",
-    "tool",
-    "text",
-]
-INTERVENTION_COLUMNS = [
-    "step",
-    "turn",
-    "tier",
-    "fired",
-    "skip_reason",
-    "stuck_counter",
-    "steps_since_reset",
-    "recent_edits",
-]
-_COMPLETION_COLUMNS = [
-    "seq",
-    "turn",
-    "phase",
-    "stop",
-    "checker",
-    "complete",
-    "bypassed",
-    "refusals",
-    "feedback",
-]
-
-
-GUIDANCE_COLUMNS = [
-    "seq",
-    "turn",
-    "phase",
-    "source",
-    "action",
-    "text",
-    "reads",
-    "avoid_reads",
-    "from_limits",
-    "phase_name",
-    "phase_kind",
-    "tasks_left",
-    "phases_left",
-    "job_done",
-    "tokens_pct",
-    "iterations_pct",
-    "deadline_pct",
-    "limits_pct",
-]
 
 
 def guidance_df(events: Iterable[Event]) -> pd.DataFrame:
-    """One row per order the system gave the model, with the state of the job then."""
-    import pandas as pd
-
-    rows = [
-        {
-            "seq": e.seq,
-            "turn": e.turn,
-            "phase": e.phase,
-            **{c: g.get(c) for c in GUIDANCE_COLUMNS[3:]},
-        }
-        for e in events
-        if isinstance(g := e.data.get("directive"), Mapping)
-    ]
-    return pd.DataFrame(rows, columns=GUIDANCE_COLUMNS)
+    """One row per order the system gave the model, with the state of the job then: the
+    ``directive`` of any event that delivered one."""
+    orders = []
+    for e in events:
+        record = directive_of(e)
+        if record is not None:
+            orders.append(
+                GuidanceEvent(directive=record, seq=e.seq, turn=e.turn, phase=e.phase, time=e.time)
+            )
+    return FRAMES["guidance_df"].build(orders)
 
 
 def events_df(events: Iterable[Event]) -> pd.DataFrame:
-    """One row per event: ``seq, kind, turn, phase, time``, then the payload flattened."""
+    """One row per event: ``seq, kind, turn, phase, time``, then the data flattened."""
     import pandas as pd
 
     events = list(events)
     base = pd.DataFrame([[getattr(e, c) for c in _BASE] for e in events], columns=_BASE)
     if not events:
         return base
-    payload = pd.json_normalize([dict(e.data) for e in events], sep=".")
+    payload = pd.json_normalize([e.to_data() for e in events], sep=".")
     payload = payload.drop(columns=[c for c in payload.columns if c in _BASE])
     return pd.concat([base, payload], axis=1)
 
 
 def turns_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per model call, with the tokens of each context layer."""
-    import pandas as pd
-
-    rows = [
-        {"turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in _TURN_COLUMNS[2:]}}
-        for e in events
-        if e.kind == "model_call"
-    ]
-    frame = pd.DataFrame(rows, columns=_TURN_COLUMNS)
+    frame = FRAMES["turns_df"].build(events)
     frame["cost_usd"] = frame["cost_usd"].astype(float)  # None (no price) reads as NaN
     return frame
 
@@ -179,17 +242,17 @@ def phases_df(events: Iterable[Event]) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    for e in events:
-        if e.kind == "phase_started":
+    for e in map(as_typed, events):
+        if isinstance(e, PhaseStartedEvent):
             if current is not None:
                 current["ended_turn"] = e.turn
             current = {
-                "phase": e.data.get("phase", e.phase),
-                "name": e.data.get("name"),
-                "kind": e.data.get("kind"),
+                "phase": e.phase_number,
+                "name": e.name,
+                "kind": e.todo_kind,
                 "started_turn": e.turn,
                 "ended_turn": None,
-                "tasks": e.data.get("tasks", 0),
+                "tasks": e.tasks,
                 "done": 0,
                 "input_tokens": 0,
                 "outcome": None,
@@ -197,69 +260,44 @@ def phases_df(events: Iterable[Event]) -> pd.DataFrame:
             rows.append(current)
         elif current is None:
             continue
-        elif e.kind == "model_call":
-            current["input_tokens"] += e.data.get("input_tokens", 0)
+        elif isinstance(e, ModelCallEvent):
+            current["input_tokens"] += e.input_tokens
             current["ended_turn"] = e.turn
-        elif e.kind == "todos_written" and e.data.get("phase") == current["phase"]:
-            current["tasks"] = len(e.data.get("titles", ()))
-        elif e.kind == "todo_completed":
+        elif isinstance(e, TodosWrittenEvent) and e.phase_number == current["phase"]:
+            current["tasks"] = len(e.titles)
+        elif isinstance(e, TodoCompletedEvent):
             current["done"] += 1
-        elif e.kind == "phase_transition":
-            current["outcome"] = e.data.get("outcome")
-        elif e.kind == "job_complete" and current["outcome"] is None:
+        elif isinstance(e, PhaseTransitionEvent):
+            current["outcome"] = e.outcome
+        elif isinstance(e, JobCompleteEvent) and current["outcome"] is None:
             current["outcome"] = "complete"
     return pd.DataFrame(rows, columns=_PHASE_COLUMNS)
 
 
 def tool_calls_df(events: Iterable[Event]) -> pd.DataFrame:
-    import pandas as pd
-
-    rows = [
-        {"turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in _TOOL_COLUMNS[2:]}}
-        for e in events
-        if e.kind == "tool_call"
-    ]
-    return pd.DataFrame(rows, columns=_TOOL_COLUMNS)
+    return FRAMES["tool_calls_df"].build(events)
 
 
 def policy_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per governed tool call: ``allowed``, and for a denial the policy and reason."""
-    return _rows_of(events, "policy_decision", _POLICY_COLUMNS)
+    return FRAMES["policy_df"].build(events)
 
 
 def feedback_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per feedback block delivered; ``text`` is the block as the model read it."""
-    return _rows_of(events, "feedback", _FEEDBACK_COLUMNS)
+    return FRAMES["feedback_df"].build(events)
 
 
 def completion_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per attempt to stop: ``complete`` True/False, or ``bypassed`` with the limit
     that was spent (then ``complete`` is None)."""
-    return _rows_of(events, "completion_check", _COMPLETION_COLUMNS)
+    return FRAMES["completion_df"].build(events)
 
 
 def interventions_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per intervention check (every ``check_every`` tool calls): ``fired`` with its
     tier, or the safeguard that held it off in ``skip_reason``."""
-    import pandas as pd
-
-    rows = [
-        {"turn": e.turn, **{c: e.data.get(c) for c in INTERVENTION_COLUMNS if c != "turn"}}
-        for e in events
-        if e.kind in ("intervention", "intervention_skipped")
-    ]
-    return pd.DataFrame(rows, columns=INTERVENTION_COLUMNS)
-
-
-def _rows_of(events: Iterable[Event], kind: str, columns: list[str]) -> pd.DataFrame:
-    import pandas as pd
-
-    rows = [
-        {"seq": e.seq, "turn": e.turn, "phase": e.phase, **{c: e.data.get(c) for c in columns[3:]}}
-        for e in events
-        if e.kind == kind
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return FRAMES["interventions_df"].build(events)
 
 
 def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:

@@ -28,9 +28,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gr_notebook.events import Event
+from gr_notebook.events import Event, GuidanceRecord, ToolCallEvent, as_typed, directive_of
 
 if TYPE_CHECKING:
     from gr_notebook.run import Run
@@ -75,8 +75,8 @@ def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
     conflicts: list[GuidanceConflict] = []
     requested: dict[str, int] = {}  # path -> reads since the latest request for it
     wrapped_up = False
-    turn_orders: list[Mapping[str, Any]] = []
-    layer: Mapping[str, Any] | None = None
+    turn_orders: list[GuidanceRecord] = []
+    layer: GuidanceRecord | None = None
     current_turn: int | None = None
 
     def close_turn() -> None:
@@ -86,65 +86,59 @@ def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
         conflicts.extend(_clashes(orders, current_turn or 0))
         turn_orders.clear()
 
-    for event in events:
-        if event.kind == "tool_call" and event.data.get("tool") == "read_file":
-            path = _norm(str((event.data.get("input") or {}).get("path", "")))
-            if path in requested and not event.data.get("is_error"):
+    for event in map(as_typed, events):
+        if isinstance(event, ToolCallEvent) and event.tool == "read_file":
+            path = _norm(str((event.input or {}).get("path", "")))
+            if path in requested and not event.is_error:
                 requested[path] += 1
-        d = event.data.get("directive")
-        if not isinstance(d, Mapping):
+        d = directive_of(event)
+        if d is None:
             continue
         if event.turn != current_turn:
             close_turn()
             current_turn = event.turn
-        if d.get("source") == "todo_layer":
+        if d.source == "todo_layer":
             layer = d
         turn_orders.append(d)
         conflicts.extend(_alone(d, event.turn, wrapped_up))
-        for path in d.get("avoid_reads") or ():
+        for path in d.avoid_reads or ():
             if requested.get(_norm(path)) == 1:  # the read that was asked for
                 conflicts.append(
                     _conflict("rebuke_for_requested_read", event.turn, [d], f"{path} was asked for")
                 )
-        if d.get("reads"):
-            requested = {_norm(p): 0 for p in d["reads"]}
-        for path in d.get("avoid_reads") or ():
+        if d.reads:
+            requested = {_norm(p): 0 for p in d.reads}
+        for path in d.avoid_reads or ():
             requested.pop(_norm(path), None)
-        if d.get("action") == "wrap_up" and d.get("source") != "todo_layer":
+        if d.action == "wrap_up" and d.source != "todo_layer":
             wrapped_up = True
     close_turn()
     return conflicts
 
 
-def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceConflict]:
+def _alone(d: GuidanceRecord, turn: int, wrapped_up: bool) -> list[GuidanceConflict]:
     """The rules one order breaks by itself, given the state it was given in."""
     found = []
-    action, limits = d.get("action"), d.get("limits_pct")
+    action, limits = d.action, d.limits_pct
     far = limits is None or limits < FAR
-    work_left = not d.get("job_done") and (
-        (d.get("tasks_left") or 0) > 0 or (d.get("phases_left") or 0) > 0
-    )
+    work_left = not d.job_done and ((d.tasks_left or 0) > 0 or (d.phases_left or 0) > 0)
     if action == "wrap_up" and far and work_left:
         found.append(
             _conflict(
                 "wrap_up_with_work_left",
                 turn,
                 [d],
-                f"{d.get('tasks_left')} tasks and "
-                + (
-                    "no plan yet"
-                    if d.get("phases_left") is None
-                    else f"{d.get('phases_left')} phases left"
-                )
+                f"{d.tasks_left} tasks and "
+                + ("no plan yet" if d.phases_left is None else f"{d.phases_left} phases left")
                 + f", limits {limits or 0:.0f}% used",
             )
         )
-    if action == "narrow_scope" and far and not d.get("from_limits") and not _persons(d):
+    if action == "narrow_scope" and far and not d.from_limits and not _persons(d):
         found.append(
             _conflict("narrow_scope_within_limits", turn, [d], f"limits {limits or 0:.0f}% used")
         )
-    if d.get("source") == "stop_refused" or str(d.get("source")) == "prompt:STOP REFUSED":
-        if d.get("job_done") or (d.get("phases_left") == 0 and not d.get("tasks_left")):
+    if d.source in ("stop_refused", "prompt:STOP REFUSED"):
+        if d.job_done or (d.phases_left == 0 and not d.tasks_left):
             found.append(
                 _conflict("stop_refused_after_completion", turn, [d], "the job was complete")
             )
@@ -155,13 +149,13 @@ def _alone(d: Mapping[str, Any], turn: int, wrapped_up: bool) -> list[GuidanceCo
     return found
 
 
-def _persons(d: Mapping[str, Any]) -> bool:
+def _persons(d: GuidanceRecord) -> bool:
     """A person's answer (a denied confirmation) is theirs to give, whatever the limits."""
-    return d.get("source") == "confirmation"
+    return d.source == "confirmation"
 
 
-def _clashes(orders: list[Mapping[str, Any]], turn: int) -> list[GuidanceConflict]:
-    actions = {o.get("action"): o for o in orders if o.get("action")}
+def _clashes(orders: list[GuidanceRecord], turn: int) -> list[GuidanceConflict]:
+    actions = {o.action: o for o in orders if o.action}
     found = []
     for action, others in _CLASHES:
         if action not in actions:
@@ -172,15 +166,13 @@ def _clashes(orders: list[Mapping[str, Any]], turn: int) -> list[GuidanceConflic
     return found
 
 
-def _conflict(
-    rule: str, turn: int, orders: list[Mapping[str, Any]], detail: str
-) -> GuidanceConflict:
+def _conflict(rule: str, turn: int, orders: list[GuidanceRecord], detail: str) -> GuidanceConflict:
     return GuidanceConflict(
         rule=rule,
         turn=turn,
         message=f"{RULES[rule]} ({detail})",
-        sources=tuple(str(o.get("source")) for o in orders),
-        texts=tuple(str(o.get("text", "")) for o in orders),
+        sources=tuple(o.source for o in orders),
+        texts=tuple(o.text for o in orders),
     )
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.events import Event
+from gr_notebook.events import Event, RewindEvent, RunStartedEvent, ToolCallEvent, as_typed
 from gr_notebook.guardrails.interventions import (
-    InterventionCheck,
     InterventionConfig,
     InterventionEngine,
     replay_steps,
 )
-from gr_notebook.history.analysis import INTERVENTION_COLUMNS
+from gr_notebook.history.analysis import FRAMES, INTERVENTION_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,18 +51,10 @@ def recorded_steps(
     The system's own rewinds are left out: the replayed engine decides its own.
     """
     steps: list[tuple[str, Mapping[str, Any], str, bool] | None] = []
-    for e in events:
-        if e.kind == "tool_call":
-            data = e.data
-            steps.append(
-                (
-                    str(data.get("tool", "")),
-                    data.get("input") or {},
-                    str(data.get("result") or ""),
-                    bool(data.get("is_error")),
-                )
-            )
-        elif e.kind == "rewind" and e.data.get("source") == "person":
+    for e in map(as_typed, events):
+        if isinstance(e, ToolCallEvent):
+            steps.append((e.tool, e.input or {}, e.result or "", bool(e.is_error)))
+        elif isinstance(e, RewindEvent) and e.source == "person":
             steps.append(None)
     return steps
 
@@ -81,12 +73,12 @@ def replay_interventions(
     events = _events_of(run_or_events)
     turns = [e.turn for e in events if e.kind == "tool_call"]
     checks = replay_steps(InterventionEngine(config), recorded_steps(events))
-    rows = [
-        {**_row(check), "turn": turns[check.step - 1]}
+    fired = [  # each at the turn of the step it checked
+        replace(check.event(), turn=turns[check.step - 1])
         for check in checks
         if check.fired or include_skipped
     ]
-    return pd.DataFrame(rows, columns=INTERVENTION_COLUMNS)
+    return pd.DataFrame(FRAMES["interventions_df"].rows(fired), columns=INTERVENTION_COLUMNS)
 
 
 def sweep_interventions(
@@ -117,9 +109,9 @@ def sweep_interventions(
     ]
     rows: list[dict[str, Any]] = []
     for label, events in _labelled(runs):
-        started = next((e for e in events if e.kind == "run_started"), None)
-        run_id = str(started.data.get("run_id", label)) if started else label
-        model = started.data.get("model") if started else None
+        started = next((e for e in map(as_typed, events) if isinstance(e, RunStartedEvent)), None)
+        run_id = (started.run_id or label) if started else label
+        model = started.model if started else None
         steps = recorded_steps(events)
         tool_steps = sum(s is not None for s in steps)
         for combo, config in configs:
@@ -140,11 +132,6 @@ def sweep_interventions(
             )
     columns = _SWEEP_COLUMNS[:2] + names + _SWEEP_COLUMNS[2:]
     return pd.DataFrame(rows, columns=columns)
-
-
-def _row(check: InterventionCheck) -> dict[str, Any]:
-    data = check.to_event()
-    return {c: data.get(c) for c in INTERVENTION_COLUMNS}
 
 
 def _events_of(run: RunLike) -> list[Event]:

@@ -6,6 +6,13 @@ another process (or a second :class:`Store`) can read a run while it is still go
 The schema evolves as in simonw/llm: each migration is a small function registered, in
 order, in :data:`MIGRATIONS` and recorded by name in ``_migrations`` once applied. Never edit
 or reorder a released migration; append a new one.
+
+An event row holds its kind and its data, the kind's fields as a JSON object
+(:meth:`Event.to_data`): the layout events had before they were typed, so stores written
+then read the same. Reading decodes each row by its kind and layout
+(:func:`gr_notebook.events.decode`): a kind's class when the data has its layout, else an
+untyped event that keeps the data as it is (a kind this version lacks, an older or newer
+layout), which :func:`gr_notebook.events.as_typed` still reads leniently.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Final, Self
 
 from gr_notebook.errors import StoreError
-from gr_notebook.events import Event
+from gr_notebook.events import Event, decode
 
 __all__ = ["DEFAULT_STORE_PATH", "MIGRATIONS", "Migration", "Store", "StoreError"]
 
@@ -116,15 +123,17 @@ def _loads(text: str | None, kind: type) -> Any:
 
 
 def _event(seq: int, kind: str, turn: int, phase: int, at: float, data: str) -> Event:
-    """An event row; a payload that cannot be decoded becomes ``{"unreadable": why,
-    "raw": the first 400 characters}``, so the rest of the run stays readable."""
+    """An event row; a payload that cannot be decoded becomes an untyped event with
+    ``{"unreadable": why, "raw": the first 400 characters}``, so the rest of the run stays
+    readable."""
     try:
         payload = json.loads(data)
         if not isinstance(payload, dict):
             raise TypeError(f"the payload is a JSON {type(payload).__name__}, not an object")
     except (ValueError, TypeError) as exc:
-        payload = {"unreadable": f"{type(exc).__name__}: {exc}", "raw": str(data)[:400]}
-    return Event(seq, kind, turn, phase, at, MappingProxyType(payload))
+        unreadable = {"unreadable": f"{type(exc).__name__}: {exc}", "raw": str(data)[:400]}
+        return Event(seq, kind, turn, phase, at, MappingProxyType(unreadable))
+    return decode(kind, MappingProxyType(payload), seq=seq, turn=turn, phase=phase, time=at)
 
 
 def _text(raw: bytes) -> str:
@@ -216,7 +225,7 @@ class Store:
         self._execute(
             "INSERT INTO events (run_id, seq, kind, turn, phase, time, data)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, e.seq, e.kind, e.turn, e.phase, e.time, _dumps(e.data)),
+            (run_id, e.seq, e.kind, e.turn, e.phase, e.time, _dumps(e.to_data())),
         )
 
     def record_run_finished(

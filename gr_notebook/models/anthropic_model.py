@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled
 from gr_notebook.eventdata import clip
+from gr_notebook.events import ModelRetryEvent
 from gr_notebook.messages import (
     ContentBlock,
     Message,
@@ -262,17 +263,16 @@ class AnthropicModel:
             retry_after = _retry_after(error)
             delay = policy.delay(attempt, retry_after)
             report(
-                "model_retry",
-                {
-                    "attempt": attempt,
-                    "max_retries": policy.max_retries,
-                    "operation": what,
-                    "error_type": type(error).__name__,
-                    "status": getattr(error, "status_code", None),
-                    "retry_after": retry_after,
-                    "delay_s": delay,
-                    "message": clip(redact(_describe(error), self._key), 200),
-                },
+                ModelRetryEvent(
+                    attempt=attempt,
+                    max_retries=policy.max_retries,
+                    operation=what,
+                    error_type=type(error).__name__,
+                    status=getattr(error, "status_code", None),
+                    retry_after=retry_after,
+                    delay_s=delay,
+                    message=clip(redact(_describe(error), self._key), 200),
+                )
             )
             await asyncio.sleep(delay)
 

@@ -14,12 +14,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from gr_notebook.events import Event, decode
+
 __all__ = ["CallContext", "calling", "current_call", "report"]
 
 
 @dataclass(frozen=True, slots=True)
 class CallContext:
-    emit: Callable[[str, Mapping[str, Any]], object]
+    emit: Callable[[Event], object]
     tokens_remaining: int | None = None
     """Tokens left under the run's hard limit; None when it has none."""
     input_tokens: int | None = None
@@ -42,8 +44,11 @@ def calling(context: CallContext) -> Iterator[CallContext]:
         _CURRENT.reset(token)
 
 
-def report(kind: str, data: Mapping[str, Any]) -> None:
-    """Emit an event for the run this call belongs to; outside a run, nothing happens."""
+def report(event: Event | str, data: Mapping[str, Any] | None = None) -> None:
+    """Emit an event for the run this call belongs to; outside a run, nothing happens.
+
+    ``event`` is a kind's class (``ModelRetryEvent(...)``), or, as before events were
+    typed, a kind's name and its data."""
     context = _CURRENT.get()
     if context is not None:
-        context.emit(kind, data)
+        context.emit(decode(event, data or {}) if isinstance(event, str) else event)

@@ -9,9 +9,9 @@ Effects of a call that failed (``is_error``) are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
 
 from gr_notebook.workflow.phases import JobResult
 
@@ -36,11 +36,16 @@ class CompleteJob:
 
 @dataclass(frozen=True, slots=True)
 class PruneConversation:
-    """After this turn, keep ``summary`` and the last 5 messages of the conversation."""
+    """After this turn, keep ``summary`` and the last 5 messages of the conversation.
+
+    The lists and the turn the summary was written at are recorded on the
+    ``conversation_pruned`` event (``turn`` defaults to the turn of the pruning)."""
 
     summary: str
-    details: Mapping[str, Any] = field(default_factory=dict)
-    """Recorded on the ``conversation_pruned`` event (JSON values)."""
+    key_findings: Sequence[str] = ()
+    files_examined: Sequence[str] = ()
+    next_steps: Sequence[str] = ()
+    turn: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

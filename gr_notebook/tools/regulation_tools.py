@@ -107,7 +107,18 @@ def _summarize_progress(ctx: ToolContext, params: Mapping[str, Any]) -> ToolOutp
         "Summary stored ({} findings, {} files, {} next steps). After this turn the "
         "conversation is pruned to the summary and the last 5 messages.".format(*counts)
     )
-    return ToolOutput(text, effects=(PruneConversation(summary.render(), summary.to_json()),))
+    return ToolOutput(
+        text,
+        effects=(
+            PruneConversation(
+                summary.render(),
+                summary.key_findings,
+                summary.files_examined,
+                summary.next_steps,
+                summary.turn,
+            ),
+        ),
+    )
 
 
 def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:

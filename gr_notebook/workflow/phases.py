@@ -15,6 +15,18 @@ from typing import Any, Literal
 
 from gr_notebook.errors import TodoError, WorkspaceError
 from gr_notebook.eventdata import plain_json
+from gr_notebook.events import (
+    ErrorEvent,
+    Event,
+    JobCompleteEvent,
+    PhaseStartedEvent,
+    PhaseTransitionEvent,
+    PlanUpdatedEvent,
+    RewindEvent,
+    TodoCompletedEvent,
+    TodosWrittenEvent,
+    WorkspaceSummaryEvent,
+)
 from gr_notebook.guidance import Directive
 from gr_notebook.workflow import prompts
 from gr_notebook.workflow.journal import EXPERIENCES_FILE, Journal
@@ -25,7 +37,7 @@ from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["JobResult", "PhaseController", "Segment"]
 
-Emit = Callable[[str, Mapping[str, Any]], object]
+Emit = Callable[[Event], object]
 TransitionKind = Literal["phase", "rewind", "reset"]
 
 _WAITING = "Follow the {what} instructions in the conversation, then call todo_write(todos=[...])"
@@ -76,7 +88,7 @@ class PhaseController:
     def __post_init__(self) -> None:
         self._board = TodoBoard(
             self.workspace,
-            on_problem=lambda message: self.emit("error", {"source": "todos", "message": message}),
+            on_problem=lambda message: self.emit(ErrorEvent(source="todos", message=message)),
         )
         self._journal = Journal(self.workspace)
 
@@ -170,7 +182,7 @@ class PhaseController:
         """Every job starts with the seed's five bootstrap todos."""
         leftover, problem = self._board.load_existing()
         if problem:
-            self.emit("error", {"source": "todos", "message": problem})
+            self.emit(ErrorEvent(source="todos", message=problem))
         if leftover is not None and leftover.items:  # an earlier run's list: keep, don't clobber
             self._set(leftover)
             self._board.archive("superseded")
@@ -204,7 +216,7 @@ class PhaseController:
             self.compaction_due = True
         else:
             self._set(todos)
-            self.emit("todos_written", _todos_data(todos, source))
+            self.emit(_todos_written(todos, source))
         if todos.is_finished:  # every task written as done: the list ends at once
             notes.append("Every task was written as done, so the list is complete.")
             self._finish_list()
@@ -227,7 +239,7 @@ class PhaseController:
         todos = self.todos
         updated = replace(todos, items=(*todos.items, TodoItem(title)), instruction=None)
         self._set(updated)
-        self.emit("todos_written", _todos_data(updated, source))
+        self.emit(_todos_written(updated, source))
         return f"Added task {len(updated.items)} '{title}'."
 
     def complete_todo(self, *, source: str = "model") -> str:
@@ -240,8 +252,7 @@ class PhaseController:
         self._set(todos)
         title = todos.items[number - 1].title
         self.emit(
-            "todo_completed",
-            {"index": number, "title": title, "remaining": todos.remaining, "source": source},
+            TodoCompletedEvent(index=number, title=title, remaining=todos.remaining, source=source)
         )
         plural = "task" if todos.remaining == 1 else "tasks"
         message = f"Task {number} '{title}' marked complete. {todos.remaining} {plural} remaining."
@@ -258,7 +269,7 @@ class PhaseController:
         archive = self._end_segment("rewound", issue=issue) if todos.items else None
         self._journal.add_failed_approach(f"{label}: {issue}")
         self.generate_summary(blocking=issue)
-        self.emit("rewind", {"issue": issue, "source": source, "archive": archive})
+        self.emit(RewindEvent(issue=issue, source=source, archive=archive))
         self._await_todos("rewind", what="rewind")
         if self._wrap_up:  # recorded, but a standing wrap-up asks for no new list
             return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
@@ -299,7 +310,7 @@ class PhaseController:
             ),
         )
         self.workspace.write_text(SUMMARY_FILE, text)
-        self.emit("workspace_summary", {"file": SUMMARY_FILE, "chars": len(text)})
+        self.emit(WorkspaceSummaryEvent(file=SUMMARY_FILE, chars=len(text)))
         return text
 
     def complete_job(self, result: JobResult) -> None:
@@ -308,14 +319,13 @@ class PhaseController:
         if current is not None and current.title == prompts.JOB_COMPLETION_TODOS[-1]:
             self.complete_todo(source="job_complete")
         self.emit(
-            "job_complete",
-            {
-                "summary": result.summary,
-                "deliverables": list(result.deliverables),
-                "confidence": result.confidence,
-                "notes": result.notes,
-                "source": result.source,
-            },
+            JobCompleteEvent(
+                summary=result.summary,
+                deliverables=list(result.deliverables),
+                confidence=result.confidence,
+                notes=result.notes,
+                source=result.source,
+            )
         )
 
     def complete_if_planned(self, final_text: str) -> None:
@@ -342,13 +352,12 @@ class PhaseController:
         if key is not None:
             self._plan_cache = (key, plan)
         self.emit(
-            "plan_updated",
-            {
-                "phases": len(plan.phases),
-                "complete": sum(p.status == "complete" for p in plan.phases),
-                "warnings": list(plan.warnings),
-                "source": source,
-            },
+            PlanUpdatedEvent(
+                phases=len(plan.phases),
+                complete=sum(p.status == "complete" for p in plan.phases),
+                warnings=list(plan.warnings),
+                source=source,
+            )
         )
         if self._pending == "phase" and plan.is_complete:
             self._pending = None
@@ -487,16 +496,15 @@ class PhaseController:
 
     def _begin(self, todos: TodoList, *, source: str) -> None:
         self._set(todos)
-        self.emit("todos_written", _todos_data(todos, source))
+        self.emit(_todos_written(todos, source))
         self.emit(
-            "phase_started",
-            {
-                "phase": todos.phase_number,
-                "name": todos.phase_name,
-                "kind": todos.kind,
-                "total": todos.phase_total,
-                "tasks": len(todos.items),
-            },
+            PhaseStartedEvent(
+                phase_number=todos.phase_number,
+                name=todos.phase_name,
+                todo_kind=todos.kind,
+                total=todos.phase_total,
+                tasks=len(todos.items),
+            )
         )
 
     def _await_todos(self, kind: TransitionKind, *, what: str) -> None:
@@ -526,17 +534,16 @@ class PhaseController:
         )
         self.segments.append(segment)
         self.emit(
-            "phase_transition",
-            {
-                "from_phase": todos.phase_number,
-                "name": todos.phase_name,
-                "kind": todos.kind,
-                "outcome": outcome,
-                "tasks": len(todos.items),
-                "done": todos.done_count,
-                "archive": archive,
-                "issue": issue,
-            },
+            PhaseTransitionEvent(
+                from_phase=todos.phase_number,
+                name=todos.phase_name,
+                todo_kind=todos.kind,
+                outcome=outcome,
+                tasks=len(todos.items),
+                done=todos.done_count,
+                archive=archive,
+                issue=issue,
+            )
         )
         return archive
 
@@ -549,11 +556,11 @@ def _is_last_phase(plan: Plan, number: int) -> bool:
     return all(p.status == "complete" or p.number == number for p in plan.phases)
 
 
-def _todos_data(todos: TodoList, source: str) -> dict[str, Any]:
-    return {
-        "source": source,
-        "phase": todos.phase_number,
-        "name": todos.phase_name,
-        "kind": todos.kind,
-        "titles": [i.title for i in todos.items],
-    }
+def _todos_written(todos: TodoList, source: str) -> TodosWrittenEvent:
+    return TodosWrittenEvent(
+        source=source,
+        phase_number=todos.phase_number,
+        name=todos.phase_name,
+        todo_kind=todos.kind,
+        titles=[i.title for i in todos.items],
+    )

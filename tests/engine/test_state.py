@@ -136,6 +136,7 @@ def test_a_restored_state_reads_as_the_original(
     assert [(e.seq, e.kind, dict(e.data)) for e in fork.events] == [
         (e.seq, e.kind, json_round_trip(dict(e.data))) for e in state.events
     ]
+    assert [type(e) for e in fork.events] == [type(e) for e in state.events]  # typed again
     specs = agent.registry.specs()
     prompt = agent.definition().system_prompt
     assert fork.context.assemble(prompt, fork.todos, specs, turn=9) == state.context.assemble(

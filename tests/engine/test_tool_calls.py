@@ -127,10 +127,11 @@ def test_a_tool_can_prune_the_conversation(tmp_path: Path) -> None:
     run = run_with(
         tmp_path,
         [gr.tool_call("list_files")] * 8 + [gr.tool_call("squash")],
-        tool("squash", returning(PruneConversation("what I learned", {"kept": 1}))),
+        tool("squash", returning(PruneConversation("what I learned", key_findings=["kept"]))),
     )
     [pruned] = run.events.of_kind("conversation_pruned")
-    assert pruned["kept"] == 1 and pruned["messages_removed"] > 0
+    assert pruned["key_findings"] == ["kept"] and pruned["messages_removed"] > 0
+    assert pruned["turn"] == pruned.turn == 9  # written now: the turn of the pruning
     assert run.status == "completed"
 
 

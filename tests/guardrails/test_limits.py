@@ -4,6 +4,7 @@ event and on ``run.outcome``; the token check before a request holds for every m
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.errors import RequestOverBudget
+from gr_notebook.events import RunFinishedEvent, decode
 from gr_notebook.guardrails.budget import Budget, SpentLimit
 from gr_notebook.models import ModelRequest
 from gr_notebook.models.call_context import current_call
@@ -45,7 +47,17 @@ def test_a_spent_limit_is_a_value_that_reads_as_the_sentence(
     spent = Budget(max_tokens=1_000, max_iterations=5, deadline_s=60).usage(**usage)
     assert spent.spent == limit
     assert spent.exhausted == limit.reason == str(limit) == sentence
-    assert SpentLimit.from_json(limit.to_json()) == limit
+    finished = RunFinishedEvent(
+        status="budget_exhausted",
+        reason=limit.reason,
+        turns=1,
+        input_tokens=0,
+        output_tokens=0,
+        tokens_used=0,
+        limit=limit,
+    )
+    again = decode("run_finished", json.loads(json.dumps(finished.to_data())))
+    assert isinstance(again, RunFinishedEvent) and again.limit == limit  # as the store keeps it
 
 
 def test_nothing_is_spent_while_every_limit_has_room() -> None:
@@ -83,13 +95,15 @@ def test_the_limit_that_ended_a_run_is_on_its_outcome_and_its_last_event(tmp_pat
     assert run.status == "budget_exhausted" and run.outcome is not None
     assert run.outcome.limit == SpentLimit("iterations", 3, 3)
     assert run.outcome.reason == run.reason == "the iteration cap of 3 was reached"
-    assert finished_event(run)["limit"] == run.outcome.limit.to_json()
+    assert finished_event(run).limit == run.outcome.limit  # the value itself, typed
+    assert finished_event(run).data["limit"] == {"kind": "iterations", "used": 3, "limit": 3}
 
 
 def test_a_run_no_limit_ended_has_none(tmp_path: Path) -> None:
     run = agent_at(tmp_path, gr.ScriptedModel([gr.text("done")])).run_sync("job")
     assert run.outcome is not None and run.outcome.status == "completed"
-    assert run.outcome.limit is None and finished_event(run)["limit"] is None
+    assert run.outcome.limit is None and finished_event(run).limit is None
+    assert "limit" not in finished_event(run).data
 
 
 def test_the_deadline_is_a_time_limit(tmp_path: Path) -> None:
@@ -150,7 +164,7 @@ def test_a_model_that_cannot_count_is_stopped_by_its_usage_between_turns(
     limit = run.outcome.limit if run.outcome else None
     assert limit is not None and limit.kind == "tokens" and limit.request is None
     assert limit.used >= limit.limit == 3_000
-    assert finished_event(run)["limit"] == limit.to_json()
+    assert finished_event(run).limit == limit
     assert run.reason == limit.reason
 
 

@@ -79,7 +79,7 @@ def env(tmp_path: Path) -> Env:
     controller = PhaseController(
         workspace=workspace,
         plan_file=PLAN_FILE,
-        emit=lambda kind, data: events.append((kind, data)),
+        emit=lambda event: events.append((event.kind, event.data)),
         clock=lambda: NOW,
     )
     controller.start()

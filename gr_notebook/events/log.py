@@ -1,4 +1,4 @@
-"""Every state change of a run is an :class:`Event`; the :class:`EventLog` is its history.
+"""The :class:`EventLog`: a run's history, in order, with synchronous subscribers.
 
 Widgets subscribe to the log, DataFrames are built from it and the store persists it, so no
 component has to reach into another to learn what happened.
@@ -6,76 +6,23 @@ component has to reach into another to learn what happened.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, overload
+from typing import Any, TypeVar, overload
 
 from gr_notebook.eventdata import clip_data
+from gr_notebook.events.base import Event, decode
+from gr_notebook.events.lifecycle import ErrorEvent
+from gr_notebook.events.schema import EMPTY, schema_of
 
-__all__ = ["EVENT_KINDS", "Event", "EventLog", "Subscriber"]
+__all__ = ["EventLog", "Subscriber"]
 
 logger = logging.getLogger("gr_notebook")
 
-#: The kinds the core emits. Later layers add their own; a kind is just a string.
-EVENT_KINDS: Final = frozenset(
-    {
-        "run_started",
-        "model_call",
-        "tool_call",
-        "todos_written",
-        "todo_completed",
-        "phase_started",
-        "phase_transition",
-        "prompt_injected",
-        "compaction",
-        "rewind",
-        "workspace_summary",
-        "plan_updated",
-        "stuck_checkpoint",
-        "job_complete",
-        "run_paused",
-        "run_resumed",
-        "policy_decision",
-        "policies_reset",
-        "feedback",
-        "guidance",
-        "completion_check",
-        "intervention",
-        "intervention_skipped",
-        "task_assessed",
-        "confirmation",
-        "conversation_pruned",
-        "conversation_released",
-        "run_finished",
-        "error",
-    }
-)
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One thing that happened. ``data`` holds JSON-serialisable values only."""
-
-    seq: int
-    kind: str
-    turn: int
-    phase: int
-    time: float
-    data: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
-
-    def __repr__(self) -> str:
-        keys = ", ".join(list(self.data)[:4]) + (", …" if len(self.data) > 4 else "")
-        return f"<Event #{self.seq} {self.kind} turn={self.turn} phase={self.phase} {{{keys}}}>"
-
-
+E = TypeVar("E", bound=Event)
 Subscriber = Callable[[Event], object]
 
 
@@ -95,17 +42,38 @@ class EventLog(Sequence[Event]):
         self._queue: deque[Event] = deque()
         self._delivering = False
 
+    @overload
+    def append(self, event: E, *, turn: int = 0, phase: int = 0) -> E: ...
+    @overload
     def append(
-        self, kind: str, data: Mapping[str, Any] | None = None, *, turn: int = 0, phase: int = 0
+        self, event: str, data: Mapping[str, Any] | None = None, *, turn: int = 0, phase: int = 0
+    ) -> Event: ...
+    def append(
+        self,
+        event: Event | str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        turn: int = 0,
+        phase: int = 0,
     ) -> Event:
-        event = Event(
-            seq=len(self._events),
-            kind=kind,
-            turn=turn,
-            phase=phase,
-            time=self._clock(),
-            data=MappingProxyType(clip_data(dict(data))) if data else _EMPTY,
-        )
+        """Record an event: a kind's class as an emitter built it, or (as before events
+        were typed) a kind's name and its data, or an untyped event, decoded to the kind's
+        class when the data has its layout. The log stamps the envelope and clips what is
+        too long (decision 23): no string in any event is longer than ``MAX_EVENT_TEXT``."""
+        if isinstance(event, str):
+            event = decode(event, _frozen(data))
+        elif type(event) is Event:  # untyped: read as a kind's name and data are
+            event = decode(event.kind, _frozen(event.data))
+        elif event.seq >= 0:  # already in a log: this one records a copy
+            event = dataclasses.replace(event)
+        setter = object.__setattr__
+        if type(event) is not Event:
+            for name, value in schema_of(type(event)).clipped(event).items():
+                setter(event, name, value)
+        setter(event, "seq", len(self._events))
+        setter(event, "turn", turn)
+        setter(event, "phase", phase)
+        setter(event, "time", self._clock())
         self._events.append(event)
         self._deliver(event)
         return event
@@ -148,18 +116,17 @@ class EventLog(Sequence[Event]):
             self._delivering = False
 
     def _report(self, callback: Subscriber, event: Event, exc: Exception) -> None:
-        if event.kind == "error" and event.data.get("source") == "subscriber":
+        if isinstance(event, ErrorEvent) and event.source == "subscriber":
             logger.exception("subscriber %r failed while reporting an error", callback)
             return
         self.append(
-            "error",
-            {
-                "source": "subscriber",
-                "subscriber": getattr(callback, "__qualname__", repr(callback)),
-                "error_type": type(exc).__name__,
-                "message": str(exc),
-                "event_seq": event.seq,
-            },
+            ErrorEvent(
+                source="subscriber",
+                subscriber=getattr(callback, "__qualname__", repr(callback)),
+                error_type=type(exc).__name__,
+                message=str(exc),
+                event_seq=event.seq,
+            ),
             turn=event.turn,
             phase=event.phase,
         )
@@ -181,3 +148,8 @@ class EventLog(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"<EventLog {len(self._events)} events>"
+
+
+def _frozen(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """An untyped event's data: a read-only copy with every string clipped."""
+    return MappingProxyType(clip_data(dict(data))) if data else EMPTY

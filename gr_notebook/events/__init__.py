@@ -1,0 +1,145 @@
+"""Every state change of a run is an :class:`Event`; the :class:`EventLog` is its history.
+
+Each kind the core emits is one frozen class with a ``kind`` Literal as its discriminator
+(:data:`CORE_EVENTS`; :data:`CoreEvent` is their union, for ``match``). Kinds a user or a
+later layer adds are either their own subclasses of :class:`Event`, which register
+themselves, or untyped events: ``log.append("my_kind", {...})``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, TypeAlias, get_args
+
+from gr_notebook.events.base import Event, EventData, as_typed, decode, event_class, kinds
+from gr_notebook.events.guardrails import (
+    CompletionCheckEvent,
+    ConfirmationEvent,
+    FeedbackEvent,
+    InterventionCheckEvent,
+    InterventionEvent,
+    InterventionSkippedEvent,
+    PoliciesResetEvent,
+    PolicyDecisionEvent,
+    TaskAssessedEvent,
+)
+from gr_notebook.events.lifecycle import (
+    CompactionEvent,
+    ConversationPrunedEvent,
+    ConversationReleasedEvent,
+    ErrorEvent,
+    RunFinishedEvent,
+    RunPausedEvent,
+    RunResumedEvent,
+    RunStartedEvent,
+)
+from gr_notebook.events.log import EventLog, Subscriber
+from gr_notebook.events.turn import (
+    GuidanceEvent,
+    GuidanceRecord,
+    ModelCallEvent,
+    ModelRetryEvent,
+    PromptInjectedEvent,
+    RequestOverBudgetEvent,
+    StuckCheckpointEvent,
+    ToolCallEvent,
+    directive_of,
+)
+from gr_notebook.events.workflow import (
+    JobCompleteEvent,
+    PhaseStartedEvent,
+    PhaseTransitionEvent,
+    PlanUpdatedEvent,
+    RewindEvent,
+    TodoCompletedEvent,
+    TodosWrittenEvent,
+    WorkspaceSummaryEvent,
+)
+
+__all__ = [
+    "CORE_EVENTS",
+    "EVENT_KINDS",
+    "CompactionEvent",
+    "CompletionCheckEvent",
+    "ConfirmationEvent",
+    "ConversationPrunedEvent",
+    "ConversationReleasedEvent",
+    "CoreEvent",
+    "ErrorEvent",
+    "Event",
+    "EventData",
+    "EventLog",
+    "FeedbackEvent",
+    "GuidanceEvent",
+    "GuidanceRecord",
+    "InterventionCheckEvent",
+    "InterventionEvent",
+    "InterventionSkippedEvent",
+    "JobCompleteEvent",
+    "ModelCallEvent",
+    "ModelRetryEvent",
+    "PhaseStartedEvent",
+    "PhaseTransitionEvent",
+    "PlanUpdatedEvent",
+    "PoliciesResetEvent",
+    "PolicyDecisionEvent",
+    "PromptInjectedEvent",
+    "RequestOverBudgetEvent",
+    "RewindEvent",
+    "RunFinishedEvent",
+    "RunPausedEvent",
+    "RunResumedEvent",
+    "RunStartedEvent",
+    "StuckCheckpointEvent",
+    "Subscriber",
+    "TaskAssessedEvent",
+    "TodoCompletedEvent",
+    "TodosWrittenEvent",
+    "ToolCallEvent",
+    "WorkspaceSummaryEvent",
+    "as_typed",
+    "decode",
+    "directive_of",
+    "event_class",
+    "kinds",
+]
+
+CoreEvent: TypeAlias = (
+    RunStartedEvent
+    | ModelCallEvent
+    | ModelRetryEvent
+    | RequestOverBudgetEvent
+    | ToolCallEvent
+    | GuidanceEvent
+    | PromptInjectedEvent
+    | StuckCheckpointEvent
+    | TodosWrittenEvent
+    | TodoCompletedEvent
+    | PhaseStartedEvent
+    | PhaseTransitionEvent
+    | RewindEvent
+    | WorkspaceSummaryEvent
+    | PlanUpdatedEvent
+    | JobCompleteEvent
+    | RunPausedEvent
+    | RunResumedEvent
+    | PolicyDecisionEvent
+    | PoliciesResetEvent
+    | FeedbackEvent
+    | CompletionCheckEvent
+    | InterventionEvent
+    | InterventionSkippedEvent
+    | TaskAssessedEvent
+    | ConfirmationEvent
+    | CompactionEvent
+    | ConversationPrunedEvent
+    | ConversationReleasedEvent
+    | RunFinishedEvent
+    | ErrorEvent
+)
+"""Every kind the core emits, as a union discriminated by ``kind``."""
+
+CORE_EVENTS: Final[tuple[type[Event], ...]] = get_args(CoreEvent)
+"""The core's kinds' classes, in the order of :data:`CoreEvent`."""
+
+#: The kinds the core emits, one per class. Later layers add their own.
+EVENT_KINDS: Final = frozenset(cls.kind for cls in CORE_EVENTS)

@@ -1,0 +1,144 @@
+"""What the guardrails decided: policy decisions, feedback, completion checks, interventions
+(seeds 002 and 004), and self-regulation's assessments and confirmations (seed 003)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from gr_notebook.events.base import Event
+from gr_notebook.events.schema import key
+from gr_notebook.events.turn import GuidanceRecord
+
+__all__ = [
+    "CompletionCheckEvent",
+    "ConfirmationEvent",
+    "FeedbackEvent",
+    "InterventionCheckEvent",
+    "InterventionEvent",
+    "InterventionSkippedEvent",
+    "PoliciesResetEvent",
+    "PolicyDecisionEvent",
+    "TaskAssessedEvent",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class PolicyDecisionEvent(Event):
+    """The policies that govern a tool answered: allowed, or denied by ``policy``."""
+
+    kind: ClassVar[Literal["policy_decision"]] = "policy_decision"
+    tool: str
+    allowed: bool
+    policy: str | None
+    reason: str | None
+    policies: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class PoliciesResetEvent(Event):
+    kind: ClassVar[Literal["policies_reset"]] = "policies_reset"
+    source: str
+    policies: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class FeedbackEvent(Event):
+    """A feedback block delivered: its fields, its ``text`` as the model read it, the tool
+    call that triggered it and the provider configuration's index (None for the system's
+    own feedback)."""
+
+    kind: ClassVar[Literal["feedback"]] = "feedback"
+    provider: str
+    summary: str
+    severity: str
+    observations: Sequence[Mapping[str, Any]]
+    suggestions: Sequence[str]
+    call_index: int
+    timestamp: float | None
+    prompt_name: str
+    text: str
+    tool: str
+    config: int | None
+    directive: GuidanceRecord | None = None
+    """The block as an order; the loop adds it when the feedback reaches the model."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class CompletionCheckEvent(Event):
+    """An attempt to stop, judged: ``complete``, or refused with ``feedback``, or let
+    through unchecked because a limit is ``bypassed`` (then ``complete`` is None and there
+    is no ``give_up``)."""
+
+    kind: ClassVar[Literal["completion_check"]] = "completion_check"
+    stop: str
+    checker: str
+    complete: bool | None
+    bypassed: str | None
+    feedback: str | None
+    refusals: int
+    give_up: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class InterventionCheckEvent(Event):
+    """Seed 004's check and the tracker's figures it decided on: the fields of both
+    ``intervention`` (it fired) and ``intervention_skipped`` (a safeguard held it off)."""
+
+    step: int
+    fired: bool
+    tier: int
+    action: str | None
+    skip_reason: str | None
+    stuck_counter: int
+    steps_since_reset: int | None
+    steps_since_progress: int
+    recent_edits: int
+    recent_tools: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class InterventionEvent(InterventionCheckEvent):
+    kind: ClassVar[Literal["intervention"]] = "intervention"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class InterventionSkippedEvent(InterventionCheckEvent):
+    kind: ClassVar[Literal["intervention_skipped"]] = "intervention_skipped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class TaskAssessedEvent(Event):
+    """What assess_task allocated, and whether it stands (a large one needs a yes)."""
+
+    kind: ClassVar[Literal["task_assessed"]] = "task_assessed"
+    task_type: str
+    estimated_files: int
+    estimated_iterations: int
+    strategy: str
+    multiplier: float
+    token_budget: int
+    max_iterations: int
+    guidance: str
+    assessed_turn: int = key("turn")
+    narrow: bool
+    assessed_phase: int = key("phase")
+    """The phase the allotment covers."""
+    scope: str
+    tokens_at: int
+    iterations_at: int
+    approved: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ConfirmationEvent(Event):
+    """A person (or the headless default) was asked to approve a large operation."""
+
+    kind: ClassVar[Literal["confirmation"]] = "confirmation"
+    operation: str
+    estimated_tokens: int
+    threshold: int
+    description: str
+    approved: bool
+    by: str

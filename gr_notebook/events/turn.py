@@ -1,0 +1,163 @@
+"""What one turn records: the model call, its tool calls, and the orders the model was given.
+
+An order's record (:class:`GuidanceRecord`) rides on the event that delivered it: a
+``tool_call`` (a denial's result), a ``prompt_injected``, a ``feedback``; the todo layer and
+the kickoff, which no other event delivers, get a ``guidance`` event of their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from gr_notebook.eventdata import clip_json
+from gr_notebook.events.base import Event, as_typed
+from gr_notebook.events.schema import CLIP, schema_of
+from gr_notebook.limits import SpentLimit
+
+__all__ = [
+    "GuidanceEvent",
+    "GuidanceRecord",
+    "ModelCallEvent",
+    "ModelRetryEvent",
+    "PromptInjectedEvent",
+    "RequestOverBudgetEvent",
+    "StuckCheckpointEvent",
+    "ToolCallEvent",
+    "directive_of",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuidanceRecord:
+    """An order to the model and the state of the job when it was given (see
+    :mod:`gr_notebook.guidance`); :mod:`gr_notebook.history.lint` reads these back."""
+
+    source: str
+    action: str | None
+    text: str
+    reads: Sequence[str]
+    avoid_reads: Sequence[str]
+    from_limits: bool
+    phase_name: str
+    phase_kind: str
+    tasks_left: int
+    phases_left: int | None
+    job_done: bool
+    tokens_pct: float | None
+    iterations_pct: float | None
+    deadline_pct: float | None
+    limits_pct: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ModelCallEvent(Event):
+    """One model call: its tokens by context layer, and the budget it was measured against
+    (the assessed allotment once there is one)."""
+
+    kind: ClassVar[Literal["model_call"]] = "model_call"
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    context_tokens: int
+    layer1_tokens: int
+    layer2_tokens: int
+    layer3_tokens: int
+    layer4_tokens: int
+    layer5_tokens: int
+    messages: int
+    stop_reason: str
+    tool_calls: int
+    text: str
+    duration_s: float
+    model: str
+    cost_usd: float | None
+    tokens_used: int
+    iterations_used: int
+    tokens_budget: int | None
+    iterations_max: int
+    budget_tokens_used: int
+    budget_iterations_used: int
+    budget_scope: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ModelRetryEvent(Event):
+    """A model adapter retried a failed request (reported through the call context)."""
+
+    kind: ClassVar[Literal["model_retry"]] = "model_retry"
+    attempt: int
+    max_retries: int
+    operation: str
+    error_type: str
+    status: int | None
+    retry_after: float | None
+    delay_s: float
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class RequestOverBudgetEvent(Event):
+    """A request, counted before sending, would have gone over the token limit."""
+
+    kind: ClassVar[Literal["request_over_budget"]] = "request_over_budget"
+    needed: int
+    remaining: int
+    limit: SpentLimit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ToolCallEvent(Event):
+    """One tool call and its result; ``directive`` when the result is an order (a denial,
+    a refused stop)."""
+
+    kind: ClassVar[Literal["tool_call"]] = "tool_call"
+    tool: str
+    tool_use_id: str
+    input: Mapping[str, Any] = dataclasses.field(metadata={CLIP: clip_json})
+    is_error: bool
+    result: str
+    duration_s: float
+    directive: GuidanceRecord | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class GuidanceEvent(Event):
+    """An order no other event delivers: the todo layer's INSTRUCTION line, the kickoff."""
+
+    kind: ClassVar[Literal["guidance"]] = "guidance"
+    directive: GuidanceRecord
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class PromptInjectedEvent(Event):
+    """A workflow prompt, a refusal or a check, sent to the model as a user message."""
+
+    kind: ClassVar[Literal["prompt_injected"]] = "prompt_injected"
+    text: str
+    marker: str
+    directive: GuidanceRecord
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class StuckCheckpointEvent(Event):
+    """Seed 000's checkpoint: the todo list has not changed for too long."""
+
+    kind: ClassVar[Literal["stuck_checkpoint"]] = "stuck_checkpoint"
+    prompt: str
+
+
+def directive_of(event: Event) -> GuidanceRecord | None:
+    """The order an event delivered, if any; read leniently from an untyped event that
+    carries one under ``directive``."""
+    event = as_typed(event)
+    if type(event) is Event:
+        raw = event.data.get("directive")
+        if not isinstance(raw, Mapping):
+            return None
+        return GuidanceRecord(**schema_of(GuidanceRecord).lenient(raw))
+    directive = getattr(event, "directive", None)
+    return directive if isinstance(directive, GuidanceRecord) else None
