@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from gr_notebook.models.simulated.auditing import AUDIT_PATTERN
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
@@ -31,9 +32,6 @@ __all__ = [
     "corpus_job",
     "quickstart_job",
 ]
-
-AUDIT_PATTERN = r"TODO|FIXME|eval\(|password\s*=|verify=False"
-"""What the audit job plants, and what an auditor searches for."""
 
 
 @dataclass(frozen=True, slots=True)

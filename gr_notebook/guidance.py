@@ -3,7 +3,8 @@
 A real model obeys what it reads, so each text the system sends (a workflow prompt, a
 feedback block, a resource recommendation, a denial, a refused stop, the todo layer's
 INSTRUCTION line) is recorded with the next action it names and the state of the job when it
-was given. The record (a :class:`~gr_notebook.events.GuidanceRecord`) is the ``directive`` of
+was given. The record (a :class:`~gr_notebook.events.GuidanceRecord`, made by
+:mod:`gr_notebook.engine.orders`) is the ``directive`` of
 the event that delivered the order (``prompt_injected``, ``tool_call``, ``feedback``), so an
 order costs no event of its own; the todo layer and the kickoff, which no other event
 delivers, get a ``guidance`` event.
@@ -15,15 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
-
-from gr_notebook.eventdata import clip
-from gr_notebook.events import GuidanceRecord
-
-if TYPE_CHECKING:
-    from gr_notebook.guardrails.budget import BudgetUsage
-    from gr_notebook.workflow.plan import Plan
-    from gr_notebook.workflow.todos import TodoList
+from typing import Literal, TypeAlias, get_args
 
 __all__ = [
     "ACTIONS",
@@ -31,8 +24,6 @@ __all__ = [
     "Directive",
     "action_of_text",
     "feedback_directive",
-    "guidance_data",
-    "limit_fractions",
 ]
 
 Action: TypeAlias = Literal[
@@ -110,48 +101,3 @@ def feedback_directive(provider: str, text: str, *, avoid_reads: tuple[str, ...]
     if avoid_reads:
         return Directive(text, f"feedback:{provider}", None, avoid_reads=avoid_reads)
     return Directive(text, f"feedback:{provider}", action_of_text(text))
-
-
-def limit_fractions(usage: BudgetUsage) -> dict[str, float | None]:
-    """How much of each hard limit is used, in percent; None where no limit is set."""
-    budget = usage.budget
-    return {
-        "tokens_pct": None
-        if budget.max_tokens is None
-        else round(100 * usage.tokens / budget.max_tokens, 1),
-        "iterations_pct": round(100 * usage.iterations / budget.max_iterations, 1),
-        "deadline_pct": None
-        if budget.deadline_s is None
-        else round(100 * usage.elapsed_s / budget.deadline_s, 1),
-    }
-
-
-def guidance_data(
-    directive: Directive,
-    *,
-    todos: TodoList,
-    plan: Plan | None,
-    usage: BudgetUsage,
-    job_done: bool,
-) -> GuidanceRecord:
-    """The record of an order: the directive and the state of the job when it was given."""
-    phases_left = sum(p.status != "complete" for p in plan.phases) if plan is not None else None
-    fractions = limit_fractions(usage)
-    used = [f for f in fractions.values() if f is not None]
-    return GuidanceRecord(
-        source=directive.source,
-        action=directive.action,
-        text=clip(directive.text),
-        reads=directive.reads,  # tuples: no work for the garbage collector
-        avoid_reads=directive.avoid_reads,
-        from_limits=directive.from_limits,
-        phase_name=todos.phase_name,
-        phase_kind=todos.kind,
-        tasks_left=todos.remaining,
-        phases_left=phases_left,
-        job_done=job_done,
-        tokens_pct=fractions["tokens_pct"],
-        iterations_pct=fractions["iterations_pct"],
-        deadline_pct=fractions["deadline_pct"],
-        limits_pct=max(used) if used else None,
-    )

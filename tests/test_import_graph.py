@@ -138,3 +138,64 @@ def test_the_longest_path_runs_through_the_condensed_cycles(toy: ImportGraph) ->
     assert path == [["pkg"], ["pkg.low", "pkg.other", "pkg.sub.high", "pkg.sub.names"], ["pkg.sub"]]
     acyclic = {"a": frozenset({"b", "c"}), "b": frozenset({"c"}), "c": frozenset()}
     assert import_graph.longest_path(acyclic) == [["a"], ["b"], ["c"]]
+
+
+# The layers of docs/architecture.md, bottom first; a module belongs to the longest prefix
+# that names it. Within a layer, imports may go either way (the cycle test keeps them sane).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # shared values, the events, and the store that keeps them (it knows only events)
+    (
+        "errors",
+        "clock",
+        "messages",
+        "guidance",
+        "limits",
+        "validation",
+        "wording",
+        "blocking",
+        "eventdata",
+        "reprs",
+        "events",
+        "history.store",
+    ),
+    ("workflow",),
+    # the parts the engine drives, and what reads their records
+    ("guardrails", "tools", "models", "testing", "history.analysis", "history.adaptive"),
+    ("engine",),
+    ("agent", "run", "examples", "demo", "__main__"),
+    ("history", "display"),
+    ("jupyter",),
+    ("_moved",),
+)
+
+
+def layer_of(module: str) -> int:
+    if module == FACADE:
+        return len(LAYERS)
+    name = short(module)
+    best = (-1, -1)  # (prefix length, layer)
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best[0]:
+                best = (len(prefix), index)
+    assert best[1] >= 0, f"{module} is in no layer: add it to LAYERS (and to the architecture)"
+    return best[1]
+
+
+def test_every_import_points_down_the_layers(graph: ImportGraph) -> None:
+    upward = [
+        f"{short(a)} -> {short(b)}"
+        for a, targets in graph.edges.items()
+        for b in targets
+        if layer_of(b) > layer_of(a)
+    ]
+    assert not upward, "imports against the layers (docs/architecture.md):\n" + "\n".join(
+        sorted(upward)
+    )
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    assert layer_of("gr_notebook.workflow.plan") < layer_of("gr_notebook.engine.loop")
+    assert layer_of("gr_notebook.history.store") < layer_of("gr_notebook.workflow.plan")
+    assert layer_of("gr_notebook.history.lint") > layer_of("gr_notebook.run")
+    assert layer_of("gr_notebook") == len(LAYERS)

@@ -24,6 +24,7 @@ from typing import Any
 
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.definition import AgentDefinition
+from gr_notebook.engine.orders import guidance_data
 from gr_notebook.errors import RunError
 from gr_notebook.eventdata import plain_json
 from gr_notebook.events import (
@@ -40,7 +41,7 @@ from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
-from gr_notebook.guidance import Directive, feedback_directive, guidance_data
+from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.models.call_context import CallContext
 from gr_notebook.tools.base import ToolContext
 from gr_notebook.workflow.phases import PhaseController

@@ -12,11 +12,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gr_notebook.examples import AUDIT_PATTERN
 from gr_notebook.models.simulated.planner import slug
 from gr_notebook.models.simulated.situation import Call, Situation, Task
 
-__all__ = ["audit_work", "is_audit_task", "report_work"]
+__all__ = ["AUDIT_PATTERN", "audit_work", "is_audit_task", "report_work"]
+
+AUDIT_PATTERN = r"TODO|FIXME|eval\(|password\s*=|verify=False"
+"""What the audit job (:func:`gr_notebook.examples.audit_job`) plants, and what the
+simulated auditor searches for."""
 
 READS_PER_TURN = 4
 MAX_FINDING_CHARS = 160
