@@ -12,7 +12,7 @@ import os
 import secrets
 import stat as stat_module
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
 
@@ -183,12 +183,12 @@ def relative_path(raw: str | os.PathLike[str]) -> str:
         raise WorkspaceError(
             f"'{display_name(raw)}' holds characters no file name can; use plain text"
         ) from None
-    pure = PurePosixPath(raw.replace("\\", "/"))
-    if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
+    pure = raw.replace("\\", "/")
+    if pure.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
         raise WorkspaceError(
             f"'{raw}' is an absolute path; give a path relative to the workspace, e.g. 'notes.md'"
         )
-    normal = os.path.normpath(str(pure))
+    normal = os.path.normpath(pure)
     if normal == ".." or normal.startswith("../"):
         raise WorkspaceError(
             f"'{raw}' leads outside the workspace (..); give a path inside it, e.g. 'notes.md'"
@@ -210,15 +210,37 @@ class Workspace:
             raise WorkspaceError(f"workspace path '{root}' is a file; give a directory path")
         root.mkdir(parents=True, exist_ok=True)
         self._root = root.resolve()
+        self._root_text = str(self._root)
 
     @property
     def root(self) -> Path:
         return self._root
 
     def resolve(self, rel: str | os.PathLike[str]) -> Path:
-        """Map a workspace-relative path to a real path inside the workspace, or refuse it."""
+        """Map a workspace-relative path to a real path inside the workspace, or refuse it.
+
+        The root is real already, so only the components below it are looked at: without a
+        symlink among them the path is the root joined with the normal form, one ``lstat``
+        per component; with one, ``os.path.realpath`` resolves it all and the result must
+        still be inside. Every tool call resolves paths, so this is on the loop's hot path.
+        """
         raw = os.fspath(rel)
-        real = Path(os.path.realpath(self._root / relative_path(raw)))
+        normal = relative_path(raw)
+        if normal == ".":
+            return self._root
+        path = self._root_text
+        for part in normal.split("/"):
+            path = os.path.join(path, part)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                break  # absent (or not a directory): nothing below it can be a link
+            if stat_module.S_ISLNK(mode):
+                return self._through_links(raw, normal)
+        return Path(self._root_text, normal)
+
+    def _through_links(self, raw: str, normal: str) -> Path:
+        real = Path(os.path.realpath(os.path.join(self._root_text, normal)))
         if real != self._root and not real.is_relative_to(self._root):
             raise WorkspaceError(
                 f"'{raw}' resolves outside the workspace through a symlink; "

@@ -143,6 +143,44 @@ def test_resolve_dot_is_root(ws: Workspace) -> None:
     assert ws.resolve(".") == ws.root
 
 
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "a.txt",
+        "sub/b.txt",
+        "sub/new/deeper.txt",
+        "a.txt/under_a_file",
+        "missing/x/y",
+        "inner/b.txt",
+        "inner/new.txt",
+        "sub/../a.txt",
+        "./sub//b.txt",
+        "chain/b.txt",
+    ],
+)
+def test_resolve_is_the_real_path_inside_the_workspace(ws: Workspace, rel: str) -> None:
+    """Whether a path goes through a symlink or not, it resolves to what ``realpath``
+    gives (the fast path for a path without links must not differ)."""
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / "b.txt").write_text("b", encoding="utf-8")
+    (ws.root / "a.txt").write_text("a", encoding="utf-8")
+    (ws.root / "inner").symlink_to(ws.root / "sub", target_is_directory=True)
+    (ws.root / "chain").symlink_to(ws.root / "inner", target_is_directory=True)
+    expected = Path(os.path.realpath(ws.root / os.path.normpath(rel)))
+    assert ws.resolve(rel) == expected
+
+
+def test_resolve_refuses_a_link_deep_below_that_points_outside(
+    ws: Workspace, outside: Path
+) -> None:
+    (ws.root / "a" / "b").mkdir(parents=True)
+    (ws.root / "a" / "b" / "out").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError, match="symlink"):
+        ws.resolve("a/b/out/secret.txt")
+    with pytest.raises(WorkspaceError, match="symlink"):
+        ws.resolve("a/b/out")
+
+
 def test_resolve_allows_symlink_inside_workspace(ws: Workspace) -> None:
     (ws.root / "real.txt").write_text("hi", encoding="utf-8")
     (ws.root / "alias.txt").symlink_to(ws.root / "real.txt")
