@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import typing
 
-from gr_notebook import _moved
+from gr_notebook import _moved, examples  # noqa: F401  (gr.examples, as notebooks use it)
 from gr_notebook.agent import Agent
 from gr_notebook.clock import FakeClock
 from gr_notebook.display import reprs as _display_reprs
@@ -119,6 +119,9 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.anthropic_model import AnthropicModel
 
         return AnthropicModel
+    moved = _moved.MOVED.get(f"gr_notebook.{name}")
+    if moved is not None:  # gr.plan, gr.store, …: submodules from before the layout
+        return _moved.attribute(name, moved)
     raise AttributeError(f"module 'gr_notebook' has no attribute {name!r}")
 
 

@@ -15,7 +15,7 @@ import warnings
 from types import ModuleType
 from typing import Final
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "attribute", "install"]
 
 MOVED: Final = {
     "gr_notebook.analysis": "gr_notebook.history.analysis",
@@ -83,3 +83,13 @@ _FINDER: Final = _MovedFinder()
 def install() -> None:
     if _FINDER not in sys.meta_path:
         sys.meta_path.append(_FINDER)
+
+
+def attribute(name: str, target: str) -> ModuleType:
+    """``gr.<name>`` for a submodule that moved: the module, with the same warning."""
+    warnings.warn(
+        f"gr_notebook.{name} moved to {target}; import it from there",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return importlib.import_module(target)

@@ -9,8 +9,8 @@
     │   ├── ScriptExhausted a ScriptedModel has no responses left
     │   ├── ModelSpecError  a model spec string names no known model or profile
     │   ├── NetworkDisabled a request would leave this machine while the guard is on
-    │   └── RequestOverBudget a counted request would go over the token limit; the run
-    │                       ends "budget_exhausted" without sending it
+    │   └── RequestOverBudget a model that checks the budget itself refused a request;
+    │                       the run ends "budget_exhausted" (the loop checks counted ones)
     ├── StoreError          the run store cannot be opened or written
     ├── ConfigError         an Agent, Tool or Toolset was defined in a way that cannot work
     └── RunError            a Run was used the wrong way (e.g. waited on before it started)
@@ -76,7 +76,10 @@ class NetworkDisabled(ModelError):
 
 
 class RequestOverBudget(ModelError):
-    """A request, counted before sending, would go over the run's token limit."""
+    """A request, counted before sending, would go over the run's token limit.
+
+    The loop makes this check itself for a model that can count (decision 157); a model that
+    checks on its own raises this, and the run ends ``budget_exhausted`` the same way."""
 
     def __init__(self, message: str, *, needed: int, remaining: int) -> None:
         super().__init__(message)

@@ -13,7 +13,7 @@ no tool by name.
 Nothing a model or a tool does can crash the run: unknown tools, bad arguments and tool
 exceptions become ``is_error`` results, and a failing model ends the run as ``failed`` with
 the reason recorded and the workspace left as it was. A spent limit ends it as
-``budget_exhausted`` with the limit as a value (:class:`~gr_notebook.guardrails.budget.SpentLimit`).
+``budget_exhausted`` with the limit as a value (:class:`~gr_notebook.limits.SpentLimit`).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from gr_notebook.events import (
     RunResumedEvent,
     StuckCheckpointEvent,
 )
-from gr_notebook.guardrails.budget import SpentLimit
 from gr_notebook.guardrails.completion import STOP_BY_TOOL, StopKind
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guardrails.runtime import StopVerdict
 from gr_notebook.guidance import Directive
+from gr_notebook.limits import SpentLimit
 from gr_notebook.messages import TextBlock
 from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling

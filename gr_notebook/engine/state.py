@@ -246,13 +246,17 @@ class RunState:
             )
             pending = snapshot["pending"]
             rewinds = [(str(issue), bool(reset)) for issue, reset in pending["rewinds"]]
+            todo_order = pending["todo_order"]
+            if todo_order is not None and not isinstance(todo_order, str):
+                raise TypeError("pending.todo_order must be text or null")
             detector_state = snapshot["stuck_detector"]
+            guardrails = snapshot["guardrails"]
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise RunError(
                 f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
                 "pass what RunState.snapshot() returned"
             ) from None
-        self.guards.restore(snapshot["guardrails"])  # checks, then applies, or raises
+        self.guards.restore(guardrails)  # checks, then applies, or raises: before any change
         self.turn, self.tokens = turn, tokens
         self.started_at = self.clock() - elapsed
         self.events.load(events)
@@ -265,7 +269,7 @@ class RunState:
         loader = getattr(self.stuck_detector, "load_json", None)
         if detector_state is not None and callable(loader):
             loader(detector_state)
-        self.rewinds, self.todo_order = rewinds, pending["todo_order"]
+        self.rewinds, self.todo_order = rewinds, todo_order
 
 
 def _same_parts(mine: object, saved: object, what: str) -> None:

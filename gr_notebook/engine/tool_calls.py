@@ -2,8 +2,9 @@
 out (the anchor is Inspect AI's ``model/_call_tools.py``).
 
 For each call, in order: the policies (``check``), a stop judged by the completion checker
-when the tool ends the job, the handler, its effects that belong to the call (the job's
-result, a reset of the policies' memory), the policies' ``on_result``, then the
+when the tool ends the job, the handler, the job's result if it completed the job (judged
+first when the tool is not declared to end it), the policies' ``on_result``, a reset of the
+policies' memory if the call asked for one, then the
 ``tool_call`` event, the intervention tracker, the feedback providers and the redundancy
 check, whose blocks go back inside the result. The rest comes back as a
 :class:`TurnEffects` value (the job completed, a pruning, a compaction due, rewinds, refused
@@ -194,10 +195,11 @@ class _Turn:
                     self.effects.give_up = verdict
                 text = guards.refusal(verdict)
                 return tool, ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
+        done_before = state.phases.job is not None
         try:
             output = await self.registry.invoke(tool, state.tool_context(), use.input)
             if not output.is_error:
-                output = self._complete_job(tool, output)
+                output = self._complete_job(tool, use, output, done_before=done_before)
             if not output.is_error:
                 guards.after_success(tool, use.input, output, turn=state.turn)
                 self._take_effects(output)
@@ -216,18 +218,36 @@ class _Turn:
                 True,
             )
 
-    def _complete_job(self, tool: Tool, output: ToolOutput) -> ToolOutput:
+    def _complete_job(
+        self, tool: Tool, use: ToolUseBlock, output: ToolOutput, *, done_before: bool
+    ) -> ToolOutput:
         """Record the job's result as part of the call, unless the handler did: an error in
-        doing so is the call's error, as if the handler had raised it."""
-        phases = self.state.phases
+        doing so is the call's error, as if the handler had raised it.
+
+        A tool declared ``ends_job`` was judged by the completion checker before it ran; one
+        that is not, but returns :class:`CompleteJob`, is judged now, before the result is
+        recorded, so no way of ending the job slips past the check. A handler that records
+        the job itself (``ctx.phases.complete_job``) ends the run as it always did."""
+        phases, guards = self.state.phases, self.state.guards
         for effect in output.effects:
-            if isinstance(effect, CompleteJob):
-                if phases.job != effect.result:
-                    try:
-                        phases.complete_job(effect.result)
-                    except GrNotebookError as exc:
-                        return ToolOutput(f"Error: {exc}", True)
-                self.effects.job, self.effects.job_tool = effect.result, tool.name
+            if not isinstance(effect, CompleteJob):
+                continue
+            if not tool.ends_job and phases.job is None:
+                verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+                if not verdict.allowed:
+                    self.effects.refused += 1
+                    if verdict.give_up:
+                        self.effects.give_up = verdict
+                    text = guards.refusal(verdict)
+                    return ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
+            if phases.job != effect.result:
+                try:
+                    phases.complete_job(effect.result)
+                except GrNotebookError as exc:
+                    return ToolOutput(f"Error: {exc}", True)
+            self.effects.job, self.effects.job_tool = effect.result, tool.name
+        if self.effects.job is None and phases.job is not None and not done_before:
+            self.effects.job, self.effects.job_tool = phases.job, tool.name
         return output
 
     def _take_effects(self, output: ToolOutput) -> None:

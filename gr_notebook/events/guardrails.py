@@ -62,7 +62,7 @@ class FeedbackEvent(Event):
     tool: str
     config: int | None
     directive: GuidanceRecord | None = None
-    """The block as an order; the loop adds it when the feedback reaches the model."""
+    """The block as an order; the run state adds it as the event is recorded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import re
+import warnings
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -209,7 +210,12 @@ class InterventionCheck:
         )
 
     def to_event(self) -> dict[str, Any]:
-        """The event's data (see :meth:`event`)."""
+        """The event's data; deprecated, :meth:`event` builds the typed event."""
+        warnings.warn(
+            "InterventionCheck.to_event() is deprecated; use .event(), the typed event",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return {
             "step": self.step,
             "fired": self.fired,
@@ -323,9 +329,6 @@ class InterventionEngine:
 
     def to_json(self) -> dict[str, Any]:
         return self.tracker.to_json()
-
-    def load_json(self, data: Mapping[str, Any]) -> None:
-        self.tracker = ProgressTracker.from_json(data)
 
     def note_reset(self) -> None:
         """A new strategy (start_over, a rewind): its grace period begins now."""

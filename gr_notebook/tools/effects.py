@@ -60,7 +60,8 @@ class ResetPolicies:
 
 @dataclass(frozen=True, slots=True)
 class Rewound:
-    """The todo list was rewound (the rewind workflow already ran); reported to the loop."""
+    """The todo list was rewound (the rewind workflow already ran, and queued its prompt):
+    informational, listed in the turn's effects."""
 
     issue: str
 

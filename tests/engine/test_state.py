@@ -189,6 +189,15 @@ def test_restore_refuses_a_snapshot_that_does_not_fit(
         fresh_state(agent, run).restore({**saved, "counters": {}})
     with pytest.raises(gr.RunError, match="fresh run state"):
         state.restore(saved)  # it has events: restoring over them would lose them
+    for damaged in (
+        {**saved, "pending": {"rewinds": []}},  # a part read last is missing
+        {key: value for key, value in saved.items() if key != "guardrails"},
+    ):
+        fresh = fresh_state(agent, run)
+        untouched = fresh.snapshot()
+        with pytest.raises(gr.RunError, match="not a run state snapshot"):
+            fresh.restore(damaged)
+        assert fresh.snapshot() == untouched and len(fresh.events) == 0  # nothing applied
 
 
 def test_the_guardrails_read_the_run_state(tmp_path: Path) -> None:

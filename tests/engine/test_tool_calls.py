@@ -207,3 +207,49 @@ def test_the_loop_and_the_step_name_no_tool_and_poll_no_flag() -> None:
         and not (isinstance(n.value, ast.Name) and n.value.id == "effects")
     ]
     assert polled == []  # what a turn did comes from its effects
+
+
+def test_a_handler_that_records_the_job_itself_ends_the_run(tmp_path: Path) -> None:
+    """``ctx.phases.complete_job`` from any tool ends the run after that call, as it always
+    did: the calls after it in the turn are not run."""
+
+    def finish(ctx: gr.ToolContext, params: Mapping[str, Any]) -> str:
+        ctx.phases.complete_job(JobResult("done by hand"))
+        return "recorded"
+
+    model = gr.ScriptedModel(
+        [gr.tool_calls([("finish", {}), ("list_files", {})]), gr.text("never asked")]
+    )
+    run = agent_at(tmp_path, model, tools=[tool("finish", finish)], stuck_turns=None).run_sync(
+        "job"
+    )
+    assert (run.status, run.reason) == ("completed", "finish was called")
+    assert run.turns == 1 and run.job is not None and run.job.summary == "done by hand"
+    [_, skipped] = run.events.of_kind("tool_call")
+    assert (
+        skipped["is_error"]
+        and "Not run: the job was already completed by finish" in (skipped["result"])
+    )
+
+
+def test_a_job_ended_by_an_undeclared_tool_still_faces_the_completion_check(
+    tmp_path: Path,
+) -> None:
+    answers = iter(
+        [gr.TaskCompletionResult.incomplete("one more thing"), gr.TaskCompletionResult.ok()]
+    )
+    run = run_with(
+        tmp_path,
+        [gr.tool_call("wrap"), gr.tool_call("wrap")],
+        tool("wrap", returning(CompleteJob(JobResult("wrapped")))),  # not declared ends_job
+        task_completion_checker=lambda context: next(answers),
+    )
+    checks = run.events.of_kind("completion_check")
+    assert [(c["stop"], c["complete"]) for c in checks] == [
+        ("job_complete", False),
+        ("job_complete", True),
+    ]
+    first = run.events.of_kind("tool_call")[0]
+    assert first["is_error"] and "one more thing" in first["result"]
+    assert (run.status, run.reason) == ("completed", "wrap was called")
+    assert run.turns == 2 and run.job is not None and run.job.summary == "wrapped"
