@@ -20,8 +20,12 @@ from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
 from gr_notebook.guardrails.paths import canonical_path, file_stamp
-from gr_notebook.workflow.todos import ARCHIVE_DIR
-from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
+from gr_notebook.guardrails.resources import (
+    WRAP_UP_AT,
+    ResourceReport,
+    recommendation_for,
+    typical_file_tokens,
+)
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.view import RunView
@@ -38,140 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_CONFIRM_ABOVE = 100_000
-WARNING = "WARNING: Low on resources. Summarize and wrap up."
-CAUTION = "CAUTION: Monitor usage carefully."
-HEALTHY = "Resources healthy, continue."
-WRAP_UP_AT = 80.0
-"""Percent of a hard limit past which the run is told to wrap up (seed 003's 80% mark)."""
 MAX_LISTED = 50
-CHARS_PER_TOKEN = 4
-
-
-def recommendation_for(percentage_used: float) -> str:
-    """Seed 003's wording: above 80%, above 50%, otherwise."""
-    if percentage_used > WRAP_UP_AT:
-        return WARNING
-    if percentage_used > 50:
-        return CAUTION
-    return HEALTHY
-
-
-def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool) -> str:
-    """Only the hard limits can order a wrap-up: an allotment spent early while the limits
-    have room asks for pace, not for the end of the job (decision 110). A limit with one
-    turn left orders it too, whatever its percentage: a wrap-up takes a turn."""
-    if last_turn:
-        return WARNING
-    if limits > WRAP_UP_AT or percentage <= WRAP_UP_AT:
-        return recommendation_for(max(percentage, limits))
-    return (
-        f"{CAUTION} {scope[:1].upper()}{scope[1:]} has used {percentage:.0f}% of its "
-        f"allotment and the run's hard limits are {limits:.0f}% used: keep to your todo list, "
-        "skip extra reads, and call summarize_progress at the next task boundary."
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceReport:
-    """``check_resources``' answer. ``percentage_used`` is the larger of the token and the
-    iteration fractions of the budget the agent is measured against (the assessed
-    allotment, counted from the assessment, else the run's limits): whichever runs out
-    first is the one to plan around. ``limits_percentage_used`` is the same for the run's
-    hard limits, over the whole job, and only it can call for a wrap-up."""
-
-    tokens_used: int
-    tokens_budget: int | None
-    tokens_remaining: int | None
-    percentage_used: float
-    iterations_used: int
-    iterations_max: int
-    iterations_remaining: int
-    recommendation: str
-    budget_source: str
-    """``assessment`` when assess_task set the budget, ``limits`` for the run's own."""
-    scope: str = "the run"
-    limits_percentage_used: float = 0.0
-    job_tokens_used: int = 0
-    job_iterations_used: int = 0
-
-    @classmethod
-    def of(cls, usage: BudgetUsage, assessment: TaskAssessment | None) -> ResourceReport:
-        hard = usage.budget
-        limits = [usage.iterations / hard.max_iterations]
-        if hard.max_tokens:
-            limits.append(usage.tokens / hard.max_tokens)
-        if hard.deadline_s:
-            limits.append(usage.elapsed_s / hard.deadline_s)
-        limits_pct = round(100 * max(limits), 1)
-        per_turn = usage.tokens / usage.iterations if usage.iterations else 0.0
-        last_turn = hard.max_iterations - usage.iterations <= 1 or (
-            hard.max_tokens is not None and hard.max_tokens - usage.tokens <= per_turn
-        )
-        tokens_budget: int | None
-        if assessment is not None:
-            tokens_used = usage.tokens - assessment.tokens_at
-            iterations_used = usage.iterations - assessment.iterations_at
-            tokens_budget, iterations_max = assessment.token_budget, assessment.max_iterations
-            source, scope = "assessment", assessment.scope
-        else:
-            tokens_used, iterations_used = usage.tokens, usage.iterations
-            tokens_budget, iterations_max, source = hard.max_tokens, hard.max_iterations, "limits"
-            scope = "the run"
-        fractions = [iterations_used / iterations_max]
-        if tokens_budget:
-            fractions.append(tokens_used / tokens_budget)
-        percentage = round(100 * max(fractions), 1) if source == "assessment" else limits_pct
-        return cls(
-            tokens_used=tokens_used,
-            tokens_budget=tokens_budget,
-            tokens_remaining=None if tokens_budget is None else tokens_budget - tokens_used,
-            percentage_used=percentage,
-            iterations_used=iterations_used,
-            iterations_max=iterations_max,
-            iterations_remaining=iterations_max - iterations_used,
-            recommendation=_recommend(percentage, limits_pct, scope, last_turn=last_turn),
-            budget_source=source,
-            scope=scope,
-            limits_percentage_used=limits_pct,
-            job_tokens_used=usage.tokens,
-            job_iterations_used=usage.iterations,
-        )
-
-    @property
-    def wrap_up(self) -> bool:
-        """The report orders a wrap-up: a hard limit is nearly spent."""
-        return self.recommendation == WARNING
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tokens_used": self.tokens_used,
-            "tokens_budget": self.tokens_budget,
-            "tokens_remaining": self.tokens_remaining,
-            "percentage_used": self.percentage_used,
-            "iterations_used": self.iterations_used,
-            "iterations_max": self.iterations_max,
-            "iterations_remaining": self.iterations_remaining,
-            "recommendation": self.recommendation,
-            "budget_source": self.budget_source,
-            "scope": self.scope,
-            "limits_percentage_used": self.limits_percentage_used,
-            "job_tokens_used": self.job_tokens_used,
-            "job_iterations_used": self.job_iterations_used,
-        }
-
-
-def typical_file_tokens(workspace: Workspace) -> float:
-    """The mean size of the job's files, in tokens (four characters each), leaving out the
-    system's own tool docs and archive; what reading one more file is likely to cost."""
-    sizes = []
-    for path in workspace.files():
-        if workspace.relative(path).startswith((f"{TOOL_DOCS_DIR}/", f"{ARCHIVE_DIR}/")):
-            continue
-        try:
-            sizes.append(path.stat().st_size)
-        except OSError:  # removed while counting: it costs nothing to read
-            continue
-    return sum(sizes) / len(sizes) / CHARS_PER_TOKEN if sizes else 0.0
 
 
 @dataclass(frozen=True, slots=True)
