@@ -4,7 +4,10 @@ simulated model, on the real Messages API.
 The core's messages already have the API's shape, so the request maps one to one: layer 1
 and layer 2 are system blocks, layer 3 the tool schemas, layers 4 and 5 the messages. With
 ``cache=True`` the stable prefix (tools, then layer 1) ends in a ``cache_control``
-breakpoint; layer 2 changes every turn and comes after it, so it never spoils the cache.
+breakpoint, and layer 2, which changes every few turns, goes to the tail of the last user
+turn, after a breakpoint that ends the conversation, so each turn reads the conversation so
+far from the cache (``layer2="system"`` keeps it a system block; see
+:mod:`~gr_notebook.models.anthropic_layout`).
 
 The adapter retries by itself, with the SDK's own retries off, so each retry is a
 ``model_retry`` event and a stop during a request or a backoff is honoured at once.
@@ -35,6 +38,7 @@ from gr_notebook.messages import (
     ToolUseBlock,
     Usage,
 )
+from gr_notebook.models.anthropic_layout import LAYER2_PLACEMENTS, Layer2Placement, lay_out
 from gr_notebook.models.base import (
     DEFAULT_CONTEXT_WINDOW,
     ModelRequest,
@@ -57,7 +61,6 @@ MISSING_KEY = (
     "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable (or pass "
     "api_key=...), or run offline with model='simulated'"
 )
-_CACHE = {"type": "ephemeral"}
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -78,7 +81,8 @@ class AnthropicModel:
     top of its own); without one, the adapter builds a client with the SDK's retries off,
     from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
     None, it is the client's own (the SDK's 600 s, 5 s to connect, for one the adapter
-    builds).
+    builds). ``layer2`` places the todo layer when caching: ``"tail"`` (the default, decision
+    180) or ``"system"``.
     """
 
     def __init__(
@@ -90,6 +94,7 @@ class AnthropicModel:
         base_url: str | None = None,
         max_tokens: int = 8192,
         cache: bool = True,
+        layer2: Layer2Placement = "tail",
         max_retries: int = 4,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -107,7 +112,13 @@ class AnthropicModel:
             raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
         self.model = model.strip()
         self.max_tokens = max_tokens
+        if layer2 not in LAYER2_PLACEMENTS:
+            raise ConfigError(
+                f"layer2 is where the todo layer goes when caching: 'tail' (after the "
+                f"conversation) or 'system'; got {layer2!r}"
+            )
         self.cache = bool(cache)
+        self.layer2: Layer2Placement = layer2
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.timeout = None if timeout is None else float(timeout)
         self.count_tokens = bool(count_tokens)
@@ -172,7 +183,8 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return (
-            f"AnthropicModel({self.model!r}, cache={self.cache}, max_tokens={self.max_tokens}, "
+            f"AnthropicModel({self.model!r}, cache={self.cache}, layer2={self.layer2!r}, "
+            f"max_tokens={self.max_tokens}, "
             f"max_retries={self.retry.max_retries}, timeout={self.timeout}, "
             f"base_url={self.base_url!r})"
         )
@@ -203,28 +215,22 @@ class AnthropicModel:
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API body for ``request``: what is sent, as plain JSON values."""
-        tools = [_tool(t) for t in request.tools]
-        system: list[dict[str, Any]] = [
-            {"type": "text", "text": b.text}
-            for b in sorted(request.system, key=lambda b: b.layer)
-            if b.text.strip()
-        ]
-        layers = [b.layer for b in sorted(request.system, key=lambda b: b.layer) if b.text.strip()]
-        if self.cache:
-            stable = [i for i, layer in enumerate(layers) if layer == 1]
-            if stable:
-                system[stable[-1]]["cache_control"] = dict(_CACHE)
-            elif tools:
-                tools[-1]["cache_control"] = dict(_CACHE)
+        wire = lay_out(
+            request.system,
+            [_tool(t) for t in request.tools],
+            _messages(request.messages),
+            cache=self.cache,
+            placement=self.layer2,
+        )
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": _messages(request.messages),
+            "messages": wire.messages,
         }
-        if system:
-            params["system"] = system
-        if tools:
-            params["tools"] = tools
+        if wire.system:
+            params["system"] = wire.system
+        if wire.tools:
+            params["tools"] = wire.tools
         return params
 
     def _timeout(self) -> dict[str, float]:

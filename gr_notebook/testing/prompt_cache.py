@@ -3,6 +3,11 @@ may cache, and whether an earlier request already wrote it.
 
 The token estimate is a token per four characters of compact JSON. It is not the API's
 tokenizer; it only has to be deterministic and grow with the prompt.
+
+As the API documents it: the cache key of a breakpoint is the whole prefix up to and
+including its block (tools, then system, then messages; ``cache_control`` markers left out);
+a request writes the prefix at each breakpoint, and reads the longest prefix already written
+that ends at a breakpoint or at one of the ``LOOKBACK_BLOCKS`` block boundaries before it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ import math
 import threading
 from typing import Any
 
-__all__ = ["PromptCache", "estimate_tokens", "prompt_pieces", "prompt_tokens"]
+__all__ = ["LOOKBACK_BLOCKS", "PromptCache", "estimate_tokens", "prompt_pieces", "prompt_tokens"]
+
+LOOKBACK_BLOCKS = 20
+"""How many block boundaries before a breakpoint the API checks for a cache hit."""
 
 
 def _strip_cache_control(value: Any) -> Any:
@@ -74,26 +82,38 @@ class PromptCache:
         """Usage with prompt caching emulated, and the cache updated.
 
         Each cache breakpoint whose prefix reaches ``min_cacheable_tokens`` is written to the
-        cache; the longest prefix already there is read. So a request whose last breakpoint
-        matches an earlier one reads it all, and one that extends a cached prefix reads the
-        shared part and writes the rest, as the API does.
+        cache; the longest prefix already there, at a breakpoint or up to
+        ``LOOKBACK_BLOCKS`` boundaries before one, is read. So a request that extends a cached
+        prefix reads the shared part and writes the rest up to its last breakpoint; what
+        follows that breakpoint is plain input, as the API bills it.
         """
         pieces = prompt_pieces(body)
         tokens = [estimate_tokens(piece) for piece, _ in pieces]
-        stripped = [_strip_cache_control(piece) for piece, _ in pieces]
-        prefixes: list[tuple[str, int]] = []
-        for i, (_, marked) in enumerate(pieces):
-            prefix_tokens = sum(tokens[: i + 1])
-            if marked and prefix_tokens >= self.min_cacheable_tokens:
-                key_text = json.dumps([body["model"], stripped[: i + 1]], sort_keys=True)
-                prefixes.append((hashlib.sha256(key_text.encode()).hexdigest(), prefix_tokens))
-        cached = prefixes[-1][1] if prefixes else 0
+        keys = _prefix_keys(body.get("model"), [piece for piece, _ in pieces])
+        ends = [sum(tokens[: i + 1]) for i in range(len(pieces))]
+        marks = [
+            i
+            for i, (_, marked) in enumerate(pieces)
+            if marked and ends[i] >= self.min_cacheable_tokens
+        ]
+        lookups = {j for i in marks for j in range(max(0, i - LOOKBACK_BLOCKS), i + 1)}
+        cached = ends[marks[-1]] if marks else 0
         with self._lock:
-            read = max((n for key, n in prefixes if key in self._keys), default=0)
-            self._keys.update(key for key, _ in prefixes)
+            read = max((ends[j] for j in lookups if keys[j] in self._keys), default=0)
+            self._keys.update(keys[i] for i in marks)
         return {
             "input_tokens": sum(tokens) - cached,
             "output_tokens": output_tokens,
             "cache_creation_input_tokens": cached - read,
             "cache_read_input_tokens": read,
         }
+
+
+def _prefix_keys(model: Any, pieces: list[Any]) -> list[str]:
+    """A running hash: the key of each prefix, from the model and the blocks up to it."""
+    digest = hashlib.sha256(json.dumps(model).encode())
+    keys = []
+    for piece in pieces:
+        digest.update(json.dumps(_strip_cache_control(piece), sort_keys=True).encode())
+        keys.append(digest.copy().hexdigest())
+    return keys

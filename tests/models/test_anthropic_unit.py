@@ -46,7 +46,7 @@ def request() -> ModelRequest:
 
 class TestRequestMapping:
     def test_layers_map_to_system_blocks_tools_and_messages(self) -> None:
-        params = model().request_params(request())
+        params = model(layer2="system").request_params(request())
         assert params["model"] == "claude-sonnet-4-5"
         assert [b["text"] for b in params["system"]] == [
             "You are careful.",
@@ -70,7 +70,7 @@ class TestRequestMapping:
         ]
 
     def test_cache_breakpoint_ends_the_stable_prefix(self) -> None:
-        params = model().request_params(request())
+        params = model(layer2="system").request_params(request())
         layer1, layer2 = params["system"]
         assert layer1["cache_control"] == {"type": "ephemeral"}
         assert "cache_control" not in layer2  # layer 2 changes every turn: after the breakpoint
