@@ -16,6 +16,7 @@ from gr_notebook.messages import TextBlock, ToolUseBlock, Usage
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.models.scripted import text, tool_call
 from gr_notebook.testing import Fault, MessagesServer
+from gr_notebook.testing.prompt_cache import LOOKBACK_BLOCKS, prompt_tokens
 
 MODEL = "claude-local-test"
 HELLO = [{"role": "user", "content": "hello"}]
@@ -200,6 +201,42 @@ async def test_a_longer_prefix_reads_the_cached_part_and_writes_the_rest() -> No
     assert second.usage.cache_read_input_tokens == system_tokens
     assert second.usage.cache_creation_input_tokens == message_tokens
     assert second.usage.input_tokens == 0
+
+
+def _conversation(blocks: int, *, marked: bool = True) -> list[dict[str, Any]]:
+    """One user turn of ``blocks`` text blocks, the last one a breakpoint."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": f"b{k}"} for k in range(blocks)]
+    if marked:
+        content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
+    return [{"role": "user", "content": content}]
+
+
+@pytest.mark.parametrize(("added", "read"), [(LOOKBACK_BLOCKS, True), (LOOKBACK_BLOCKS + 1, False)])
+async def test_a_breakpoint_reads_a_prefix_up_to_20_blocks_back(added: int, read: bool) -> None:
+    """The API checks the block boundaries before a breakpoint for a hit, 20 of them."""
+    with MessagesServer([text("one"), text("two")], min_cacheable_tokens=100) as server:
+        first = await create(server, system=cached_system(), messages=_conversation(5))
+        second = await create(server, system=cached_system(), messages=_conversation(5 + added))
+    written = first.usage.cache_creation_input_tokens
+    assert written > estimate({"type": "text", "text": LONG_SYSTEM})
+    system_tokens = estimate({"type": "text", "text": LONG_SYSTEM})
+    assert second.usage.cache_read_input_tokens == (written if read else system_tokens)
+    total = second.usage.cache_read_input_tokens + second.usage.cache_creation_input_tokens
+    assert total + second.usage.input_tokens == prompt_tokens(
+        {"system": cached_system(), "messages": _conversation(5 + added)}
+    )
+
+
+async def test_what_follows_the_last_breakpoint_is_plain_input() -> None:
+    """A tail block after the conversation's breakpoint is neither written nor read."""
+    messages = _conversation(3)
+    messages[-1]["content"].append({"type": "text", "text": "the todo layer " * 10})
+    with MessagesServer([text("one"), text("two")], min_cacheable_tokens=100) as server:
+        first = await create(server, system=cached_system(), messages=messages)
+        second = await create(server, system=cached_system(), messages=messages)
+    tail = estimate(messages[-1]["content"][-1])
+    assert first.usage.input_tokens == second.usage.input_tokens == tail
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
 
 
 # ── faults ─────────────────────────────────────────────────────────────────────────────────
