@@ -1,5 +1,5 @@
-"""Models: one small protocol, offline implementations, the Anthropic adapter, and
-spec-string resolution.
+"""Models: one small protocol, offline implementations, the Anthropic and OpenAI-compatible
+adapters, and spec-string resolution.
 
 ``ALLOW_NETWORK`` is the network guard: set it to False (or start Python with
 ``GR_NOTEBOOK_ALLOW_NETWORK=0``) and any model request to a host other than this machine
