@@ -120,6 +120,14 @@ class TestRetries:
         assert run.status == "completed"
         assert len(run.events.of_kind("model_retry")) == 2
 
+    def test_a_key_the_server_echoes_is_redacted(self, serve: Any, tmp_path: Path) -> None:
+        _, model = serve(
+            [Fault.status(500, message=f"bad key {SECRET}"), gr.text("done")], api_key=SECRET
+        )
+        run = agent_at(tmp_path, model).run_sync("job")
+        [retry] = [dict(e.data) for e in run.events.of_kind("model_retry")]
+        assert "[redacted]" in retry["message"] and SECRET[-12:] not in retry["message"]
+
 
 class TestModelMistakes:
     def test_invalid_json_arguments_become_an_error_result(
@@ -158,6 +166,14 @@ class TestModelMistakes:
         assert retry["error_type"] == "EmptyReply"
         again = chat_requests(server)[1]["messages"][-1]
         assert again["role"] == "user" and "Your reply was empty" in again["content"]
+
+    def test_three_empty_replies_end_the_run_as_for_any_model(
+        self, serve: Any, tmp_path: Path
+    ) -> None:
+        _, model = serve([empty_reply(), empty_reply(), empty_reply()])
+        run = agent_at(tmp_path, model).run_sync("job")
+        assert run.status == "failed" and "empty response" in run.reason
+        assert len(run.events.of_kind("model_retry")) == 2
 
     def test_the_run_goes_on_after_all_three(self, serve: Any, tmp_path: Path) -> None:
         script = [
