@@ -93,6 +93,7 @@ from gr_notebook.workflow.workspace import Workspace
 if typing.TYPE_CHECKING:
     from gr_notebook.jupyter.widgets import Dashboard
     from gr_notebook.models.anthropic_model import AnthropicModel
+    from gr_notebook.models.openai_model import OpenAIModel
 
 __version__ = "0.1.0"
 
@@ -119,6 +120,10 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.anthropic_model import AnthropicModel
 
         return AnthropicModel
+    if name == "OpenAIModel":  # and the openai SDK
+        from gr_notebook.models.openai_model import OpenAIModel
+
+        return OpenAIModel
     moved = _moved.MOVED.get(f"gr_notebook.{name}")
     if moved is not None:  # gr.plan, gr.store, …: submodules from before the layout
         return _moved.attribute(name, moved)
@@ -163,6 +168,7 @@ __all__ = [
     "ModelResponse",
     "ModelSpecError",
     "Observation",
+    "OpenAIModel",
     "Phase",
     "Plan",
     "PlanBasedChecker",

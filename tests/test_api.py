@@ -23,8 +23,8 @@ def test_all_lists_every_public_name() -> None:
         and not isinstance(value, types.ModuleType)
         and name not in ("annotations", "load_ipython_extension", "unload_ipython_extension")
     }
-    # Dashboard loads ipywidgets on use, AnthropicModel the anthropic SDK
-    assert public | {"Dashboard", "AnthropicModel"} == set(gr.__all__)
+    # Dashboard loads ipywidgets on use, AnthropicModel and OpenAIModel their SDKs
+    assert public | {"Dashboard", "AnthropicModel", "OpenAIModel"} == set(gr.__all__)
 
 
 def test_contract_names_from_the_issue_are_public() -> None:
@@ -48,7 +48,8 @@ def test_contract_names_from_the_issue_are_public() -> None:
 def test_import_pulls_in_no_heavy_dependency() -> None:
     code = (
         "import sys, gr_notebook\n"
-        "heavy = [m for m in ('IPython', 'ipywidgets', 'pandas', 'anthropic', 'nest_asyncio')"
+        "heavy = [m for m in ('IPython', 'ipywidgets', 'pandas', 'anthropic', 'openai',"
+        " 'nest_asyncio')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))"
     )

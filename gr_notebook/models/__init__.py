@@ -1,5 +1,5 @@
-"""Models: one small protocol, offline implementations, the Anthropic adapter, and
-spec-string resolution.
+"""Models: one small protocol, offline implementations, the Anthropic and OpenAI-compatible
+adapters, and spec-string resolution.
 
 ``ALLOW_NETWORK`` is the network guard: set it to False (or start Python with
 ``GR_NOTEBOOK_ALLOW_NETWORK=0``) and any model request to a host other than this machine
@@ -25,6 +25,7 @@ from gr_notebook.models.scripted import ScriptedModel, text, tool_call, tool_cal
 
 if typing.TYPE_CHECKING:
     from gr_notebook.models.anthropic_model import AnthropicModel
+    from gr_notebook.models.openai_model import OpenAIModel
 
 ALLOW_NETWORK: bool = allow_network_default()
 
@@ -42,6 +43,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelResponse",
+    "OpenAIModel",
     "Price",
     "PriceTable",
     "ScriptedModel",
@@ -88,13 +90,25 @@ def resolve_model(spec: object) -> Model:
             from gr_notebook.models.anthropic_model import AnthropicModel
 
             return AnthropicModel(arg)
+        if kind == "openai":
+            model_id, _, base_url = arg.partition("@")
+            if not model_id.strip():
+                raise ModelSpecError(
+                    "'openai' needs a model id: 'openai:<model-id>' or "
+                    "'openai:<model-id>@<base_url>', e.g. "
+                    "'openai:qwen2.5:7b@http://localhost:11434/v1'"
+                )
+            from gr_notebook.models.openai_model import OpenAIModel
+
+            return OpenAIModel(model_id, base_url=base_url.strip() or None)
         if kind == "scripted":
             raise ModelSpecError(
                 "'scripted' needs its responses; pass gr.ScriptedModel([...]) as model= instead"
             )
         raise ModelSpecError(
             f"unknown model spec {spec!r}; use 'simulated', 'simulated:<profile>', "
-            "'anthropic:<model-id>', or pass a model object such as gr.ScriptedModel([...])"
+            "'anthropic:<model-id>', 'openai:<model-id>[@<base_url>]', or pass a model object "
+            "such as gr.ScriptedModel([...])"
         )
     if isinstance(spec, Model):
         return spec
@@ -111,4 +125,8 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.anthropic_model import AnthropicModel
 
         return AnthropicModel
+    if name == "OpenAIModel":  # and the openai SDK likewise
+        from gr_notebook.models.openai_model import OpenAIModel
+
+        return OpenAIModel
     raise AttributeError(f"module 'gr_notebook.models' has no attribute {name!r}")

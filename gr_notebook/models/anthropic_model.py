@@ -20,16 +20,13 @@ token budget (the adapter itself enforces no limit).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled
-from gr_notebook.eventdata import clip
-from gr_notebook.events import ModelRetryEvent
+from gr_notebook.errors import ConfigError, ModelError
 from gr_notebook.messages import (
     ContentBlock,
     Message,
@@ -46,11 +43,12 @@ from gr_notebook.models.base import (
     StopReason,
     ToolSpec,
 )
-from gr_notebook.models.call_context import current_call, report
+from gr_notebook.models.call_context import current_call
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable
-from gr_notebook.models.retry import RetryPolicy, parse_retry_after
-from gr_notebook.models.secrets import check_key, mentions, redact
+from gr_notebook.models.retry import RetryPolicy
+from gr_notebook.models.sdk_calls import Vendor, send_with_retries
+from gr_notebook.models.secrets import check_key
 
 if TYPE_CHECKING:
     import anthropic
@@ -69,7 +67,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "refusal": "refusal",
     "pause_turn": "end_turn",
 }
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 T = TypeVar("T")
 
 
@@ -237,58 +234,9 @@ class AnthropicModel:
         return {} if self.timeout is None else {"timeout": self.timeout}
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
-        import anthropic
-
-        policy = self.retry
-        attempt = 0
-        while True:
-            attempt += 1
-            fatal: str | None = None
-            try:
-                return await send()
-            except anthropic.APIStatusError as exc:
-                if not _should_retry(exc):
-                    fatal = _status_message(exc)
-                error: Exception = exc
-            except (anthropic.APIConnectionError, anthropic.APIResponseValidationError) as exc:
-                error = exc
-            except json.JSONDecodeError as exc:  # a body that is not JSON (the SDK lets it through)
-                error = exc
-            refused = error.__cause__
-            if isinstance(refused, NetworkDisabled):  # the guard, on a redirect: no retry
-                raise NetworkDisabled(str(refused)) from None
-            if fatal is None and attempt > policy.max_retries:
-                fatal = (
-                    f"the Anthropic API still failed after {policy.max_retries} "
-                    f"{'retry' if policy.max_retries == 1 else 'retries'} ({what}): "
-                    f"{_describe(error)}. The workspace and the store are intact; start the "
-                    "job again to resume it"
-                )
-            if fatal is not None:
-                raise self._failure(fatal, error)
-            retry_after = _retry_after(error)
-            delay = policy.delay(attempt, retry_after)
-            report(
-                ModelRetryEvent(
-                    attempt=attempt,
-                    max_retries=policy.max_retries,
-                    operation=what,
-                    error_type=type(error).__name__,
-                    status=getattr(error, "status_code", None),
-                    retry_after=retry_after,
-                    delay_s=delay,
-                    message=clip(redact(_describe(error), self._key), 200),
-                )
-            )
-            await asyncio.sleep(delay)
-
-    def _failure(self, message: str, error: Exception) -> ModelError:
-        """The error a failed call raises, with the key redacted from its message; its
-        chain is kept unless some exception in it quotes the key."""
-        failure = ModelError(redact(message, self._key))
-        if not (self._key and mentions(error, self._key)):
-            failure.__cause__ = error
-        return failure
+        return await send_with_retries(
+            send, what=what, vendor=_vendor(), policy=self.retry, key=self._key
+        )
 
     def _response(self, message: Any, counted: int | None) -> ModelResponse:
         content: list[ContentBlock] = []
@@ -398,31 +346,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _should_retry(error: Any) -> bool:
-    """The server's ``x-should-retry`` header decides when it is there, as in the SDK."""
-    header = str(error.response.headers.get("x-should-retry", "")).lower()
-    if header in ("true", "false"):
-        return header == "true"
-    status = int(error.status_code)
-    return status in _RETRYABLE_STATUS or status >= 500
+def _vendor() -> Vendor:
+    import anthropic
 
-
-def _retry_after(error: Exception) -> float | None:
-    response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    millis = parse_retry_after(headers.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000
-    return parse_retry_after(headers.get("retry-after"))
-
-
-def _describe(error: Exception) -> str:
-    status = getattr(error, "status_code", None)
-    if status is not None:
-        return _status_message(error)
-    return f"{type(error).__name__}: {error}"
+    return Vendor(
+        "the Anthropic API",
+        anthropic.APIStatusError,
+        (anthropic.APIConnectionError, anthropic.APIResponseValidationError),
+        _status_message,
+    )
 
 
 def _status_message(error: Any) -> str:

@@ -19,6 +19,7 @@ from gr_notebook.messages import ContentBlock, Message, ToolUseBlock, Usage, blo
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
+    "INVALID_ARGUMENTS",
     "Model",
     "ModelFunction",
     "ModelRequest",
@@ -29,10 +30,15 @@ __all__ = [
     "ToolSpec",
     "context_window_of",
     "finish_response",
+    "invalid_arguments",
 ]
 
 #: Tokens a model can take in one request, when the model does not say (Claude's window).
 DEFAULT_CONTEXT_WINDOW = 200_000
+
+#: The key of a tool use's input whose arguments were not valid JSON: the adapter keeps the
+#: call (so the model gets a result for it) and the tool step refuses it with the reason.
+INVALID_ARGUMENTS = "__invalid_json_arguments__"
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
 
@@ -134,3 +140,8 @@ def finish_response(
         output_tokens=sum(block_tokens(b) for b in content),
     )
     return ModelResponse(content, response.stop_reason, usage, response.model or model)
+
+
+def invalid_arguments(raw: str, problem: str) -> dict[str, Any]:
+    """The input of a tool use whose arguments ``raw`` did not parse as a JSON object."""
+    return {INVALID_ARGUMENTS: {"raw": raw, "problem": problem}}

@@ -292,10 +292,12 @@ class MessagesServer:
                 try:
                     return _json_reply(self._message(turn, body, turn_number))
                 except TypeError as err:
-                    return _script_error(f"local server: turn {turn_number}: {err}", number)
+                    return self._script_error_reply(
+                        f"local server: turn {turn_number}: {err}", number
+                    )
             if isinstance(turn, Fault):
                 if turn.kind == "status":
-                    return _error(
+                    return self._error_reply(
                         turn.status_code, turn.message, number, turn.error_type, turn.headers
                     )
                 if turn.kind == "malformed":
@@ -306,7 +308,7 @@ class MessagesServer:
                 if self._stopping.wait(turn.seconds):
                     return _Reply(drop=True)
                 if turn.then is None:
-                    return _script_error(
+                    return self._script_error_reply(
                         f"local server: turn {turn_number}: slow has no turn", number
                     )
                 turn = turn.then
@@ -315,7 +317,23 @@ class MessagesServer:
                 turn = turn(copy.deepcopy(body))
             except Exception as err:
                 message = f"local server: turn {turn_number}'s callable raised {err!r}"
-                return _script_error(message, number)
+                return self._script_error_reply(message, number)
+
+    def _error_reply(
+        self,
+        status: int,
+        message: str,
+        number: int,
+        error_type: str | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> _Reply:
+        """An error in the API's JSON shape; a server for another API overrides it."""
+        return _error(status, message, number, error_type, headers)
+
+    def _script_error_reply(self, message: str, number: int) -> _Reply:
+        """A broken script answers 500, told not to be retried, so the test fails at once."""
+        reply = self._error_reply(500, message, number)
+        return _Reply(reply.status, reply.body, (("x-should-retry", "false"),))
 
     def _message(
         self, response: ModelResponse, body: dict[str, Any], turn_number: int
@@ -496,9 +514,3 @@ def _error(
         "request_id": f"req_local_{number}",
     }
     return _Reply(status, json.dumps(payload).encode(), headers)
-
-
-def _script_error(message: str, number: int) -> _Reply:
-    """A broken script answers 500, told not to be retried, so the test fails at once."""
-    reply = _error(500, message, number)
-    return _Reply(reply.status, reply.body, (("x-should-retry", "false"),))

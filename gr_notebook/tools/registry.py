@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from gr_notebook.errors import ConfigError, GrNotebookError
-from gr_notebook.models.base import ToolSpec
+from gr_notebook.models.base import INVALID_ARGUMENTS, ToolSpec
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
 from gr_notebook.tools.schema import validate
 
@@ -44,6 +44,14 @@ class ToolRegistry:
         if tool is None:
             known = ", ".join(sorted(self._tools))
             return None, ToolOutput(f"Unknown tool '{name}'. Available tools: {known}.", True)
+        if isinstance(params, Mapping) and INVALID_ARGUMENTS in params:
+            bad = params[INVALID_ARGUMENTS]
+            problem = bad.get("problem", "") if isinstance(bad, Mapping) else ""
+            return tool, ToolOutput(
+                f"Not run: the arguments of {name} were not valid JSON: {problem}; call it "
+                "again with a JSON object",
+                True,
+            )
         problems = validate(tool.input_schema, params)
         if problems:
             listed = "; ".join(problems)

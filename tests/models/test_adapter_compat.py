@@ -1,5 +1,6 @@
-"""One set of scenarios, two backends: a ScriptedModel, and the AnthropicModel over the real
-SDK against the local Messages API server. Both must behave the same, turn for turn."""
+"""One set of scenarios, three backends: a ScriptedModel, the AnthropicModel over the real
+SDK against the local Messages API server, and the OpenAIModel over the real ``openai`` SDK
+against the local chat-completions server. All must behave the same, turn for turn."""
 
 from __future__ import annotations
 
@@ -13,19 +14,20 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.models.anthropic_model import AnthropicModel
+from gr_notebook.models.openai_model import OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
-from gr_notebook.testing import MessagesServer
+from gr_notebook.testing import ChatServer, MessagesServer
 from tests.conftest import PHASE_1, PLAN_TWO_PHASES, agent_at, bootstrap_script, full_job_script
 
 Script = list[gr.ModelResponse]
 Backend = Callable[[Script], gr.Model]
-BACKENDS = ("scripted", "anthropic")
+BACKENDS = ("scripted", "anthropic", "openai")
 
 
 @pytest.fixture
 def backends() -> Iterator[dict[str, Backend]]:
     """Model factories by backend; the servers they start are closed after the test."""
-    servers: list[MessagesServer] = []
+    servers: list[MessagesServer] = []  # a ChatServer is one too
 
     def anthropic_backend(script: Script) -> gr.Model:
         import anthropic
@@ -35,7 +37,16 @@ def backends() -> Iterator[dict[str, Backend]]:
         client = anthropic.AsyncAnthropic(api_key="test-key", base_url=server.url, max_retries=0)
         return AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy(base_s=0))
 
-    yield {"scripted": lambda script: gr.ScriptedModel(script), "anthropic": anthropic_backend}
+    def openai_backend(script: Script) -> gr.Model:
+        server = ChatServer(script).start()
+        servers.append(server)
+        return OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(base_s=0))
+
+    yield {
+        "scripted": lambda script: gr.ScriptedModel(script),
+        "anthropic": anthropic_backend,
+        "openai": openai_backend,
+    }
     for server in servers:
         server.close()
 
@@ -165,7 +176,7 @@ def test_scenario(
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_both_backends_behave_the_same(
+def test_every_backend_behaves_the_same(
     scenario: str, backends: dict[str, Backend], tmp_path: Path
 ) -> None:
     script, check = SCENARIOS[scenario]
@@ -175,6 +186,7 @@ def test_both_backends_behave_the_same(
         root.mkdir()
         seen[backend] = behaviour(check(root, backends[backend](script())))
     assert seen["anthropic"] == seen["scripted"]
+    assert seen["openai"] == seen["scripted"]
 
 
 def test_the_anthropic_backend_really_went_over_http(
@@ -186,3 +198,13 @@ def test_the_anthropic_backend_really_went_over_http(
     turns = run.turns_df()
     assert (turns.input_tokens > 0).all() and turns.cost_usd.notna().all()
     assert run.events.of_kind("run_started")[0].data["model"] == "anthropic:claude-sonnet-4-6"
+
+
+def test_the_openai_backend_really_went_over_http(
+    backends: dict[str, Backend], tmp_path: Path
+) -> None:
+    model = backends["openai"](full_job_script())
+    run = full_cycle(tmp_path, model)
+    assert isinstance(model, OpenAIModel)
+    assert (run.turns_df().input_tokens > 0).all()
+    assert run.events.of_kind("run_started")[0].data["model"] == "openai:qwen2.5:7b"

@@ -1,0 +1,226 @@
+"""A local stand-in for an OpenAI-compatible chat-completions server (Ollama, vLLM,
+llama.cpp, LM Studio, OpenAI), serving scripted turns.
+
+It is :class:`MessagesServer` with another wire format: the same lifecycle, script, faults
+(429 with ``retry-after``, 500, malformed JSON, slow and hung responses) and recorded
+requests; only the routes, the validation and the JSON shapes differ. It also plays the
+mistakes small local models make: tool-call arguments that are not JSON
+(:func:`bad_arguments`), an unknown tool (a plain ``gr.tool_call`` to a name the agent lacks)
+and an empty reply (:func:`empty_reply`). Standard library only; 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models.base import ModelResponse
+from gr_notebook.testing.messages_server import (
+    MessagesServer,
+    RecordedRequest,
+    Turn,
+    _json_reply,
+    _Reply,
+)
+from gr_notebook.testing.request_rules import InvalidRequest
+
+__all__ = ["ChatServer", "bad_arguments", "empty_reply"]
+
+RAW_MESSAGE = "chat_message"
+"""The key of a :class:`ModelResponse`'s ``extra`` that holds a raw chat message to send as
+it is: how a script says what a ModelResponse cannot (arguments that are not JSON)."""
+
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+
+
+def bad_arguments(name: str, arguments: str = '{"path": "notes.md",') -> ModelResponse:
+    """A turn whose one tool call has arguments that are not valid JSON."""
+    call = {
+        "id": "call_bad_0",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return ModelResponse((), "tool_use", extra={RAW_MESSAGE: message})
+
+
+def empty_reply() -> ModelResponse:
+    """A turn with no text and no tool call, as small models sometimes send."""
+    return ModelResponse((), "end_turn", extra={RAW_MESSAGE: {"role": "assistant", "content": ""}})
+
+
+class ChatServer(MessagesServer):
+    """Serves scripted turns over ``POST /v1/chat/completions``; ``GET /v1/models`` lists
+    ``models``. With ``models`` given, a request for another model gets the 404 servers send;
+    with ``api_key`` given, a request without ``Authorization: Bearer <api_key>`` gets 401.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[Turn] = (),
+        *,
+        models: Iterable[str] | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        super().__init__(turns)
+        self.models = None if models is None else tuple(models)
+        self.api_key = api_key
+
+    def _dispatch(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, _Reply]:
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            self._requests.append(RecordedRequest(method, path, body, headers))
+            number = len(self._requests)
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return number, self._error_reply(401, "Incorrect API key provided", number)
+        if (method, path) == ("GET", "/v1/models"):
+            listed = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "local"}
+                for m in self.models or ()
+            ]
+            return number, _json_reply({"object": "list", "data": listed})
+        if (method, path) != ("POST", "/v1/chat/completions"):
+            return number, self._error_reply(
+                404, f"local server: no route for {method} {path}", number
+            )
+        if not isinstance(body, dict):
+            return number, self._error_reply(400, "the request body must be a JSON object", number)
+        try:
+            _validate(body)
+        except InvalidRequest as invalid:
+            return number, self._error_reply(400, str(invalid), number)
+        if self.models is not None and body["model"] not in self.models:
+            message = f"model '{body['model']}' not found"
+            return number, self._error_reply(404, message, number, "model_not_found")
+        with self._lock:
+            turn = self._turns.popleft() if self._turns else None
+            if turn is not None:
+                self._served += 1
+            turn_number = self._served
+        if turn is None:
+            message = f"local server: the script has no turn left for request {number}"
+            return number, self._error_reply(400, message, number)
+        return number, self._serve(turn, body, turn_number, number)
+
+    def _message(
+        self, response: ModelResponse, body: dict[str, Any], turn_number: int
+    ) -> dict[str, Any]:
+        message = response.extra.get(RAW_MESSAGE)
+        if not isinstance(message, Mapping):
+            message = _chat_message(response, turn_number)
+        finish = (
+            "tool_calls" if message.get("tool_calls") else _FINISH.get(response.stop_reason, "stop")
+        )
+        prompt = _tokens(json.dumps([body.get("messages"), body.get("tools")]))
+        completion = _tokens(json.dumps(message))
+        if response.usage is not None:
+            prompt, completion = response.usage.input_tokens, response.usage.output_tokens
+        return {
+            "id": f"chatcmpl-local-{turn_number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": dict(message), "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def _error_reply(
+        self,
+        status: int,
+        message: str,
+        number: int,
+        error_type: str | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> _Reply:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        code = error_type if error_type == "model_not_found" else None
+        payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        return _Reply(status, json.dumps(payload).encode(), headers)
+
+
+def _chat_message(response: ModelResponse, turn_number: int) -> dict[str, Any]:
+    text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+    calls = []
+    for i, block in enumerate(response.content):
+        if isinstance(block, ToolUseBlock):
+            arguments = json.dumps(json.loads(json.dumps(block.input, default=dict)))
+            call_id = block.id or f"call_local_{turn_number}_{i}"
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": arguments},
+                }
+            )
+        elif not isinstance(block, TextBlock):
+            raise TypeError(f"{type(block).__name__} cannot appear in an assistant response")
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise InvalidRequest(message)
+
+
+def _validate(body: dict[str, Any]) -> None:
+    """Refuse what chat-completions servers refuse: the checks a client bug would trip."""
+    model = body.get("model")
+    _require(isinstance(model, str) and model != "", "model: must be a non-empty string")
+    _require(not body.get("stream"), "stream: the local server does not serve streams")
+    messages = body.get("messages")
+    _require(isinstance(messages, list) and bool(messages), "messages: must be a non-empty list")
+    pending: set[str] = set()
+    for i, message in enumerate(messages or ()):
+        _require(isinstance(message, dict), f"messages.{i}: must be an object")
+        role = message.get("role")
+        _require(role in _ROLES, f"messages.{i}.role: unknown role {role!r}")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            _require(
+                call_id in pending,
+                f"messages.{i}: a tool message must answer a tool_call_id of the assistant "
+                f"message before it, got {call_id!r}",
+            )
+            pending.discard(call_id)
+            _require(
+                isinstance(message.get("content"), str), f"messages.{i}.content: must be a string"
+            )
+            continue
+        _require(not pending, f"messages.{i}: tool_calls {sorted(pending)} were not answered")
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            _require(
+                isinstance(function.get("arguments"), str),
+                f"messages.{i}.tool_calls: arguments must be a string of JSON",
+            )
+            pending.add(call.get("id"))
+    for j, tool in enumerate(body.get("tools") or ()):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        _require(
+            isinstance(tool, dict)
+            and tool.get("type") == "function"
+            and isinstance(function, dict)
+            and bool(function.get("name")),
+            f"tools.{j}: must be {{'type': 'function', 'function': {{'name': ...}}}}",
+        )
