@@ -46,12 +46,13 @@ from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guardrails.runtime import StopVerdict
 from gr_notebook.guidance import Directive
 from gr_notebook.limits import SpentLimit
-from gr_notebook.messages import TextBlock
+from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling
 from gr_notebook.tools.effects import PruneConversation
 from gr_notebook.tools.nesting import cut_deep_inputs
 from gr_notebook.workflow.prompts import (
+    cut_off_tool_use,
     directive,
     marker_of,
     strategy_check_prompt,
@@ -279,8 +280,26 @@ class Loop:
                 self._inject(["Your reply was cut off at the token limit; continue."])
                 return None
             return self._stop(response.text)
+        if response.stop_reason == "max_tokens":
+            return await self._cut_off(uses, too_deep)
         effects = await call_tools(uses, state, self.registry, too_deep=too_deep)
         state.context.append_user(effects.results)
+        return self._act_on(effects)
+
+    async def _cut_off(
+        self, uses: Sequence[ToolUseBlock], too_deep: frozenset[str]
+    ) -> LoopOutcome | None:
+        """A reply cut off at the token limit in the middle of a tool use: the calls before
+        the last one are whole and run; the last one's input may be cut, so it is not run,
+        and its result is an error that tells the model why (decision 187)."""
+        state = self.state
+        *whole, cut = uses
+        refusal = ToolResultBlock(cut.id, cut_off_tool_use(cut.name), is_error=True)
+        if not whole:
+            state.context.append_user([refusal])
+            return None
+        effects = await call_tools(whole, state, self.registry, too_deep=too_deep)
+        state.context.append_user([*effects.results, refusal])
         return self._act_on(effects)
 
     def _act_on(self, effects: TurnEffects) -> LoopOutcome | None:

@@ -20,6 +20,7 @@ token budget (the adapter itself enforces no limit).
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import weakref
@@ -65,8 +66,9 @@ _STOP_REASONS: dict[str, StopReason] = {
     "max_tokens": "max_tokens",
     "stop_sequence": "stop_sequence",
     "refusal": "refusal",
-    "pause_turn": "end_turn",
 }
+#: How many times one turn follows ``pause_turn`` before the adapter gives up (decision 186).
+MAX_PAUSE_CONTINUATIONS = 8
 T = TypeVar("T")
 
 
@@ -189,13 +191,29 @@ class AnthropicModel:
     # -- the call ------------------------------------------------------------------------------
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One turn. A ``pause_turn`` is continued here, as the API asks: the paused
+        assistant content is sent back as the last message, and the segments come back as
+        one response with their usage summed, so the loop sees one turn (decision 186)."""
         params = self.request_params(request)
         check_network(self.base_url)
-        message = await self._with_retries(
-            "messages.create", lambda: self._api.create(**params, **self._timeout())
-        )
         call = current_call()
-        return self._response(message, call.input_tokens if call else None)
+        segments: list[ModelResponse] = []
+        paused: list[Any] = []
+        while True:
+            body = params if not paused else _continued(params, paused)
+            message = await self._with_retries(
+                "messages.create", functools.partial(self._api.create, **body, **self._timeout())
+            )
+            segments.append(self._response(message, call.input_tokens if call else None))
+            if str(message.stop_reason) != "pause_turn":
+                return _joined(segments) if len(segments) > 1 else segments[0]
+            if len(segments) > MAX_PAUSE_CONTINUATIONS:
+                raise ModelError(
+                    f"the API paused one turn {len(segments)} times (pause_turn) and "
+                    "gave no end; start the job again to resume it, or give the model "
+                    "smaller steps"
+                )
+            paused.extend(_raw_block(block) for block in message.content)
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         """The request's input tokens, counted by the API (``count_tokens=True``); None
@@ -267,7 +285,40 @@ class AnthropicModel:
                 "compaction on, or lower the budget of what the agent reads"
             )
         stop = _STOP_REASONS.get(str(message.stop_reason), "end_turn")
+        if message.stop_reason == "pause_turn":
+            extra["pause_turn"] = True
         return ModelResponse(tuple(content), stop, usage, self.name, extra)
+
+
+def _continued(params: Mapping[str, Any], paused: Sequence[Any]) -> dict[str, Any]:
+    """The request again, with the paused assistant content appended unchanged."""
+    messages = list(params["messages"])
+    return {**params, "messages": [*messages, {"role": "assistant", "content": list(paused)}]}
+
+
+def _raw_block(block: Any) -> Any:
+    """A content block as the API sent it (server-tool blocks included), to send back."""
+    dump = getattr(block, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if callable(dump) else _plain(block)
+
+
+def _joined(segments: Sequence[ModelResponse]) -> ModelResponse:
+    """The segments of a paused turn as one response: content in order, usage summed."""
+    last = segments[-1]
+    usages = [s.usage for s in segments if s.usage is not None]
+    usage = Usage(
+        input_tokens=sum(u.input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+        cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
+        cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
+    )
+    costs = [s.extra.get("cost_usd") for s in segments]
+    extra = dict(last.extra)
+    extra["cost_usd"] = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+    extra["pause_continuations"] = len(segments) - 1
+    extra.pop("pause_turn", None)
+    content = tuple(block for s in segments for block in s.content)
+    return ModelResponse(content, last.stop_reason, usage, last.model, extra)
 
 
 def _client_options(

@@ -19,6 +19,7 @@ __all__ = [
     "BOOTSTRAP_TODOS",
     "JOB_COMPLETION_TODOS",
     "checkpoint_prompt",
+    "cut_off_tool_use",
     "job_completion_prompt",
     "kickoff_prompt",
     "rewind_prompt",
@@ -303,3 +304,12 @@ def marker_of(text: str) -> str:
 
 
 _OTHER_MARKERS = frozenset({STOP_REFUSED_MARKER, STRATEGY_CHECK_MARKER})
+
+
+def cut_off_tool_use(tool: str) -> str:
+    """The error result of a tool call whose reply was cut off at the token limit."""
+    return (
+        f"Not run: your reply was cut off at the output token limit while writing this "
+        f"{tool} call, so its input may be incomplete. Call {tool} again with a shorter "
+        "input, or split the work into several smaller calls."
+    )
