@@ -38,15 +38,15 @@ from gr_notebook.messages import (
 )
 from gr_notebook.models.anthropic_layout import LAYER2_PLACEMENTS, Layer2Placement, lay_out
 from gr_notebook.models.base import (
-    DEFAULT_CONTEXT_WINDOW,
     ModelRequest,
     ModelResponse,
     StopReason,
     ToolSpec,
 )
 from gr_notebook.models.call_context import current_call
+from gr_notebook.models.catalog import CONTEXT_1M_BETA, LONG_CONTEXT, facts_of
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
-from gr_notebook.models.pricing import Price, PriceTable
+from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, send_with_retries
 from gr_notebook.models.secrets import check_key
@@ -81,7 +81,9 @@ class AnthropicModel:
     from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
     None, it is the client's own (the SDK's 600 s, 5 s to connect, for one the adapter
     builds). ``layer2`` places the todo layer when caching: ``"tail"`` (the default, decision
-    180) or ``"system"``.
+    180) or ``"system"``. ``context_window`` defaults to the model's own
+    (:mod:`~gr_notebook.models.catalog`); ``context_1m=True`` opens the 1M-token window on a
+    model that has one, with the beta header where the API still asks for it (decision 188).
     """
 
     def __init__(
@@ -99,7 +101,8 @@ class AnthropicModel:
         timeout: float | None = None,
         count_tokens: bool = False,
         prices: PriceTable | Mapping[str, Price] | None = None,
-        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        context_window: int | None = None,
+        context_1m: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-6'")
@@ -122,6 +125,17 @@ class AnthropicModel:
         self.timeout = None if timeout is None else float(timeout)
         self.count_tokens = bool(count_tokens)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
+        self._unpriced: set[str] = set()
+        facts = facts_of(self.model)
+        if context_1m and facts.long_context == "none":
+            raise ConfigError(
+                f"context_1m=True: {self.model} has no 1M-token context window; use a model "
+                "that has one (e.g. claude-sonnet-4-6), or leave context_1m off"
+            )
+        self.context_1m = bool(context_1m)
+        self._betas = (CONTEXT_1M_BETA,) if context_1m and facts.long_context == "beta" else ()
+        if context_window is None:
+            context_window = LONG_CONTEXT if context_1m else facts.context_window
         self.context_window = context_window
         if client is not None and (api_key is not None or base_url is not None):
             raise ConfigError(
@@ -248,8 +262,12 @@ class AnthropicModel:
             params["tools"] = wire.tools
         return params
 
-    def _timeout(self) -> dict[str, float]:
-        return {} if self.timeout is None else {"timeout": self.timeout}
+    def _timeout(self) -> dict[str, Any]:
+        """Per-request options: the timeout, and the beta header of the 1M window."""
+        options: dict[str, Any] = {} if self.timeout is None else {"timeout": self.timeout}
+        if self._betas:
+            options["extra_headers"] = {"anthropic-beta": ",".join(self._betas)}
+        return options
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
         return await send_with_retries(
@@ -273,6 +291,8 @@ class AnthropicModel:
         )
         model_id = str(getattr(message, "model", "") or self.model)
         cost = self.prices.cost(model_id, usage)
+        if math.isnan(cost):
+            warn_unpriced(model_id, self._unpriced)
         extra: dict[str, Any] = {"cost_usd": None if math.isnan(cost) else cost}
         request_id = getattr(message, "_request_id", None)
         if request_id:

@@ -42,7 +42,7 @@ from gr_notebook.models.base import (
 )
 from gr_notebook.models.call_context import report
 from gr_notebook.models.network import check_network, guard_request
-from gr_notebook.models.pricing import Price, PriceTable
+from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, send_with_retries
 from gr_notebook.models.secrets import check_key
@@ -113,6 +113,7 @@ class OpenAIModel:
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.timeout = None if timeout is None else float(timeout)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
+        self._unpriced: set[str] = set()
         self.context_window = context_window
         self._key = _api_key(api_key, official=_is_official(url))
         self._options: dict[str, Any] = {"api_key": self._key, "base_url": url, "max_retries": 0}
@@ -264,7 +265,10 @@ class OpenAIModel:
             output_tokens=spent.output_tokens + (int(raw.completion_tokens or 0) if raw else 0),
             cache_read_input_tokens=spent.cache_read_input_tokens + cached,
         )
-        cost = self.prices.cost(str(completion.model or self.model), usage)
+        priced_as = str(completion.model or self.model)
+        cost = self.prices.cost(priced_as, usage)
+        if math.isnan(cost):
+            warn_unpriced(priced_as, self._unpriced)
         extra: dict[str, Any] = {"cost_usd": None if math.isnan(cost) else cost}
         request_id = getattr(completion, "_request_id", None)
         if request_id:

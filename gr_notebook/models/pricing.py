@@ -6,6 +6,7 @@ table does not know costs NaN: a cost column that guesses would be worse than a 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -15,7 +16,9 @@ from types import MappingProxyType
 from gr_notebook.errors import ConfigError
 from gr_notebook.messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "price_key"]
+__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "price_key", "warn_unpriced"]
+
+logger = logging.getLogger("gr_notebook")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
         "claude-opus-4-1": _OPUS_LEGACY,
         "claude-opus-4": _OPUS_LEGACY,
         "claude-3-opus": _OPUS_LEGACY,
+        "claude-sonnet-5": _SONNET,
         "claude-sonnet-4-6": _SONNET,
         "claude-sonnet-4-5": _SONNET,
         "claude-sonnet-4": _SONNET,
@@ -113,3 +117,17 @@ class PriceTable:
         """USD for one call, or NaN when the model has no price."""
         price = self.price_of(model)
         return price.cost(usage) if price else math.nan
+
+
+def warn_unpriced(model: str, warned: set[str]) -> None:
+    """Say once per adapter and model id that its cost is NaN, and how to price it: a
+    warning on every call would drown the log, and silence hides a blank cost column."""
+    if model in warned:
+        return
+    warned.add(model)
+    logger.warning(
+        "no price for model %r: its cost is NaN (shown blank); pass prices={%r: "
+        "gr.Price(input, output, cache_write, cache_read)} (USD per million tokens) to price it",
+        model,
+        price_key(model),
+    )
