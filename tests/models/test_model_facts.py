@@ -122,3 +122,19 @@ class TestPrices:
         assert run.status == "completed"
         assert run.events.of_kind("model_call")[0].data["cost_usd"] is not None
         assert not [r for r in caplog.records if "no price for model" in r.getMessage()]
+
+
+def test_the_openai_adapter_says_so_once_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gr_notebook.models.openai_model import OpenAIModel
+    from gr_notebook.testing import ChatServer
+
+    turns = [gr.tool_call("list_files"), gr.tool_call("list_files"), gr.text("done")]
+    caplog.set_level(logging.WARNING, logger="gr_notebook")
+    with ChatServer(turns) as server:
+        model = OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(0))
+        run = agent_at(tmp_path, model).run_sync("job")
+    assert run.status == "completed"
+    said = [r for r in caplog.records if "no price for model" in r.getMessage()]
+    assert len(said) == 1 and "'qwen2.5:7b'" in said[0].getMessage()
