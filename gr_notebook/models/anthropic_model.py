@@ -48,7 +48,7 @@ from gr_notebook.models.catalog import CONTEXT_1M_BETA, LONG_CONTEXT, facts_of
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
-from gr_notebook.models.sdk_calls import Vendor, send_with_retries
+from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
 from gr_notebook.models.secrets import check_key
 
 if TYPE_CHECKING:
@@ -104,16 +104,13 @@ class AnthropicModel:
         context_window: int | None = None,
         context_1m: bool = False,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("AnthropicModel needs a model id, e.g. 'claude-sonnet-4-6'")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
-            raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
-        self.model = model.strip()
-        self.max_tokens = max_tokens
+        self.model, self.max_tokens, self.timeout = check_options(
+            "AnthropicModel",
+            model,
+            "'claude-sonnet-4-6'",
+            max_tokens=max_tokens,
+            timeout=timeout,
+        )
         if layer2 not in LAYER2_PLACEMENTS:
             raise ConfigError(
                 f"layer2 is where the todo layer goes when caching: 'tail' (after the "
@@ -122,7 +119,6 @@ class AnthropicModel:
         self.cache = bool(cache)
         self.layer2: Layer2Placement = layer2
         self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self.timeout = None if timeout is None else float(timeout)
         self.count_tokens = bool(count_tokens)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self._unpriced: set[str] = set()

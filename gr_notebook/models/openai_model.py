@@ -44,7 +44,7 @@ from gr_notebook.models.call_context import report
 from gr_notebook.models.network import check_network, guard_request
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
-from gr_notebook.models.sdk_calls import Vendor, send_with_retries
+from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
 from gr_notebook.models.secrets import check_key
 
 if TYPE_CHECKING:
@@ -94,24 +94,20 @@ class OpenAIModel:
         prices: PriceTable | Mapping[str, Price] | None = None,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError("OpenAIModel needs a model id, e.g. 'gpt-4.1' or 'qwen2.5:7b'")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
-            raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
+        self.model, self.max_tokens, self.timeout = check_options(
+            "OpenAIModel",
+            model,
+            "'gpt-4.1' or 'qwen2.5:7b'",
+            max_tokens=max_tokens,
+            timeout=timeout,
+        )
         url = (base_url or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).strip().rstrip("/")
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ConfigError(
                 f"base_url must be an http(s) URL such as http://localhost:11434/v1, got {url!r}"
             )
-        self.model = model.strip()
         self.base_url = url
-        self.max_tokens = max_tokens
         self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self.timeout = None if timeout is None else float(timeout)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self._unpriced: set[str] = set()
         self.context_window = context_window

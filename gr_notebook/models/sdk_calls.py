@@ -15,17 +15,41 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gr_notebook.errors import ModelError, NetworkDisabled
+from gr_notebook.errors import ConfigError, ModelError, NetworkDisabled
 from gr_notebook.eventdata import clip
 from gr_notebook.events import ModelRetryEvent
 from gr_notebook.models.call_context import report
 from gr_notebook.models.retry import RetryPolicy, parse_retry_after
 from gr_notebook.models.secrets import mentions, redact
 
-__all__ = ["Vendor", "describe", "failure", "retry_after", "send_with_retries", "should_retry"]
+__all__ = [
+    "Vendor",
+    "check_options",
+    "describe",
+    "failure",
+    "retry_after",
+    "send_with_retries",
+    "should_retry",
+]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 T = TypeVar("T")
+
+
+def check_options(
+    adapter: str, model: object, example: str, *, max_tokens: object, timeout: object
+) -> tuple[str, int, float | None]:
+    """An adapter's model id, ``max_tokens`` and ``timeout``, checked the same way for every
+    vendor, or a one-line :class:`ConfigError` that says what to pass."""
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError(f"{adapter} needs a model id, e.g. {example}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
+        raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
+    return model.strip(), max_tokens, None if timeout is None else float(timeout)
 
 
 @dataclass(frozen=True, slots=True)

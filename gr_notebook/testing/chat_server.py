@@ -19,7 +19,6 @@ from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.messages_server import (
     MessagesServer,
-    RecordedRequest,
     Turn,
     _json_reply,
     _Reply,
@@ -72,13 +71,7 @@ class ChatServer(MessagesServer):
     def _dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, _Reply]:
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        with self._lock:
-            self._requests.append(RecordedRequest(method, path, body, headers))
-            number = len(self._requests)
+        number, body = self._record(method, path, headers, raw)
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             return number, self._error_reply(401, "Incorrect API key provided", number)
         if (method, path) == ("GET", "/v1/models"):

@@ -250,17 +250,24 @@ class MessagesServer:
 
     # ── request handling (on handler threads) ──────────────────────────────────────────────
 
-    def _dispatch(
+    def _record(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, _Reply]:
-        """Record a request and decide the reply; returns the request number with it."""
+    ) -> tuple[int, Any]:
+        """Keep the request (its body as JSON, or None when it is not JSON); returns its
+        number and the body, for the reply to be decided on."""
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = None
         with self._lock:
             self._requests.append(RecordedRequest(method, path, body, headers))
-            number = len(self._requests)
+            return len(self._requests), body
+
+    def _dispatch(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, _Reply]:
+        """Record a request and decide the reply; returns the request number with it."""
+        number, body = self._record(method, path, headers, raw)
 
         if path not in ("/v1/messages", "/v1/messages/count_tokens") or method != "POST":
             return number, _error(404, f"local server: no route for {method} {path}", number)
