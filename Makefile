@@ -40,6 +40,7 @@ demo test pytest nbval notebooks: export GR_QUICKSTART_LATENCY = 0.05
 # notebooks run on the simulated model even where an API key is set.
 test pytest nbval bench: export GR_NOTEBOOK_ALLOW_NETWORK = 0
 test pytest nbval notebooks: export ANTHROPIC_API_KEY =
+test pytest nbval notebooks: export GR_OPENAI_BASE_URL =
 
 # ── environment ─────────────────────────────────────────────────────────────
 env: $(STAMP)

@@ -24,7 +24,15 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 def estimate(piece: Any) -> int:
     """The server's documented estimate, restated so the test checks it independently."""
-    return math.ceil(len(json.dumps(piece, separators=(",", ":"))) / 4)
+    return math.ceil(len(json.dumps(piece, separators=(",", ":"), ensure_ascii=False)) / 4)
+
+
+def test_the_estimate_counts_characters_not_their_json_escapes() -> None:
+    """A box-drawing rule is 67 characters, not 67 six-character ``\\u2550`` escapes: the
+    todo display would otherwise cost 3.7 times what a tokenizer counts (decision 270)."""
+    rule = {"type": "text", "text": "\u2550" * 67}
+    assert prompt_tokens({"messages": [{"role": "user", "content": [rule]}]}) == estimate(rule)
+    assert estimate(rule) == math.ceil((len('{"type":"text","text":""}') + 67) / 4)
 
 
 _clients: dict[tuple[int, int], anthropic.AsyncAnthropic] = {}
