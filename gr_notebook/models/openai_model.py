@@ -12,11 +12,9 @@ unknown tool is refused by the registry; an empty reply is asked again, as a ret
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -41,7 +39,8 @@ from gr_notebook.models.base import (
     invalid_arguments,
 )
 from gr_notebook.models.call_context import report
-from gr_notebook.models.network import check_network, guard_request
+from gr_notebook.models.loop_clients import LoopClients
+from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
@@ -78,7 +77,8 @@ class OpenAIModel:
     or the spec string ``"openai:qwen2.5:7b@http://localhost:11434/v1"``.
 
     The key is ``api_key`` or ``OPENAI_API_KEY``; a server other than OpenAI's needs none.
-    ``timeout`` is seconds per request (None: the SDK's own).
+    ``timeout`` is seconds per request (None: the SDK's own). ``client=`` takes an
+    ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) configured elsewhere, used as it is.
     """
 
     def __init__(
@@ -87,6 +87,7 @@ class OpenAIModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
         max_tokens: int = 4096,
         max_retries: int = 4,
         retry: RetryPolicy | None = None,
@@ -101,7 +102,16 @@ class OpenAIModel:
             max_tokens=max_tokens,
             timeout=timeout,
         )
-        url = (base_url or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).strip().rstrip("/")
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ConfigError(
+                "pass either client= or api_key=/base_url=, not both: a client passed in is "
+                "used as it is"
+            )
+        if client is not None:
+            url = _client_url(client)
+        else:
+            url = (base_url or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).strip()
+            url = url.rstrip("/")
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ConfigError(
                 f"base_url must be an http(s) URL such as http://localhost:11434/v1, got {url!r}"
@@ -111,14 +121,18 @@ class OpenAIModel:
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self._unpriced: set[str] = set()
         self.context_window = context_window
-        self._key = _api_key(api_key, official=_is_official(url))
-        self._options: dict[str, Any] = {"api_key": self._key, "base_url": url, "max_retries": 0}
-        if timeout is not None:
-            self._options["timeout"] = float(timeout)
-        # An async client's pooled connections belong to the loop that opened them (decision 105).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Per request, so that it holds for a client passed in too.
+        self._per_request = {} if self.timeout is None else {"timeout": self.timeout}
+        if client is not None:
+            given = getattr(client, "api_key", None)
+            self._key = check_key(given, "the client passed in") if given else ""
+            # The guard sees each request the client sends, redirects included.
+            guard_http_client(getattr(client, "_client", None))
+            self._clients = LoopClients(client, None, sdk="openai")
+        else:
+            self._key = _api_key(api_key, official=_is_official(url))
+            options = {"api_key": self._key, "base_url": url, "max_retries": 0}
+            self._clients = LoopClients(None, lambda: _new_client(options), sdk="openai")
 
     @property
     def name(self) -> str:
@@ -133,11 +147,7 @@ class OpenAIModel:
     @property
     def _api(self) -> Any:
         """This event loop's chat-completions resource, untyped: the body is plain JSON."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = _new_client(self._options)
-        return client.chat.completions
+        return self._clients.current().chat.completions
 
     # -- the call ------------------------------------------------------------------------------
 
@@ -147,7 +157,7 @@ class OpenAIModel:
         spent = Usage()
         for attempt in range(EMPTY_REPLY_RETRIES + 1):
             completion = await send_with_retries(
-                lambda body=params: self._api.create(**body),  # type: ignore[misc]
+                lambda body=params: self._api.create(**body, **self._per_request),  # type: ignore[misc]
                 what="chat.completions.create",
                 vendor=self._vendor(),
                 policy=self.retry,
@@ -287,6 +297,17 @@ def _api_key(api_key: str | None, *, official: bool) -> str:
     if official:
         raise ConfigError(MISSING_KEY)
     return LOCAL_KEY
+
+
+def _client_url(client: object) -> str:
+    """The base URL of a client passed in; refuses what is not the async OpenAI client."""
+    import openai
+
+    if isinstance(client, openai.OpenAI) or not hasattr(client, "chat"):
+        raise ConfigError(
+            f"client must be an openai.AsyncOpenAI (the async client), got {type(client).__name__}"
+        )
+    return str(getattr(client, "base_url", "")).rstrip("/")
 
 
 def _new_client(options: Mapping[str, Any]) -> openai.AsyncOpenAI:

@@ -4,6 +4,7 @@ and the loop. The mapping, retries, the mistakes small models make, and bad inpu
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,70 @@ class TestBadInput:
     def test_a_base_url_that_is_not_a_url(self) -> None:
         with pytest.raises(ConfigError, match="http"):
             OpenAIModel(MODEL, base_url="localhost:11434")
+
+
+class TestAClientPassedIn:
+    """``client=`` takes an ``openai.AsyncOpenAI`` configured elsewhere (an Azure client,
+    a proxy, custom headers); the adapter's guard, retries and redaction still apply."""
+
+    def test_it_runs_the_loop_and_keeps_its_key_out_of_errors(
+        self, serve: Any, tmp_path: Path
+    ) -> None:
+        import openai
+
+        server, _ = serve(full_job_script(), server={"api_key": SECRET})
+        client = openai.AsyncOpenAI(api_key=SECRET, base_url=f"{server.url}/v1", max_retries=0)
+        model = OpenAIModel(MODEL, client=client, retry=FAST)
+        assert model.base_url == f"{server.url}/v1" and model._key == SECRET
+        run = agent_at(tmp_path, model).run_sync("job")
+        assert run.status == "completed" and server.remaining == 0
+        assert SECRET not in repr(model)
+
+    def test_it_stays_in_its_event_loop(self, serve: Any, tmp_path: Path) -> None:
+        import openai
+
+        server, _ = serve([gr.text("one"), gr.text("two")])
+        client = openai.AsyncOpenAI(api_key="k", base_url=f"{server.url}/v1", max_retries=0)
+        model = OpenAIModel(MODEL, client=client, retry=FAST)
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        second = agent_at(tmp_path / "b", model).run_sync("job")
+        assert second.status == "failed" and "used in another event loop" in second.reason
+        assert len(chat_requests(server)) == 1
+
+    def test_its_own_client_is_rebuilt_for_each_event_loop(
+        self, serve: Any, tmp_path: Path
+    ) -> None:
+        server, model = serve([gr.text("one"), gr.text("two")])
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "b", model).run_sync("job").status == "completed"
+        assert len(chat_requests(server)) == 2
+
+    def test_the_network_guard_covers_it(self, tmp_path: Path) -> None:
+        import openai
+
+        client = openai.AsyncOpenAI(api_key="k", base_url="https://api.openai.com/v1")
+        run = agent_at(tmp_path, OpenAIModel("gpt-4.1", client=client)).run_sync("job")
+        assert run.status == "failed" and "api.openai.com was not sent" in run.reason
+
+    def test_a_timeout_holds_for_it(self, serve: Any, tmp_path: Path) -> None:
+        import openai
+
+        server, _ = serve([Fault.hang(5.0)])
+        client = openai.AsyncOpenAI(api_key="k", base_url=f"{server.url}/v1", max_retries=0)
+        model = OpenAIModel(MODEL, client=client, timeout=0.2, retry=RetryPolicy(0))
+        started = time.monotonic()
+        run = agent_at(tmp_path, model).run_sync("job")
+        assert run.status == "failed" and time.monotonic() - started < 4
+
+    def test_misuse_is_one_line_that_says_what_to_pass(self) -> None:
+        import openai
+
+        client = openai.AsyncOpenAI(api_key="k", base_url="http://localhost:11434/v1")
+        with pytest.raises(ConfigError, match="either client= or api_key=/base_url="):
+            OpenAIModel(MODEL, client=client, base_url="http://localhost:1/v1")
+        with pytest.raises(ConfigError, match=r"openai\.AsyncOpenAI") as raised:
+            OpenAIModel(MODEL, client=openai.OpenAI(api_key="k"))  # type: ignore[arg-type]
+        assert "\n" not in str(raised.value)
 
 
 class TestSpecStrings:
