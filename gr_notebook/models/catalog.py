@@ -45,6 +45,11 @@ _NATIVE = ModelFacts(LONG_CONTEXT, "native")
 
 MODELS: Mapping[str, ModelFacts] = MappingProxyType(
     {
+        "claude-fable-5-1": _NATIVE,
+        "claude-fable-5": _NATIVE,
+        "claude-opus-5-5": _NATIVE,
+        "claude-sonnet-5-5": _NATIVE,
+        "claude-haiku-5-5": _NATIVE,
         "claude-opus-5": _NATIVE,
         "claude-sonnet-5": _NATIVE,
         "claude-opus-4-8": _NATIVE,

@@ -23,18 +23,43 @@ logger = logging.getLogger("gr_notebook")
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per million tokens. Cache writes are the 5-minute kind, the only one used."""
+    """USD per million tokens. Cache writes are the 5-minute kind, the only one used.
+
+    ``long_prompt`` is a tier some models have (Claude Haiku 5.5): a request whose prompt
+    (input, cache writes and cache reads) is over ``long_prompt[0]`` tokens is billed, output
+    included, at ``long_prompt[1]``. Each call is priced on its own, so the tier is exact.
+    """
 
     input: float
     output: float
     cache_write: float
     cache_read: float
+    long_prompt: tuple[int, Price] | None = None
 
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_write", "cache_read"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ConfigError(f"Price.{name} is USD per million tokens, >= 0; got {value!r}")
+        tier = self.long_prompt
+        if tier is not None and not (
+            isinstance(tier, tuple)
+            and len(tier) == 2
+            and isinstance(tier[0], int)
+            and tier[0] > 0
+            and isinstance(tier[1], Price)
+        ):
+            raise ConfigError(
+                "Price.long_prompt is (prompt tokens, Price) for prompts over that many tokens, "
+                f"e.g. (100_000, Price(0.5, 2.5, 0.625, 0.05)); got {tier!r}"
+            )
+
+    def __repr__(self) -> str:
+        tier = "" if self.long_prompt is None else f", long_prompt={self.long_prompt!r}"
+        return (
+            f"Price(input={self.input}, output={self.output}, cache_write={self.cache_write}, "
+            f"cache_read={self.cache_read}{tier})"
+        )
 
     @classmethod
     def standard(cls, input: float, output: float) -> Price:
@@ -42,6 +67,15 @@ class Price:
         return cls(input, output, input * 1.25, input * 0.1)
 
     def cost(self, usage: Usage) -> float:
+        if self.long_prompt is not None:
+            threshold, over = self.long_prompt
+            prompt = (
+                usage.input_tokens
+                + usage.cache_creation_input_tokens
+                + usage.cache_read_input_tokens
+            )
+            if prompt > threshold:
+                return over.cost(usage)
         return (
             usage.input_tokens * self.input
             + usage.output_tokens * self.output
@@ -57,9 +91,13 @@ class Price:
 _OPUS_LEGACY = Price(15.0, 75.0, 18.75, 1.50)
 _OPUS = Price(5.0, 25.0, 6.25, 0.50)
 _SONNET = Price(3.0, 15.0, 3.75, 0.30)
+_FABLE = Price(10.0, 50.0, 12.50, 1.00)
 
 DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
     {
+        "claude-fable-5-1": replace(_FABLE, cache_read=0.25),
+        "claude-fable-5": _FABLE,
+        "claude-opus-5-5": Price(4.0, 20.0, 5.0, 0.20),
         "claude-opus-5": _OPUS,
         "claude-opus-4-8": _OPUS,
         "claude-opus-4-7": _OPUS,
@@ -68,18 +106,22 @@ DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
         "claude-opus-4-1": _OPUS_LEGACY,
         "claude-opus-4": _OPUS_LEGACY,
         "claude-3-opus": _OPUS_LEGACY,
-        "claude-sonnet-5": _SONNET,
+        "claude-sonnet-5-5": Price(2.0, 10.0, 2.50, 0.10),
+        "claude-sonnet-5": Price(2.0, 10.0, 2.50, 0.20),
         "claude-sonnet-4-6": _SONNET,
         "claude-sonnet-4-5": _SONNET,
         "claude-sonnet-4": _SONNET,
         "claude-3-7-sonnet": _SONNET,
+        "claude-haiku-5-5": Price(
+            0.10, 0.50, 0.125, 0.01, long_prompt=(100_000, Price(0.50, 2.50, 0.625, 0.05))
+        ),
         "claude-haiku-4-5": Price(1.0, 5.0, 1.25, 0.10),
         "claude-3-5-haiku": Price(0.80, 4.0, 1.0, 0.08),
         "claude-3-haiku": Price(0.25, 1.25, 0.30, 0.03),
     }
 )
-"""Checked against https://platform.claude.com/docs/en/about-claude/pricing; newer models
-are left out until checked (they cost NaN; pass ``prices=`` to add them)."""
+"""Checked against https://platform.claude.com/docs/en/about-claude/pricing and the models'
+pages (decision 272); a model left out costs NaN, and ``prices=`` adds or overrides any."""
 
 _SNAPSHOT = re.compile(r"-(\d{8}|latest)$")
 

@@ -14,8 +14,8 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.messages import Usage
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.base import DEFAULT_CONTEXT_WINDOW
-from gr_notebook.models.catalog import CONTEXT_1M_BETA, MODELS, facts_of
-from gr_notebook.models.pricing import DEFAULT_PRICES, PriceTable, price_key
+from gr_notebook.models.catalog import CONTEXT_1M_BETA, MODELS, ModelFacts, facts_of
+from gr_notebook.models.pricing import DEFAULT_PRICES, Price, PriceTable, price_key
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import MessagesServer
 from tests.conftest import agent_at
@@ -85,12 +85,45 @@ class TestContextWindow:
 class TestPrices:
     def test_current_models_are_priced(self) -> None:
         for model in (
+            "claude-fable-5-1",
+            "claude-opus-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-opus-5",
             "claude-opus-4-7",
             "claude-sonnet-4-6",
             "claude-sonnet-5",
             "claude-haiku-4-5",
         ):
             assert PriceTable().price_of(model) is not None, model
+            assert facts_of(model).context_window >= 200_000
+
+    def test_the_current_lineup_has_a_1m_window(self) -> None:
+        for model in (
+            "claude-fable-5-1",
+            "claude-opus-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+        ):
+            assert facts_of(model) == ModelFacts(1_000_000, "native"), model
+
+    def test_a_long_prompt_tier_bills_the_whole_call_at_its_price(self) -> None:
+        haiku = PriceTable().price_of("claude-haiku-5-5")
+        assert haiku is not None and haiku.long_prompt is not None
+        short = Usage(input_tokens=60_000, output_tokens=1_000, cache_read_input_tokens=40_000)
+        assert haiku.cost(short) == pytest.approx(
+            (60_000 * 0.10 + 1_000 * 0.50 + 40_000 * 0.01) / 1e6
+        )
+        long = Usage(input_tokens=60_000, output_tokens=1_000, cache_read_input_tokens=40_001)
+        assert haiku.cost(long) == pytest.approx(
+            (60_000 * 0.50 + 1_000 * 2.50 + 40_001 * 0.05) / 1e6
+        )
+        assert "long_prompt=(100000" in repr(haiku)
+        assert "long_prompt" not in repr(PriceTable().price_of("claude-sonnet-4-6"))
+
+    def test_a_malformed_tier_is_one_line_that_shows_the_shape(self) -> None:
+        with pytest.raises(ConfigError, match=r"\(prompt tokens, Price\)"):
+            Price(1, 2, 3, 4, long_prompt=(100_000, 0.5))  # type: ignore[arg-type]
 
     def test_an_unknown_model_costs_nan(self) -> None:
         assert math.isnan(PriceTable().cost("claude-future-9", Usage(10, 10)))
