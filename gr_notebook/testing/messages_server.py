@@ -161,6 +161,12 @@ class MessagesServer:
     ``POST /v1/messages/count_tokens`` answers with the server's token estimate and consumes
     nothing. An invalid request is refused with 400 before a turn is consumed, as the API
     would, so a script cannot be knocked out of step by a client bug.
+
+    A request that turns ``thinking`` on gets signed thinking blocks back (a scripted
+    :class:`~gr_notebook.messages.ThinkingBlock` or ``RedactedThinkingBlock``, or one the
+    server writes; ``extra={"thinking": False}`` on a turn sends none), and thinking that
+    comes back changed, or a tool loop that lost it, is refused with the API's 400
+    (:mod:`~gr_notebook.testing.thinking`).
     """
 
     def __init__(self, turns: Iterable[Turn] = (), *, min_cacheable_tokens: int = 1024) -> None:
@@ -362,7 +368,8 @@ class MessagesServer:
                 content.append(block_json(block))
             else:
                 raise TypeError(f"{type(block).__name__} cannot appear in an assistant response")
-        content = thinking_content(content, body, self._signer, turn_number)
+        think = response.extra.get("thinking", True) is not False  # a turn may not think
+        content = thinking_content(content, body, self._signer, turn_number, think=think)
         usage = self._cache.usage(body, sum(estimate_tokens(block) for block in content))
         if response.usage is not None:
             given = response.usage

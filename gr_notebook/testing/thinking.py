@@ -215,18 +215,25 @@ def _answers_tools(message: Any) -> bool:
 
 
 def thinking_content(
-    content: list[dict[str, Any]], body: dict[str, Any], signer: ThinkingSigner, turn: int
+    content: list[dict[str, Any]],
+    body: dict[str, Any],
+    signer: ThinkingSigner,
+    turn: int,
+    *,
+    think: bool = True,
 ) -> list[dict[str, Any]]:
     """A scripted response's blocks as the API would send them: with thinking on, every
     thinking block signed (its text dropped when the display is ``omitted``) and one at the
-    head when the script gave none; with thinking off, a thinking block is a script error."""
+    head when the script gave none, unless ``think`` is False (a model that chose not to
+    think, as Claude 3.7 after a tool result); with thinking off, a thinking block is a
+    script error."""
     config = thinking_config(body)
     scripted = [b for b in content if b.get("type") in _THINKING_TYPES]
     if config is None:
         if scripted:
             raise TypeError("a thinking block needs thinking enabled in the request")
         return content
-    if not scripted:
+    if not scripted and think:
         content = [{"type": "thinking", "thinking": f"Thinking through turn {turn}."}, *content]
     omitted = config.get("display") == "omitted"
     out = []
