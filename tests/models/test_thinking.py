@@ -27,7 +27,12 @@ from gr_notebook.messages import (
 )
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.base import ModelRequest, ModelResponse, ToolSpec
-from gr_notebook.models.catalog import CONTEXT_1M_BETA, INTERLEAVED_THINKING_BETA
+from gr_notebook.models.catalog import (
+    CONTEXT_1M_BETA,
+    INTERLEAVED_THINKING_BETA,
+    MODELS,
+    facts_of,
+)
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import MessagesServer
 from tests.conftest import agent_at
@@ -279,3 +284,23 @@ def test_thinking_counts_in_the_output_and_the_context(tmp_path: Path) -> None:
     assert (thinking["output_tokens"] > plain["output_tokens"]).all()
     # and the context estimate counts the blocks sent back
     assert thinking["layer5_tokens"][2] > plain["layer5_tokens"][2]
+
+
+def test_the_catalog_says_which_models_think_and_how() -> None:
+    def having(kind: str) -> set[str]:
+        return {name for name, facts in MODELS.items() if facts.thinking == kind}
+
+    assert having("none") == {"claude-3-5-haiku", "claude-3-opus", "claude-3-haiku"}
+    assert having("adaptive") == {
+        "claude-opus-5",
+        "claude-sonnet-5",
+        "claude-opus-4-8",
+        "claude-opus-4-7",
+    }
+    assert having("both") == {"claude-opus-4-6", "claude-sonnet-4-6"}
+    assert {n for n, f in MODELS.items() if not f.interleaved_beta and f.thinking != "none"} == {
+        "claude-3-7-sonnet",
+        *having("adaptive"),
+    }
+    assert facts_of("claude-opus-4-6-20260205").thinking == "both"
+    assert facts_of("claude-next-9").thinking == "both"  # unknown: the API decides
