@@ -92,7 +92,7 @@ class AnthropicModel:
     ``thinking`` turns on extended thinking: a token budget (``thinking=4096``, below
     ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`
     (decision 190). Thinking blocks are kept in the conversation and sent back unchanged
-    whether or not it is set (a model may think by default).
+    whether or not it is set (a model may think by default; decision 192).
     """
 
     def __init__(
