@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import gr_notebook as gr
 from gr_notebook.display.render import render_dashboard, render_thinking, text_dashboard
 from gr_notebook.display.state import RunTracker, ThinkingEntry
 from gr_notebook.eventdata import MAX_EVENT_TEXT
+from gr_notebook.events import ThinkingEvent
 from gr_notebook.messages import RedactedThinkingBlock, ThinkingBlock
 
 Factory = Callable[..., gr.Agent]
@@ -94,3 +96,13 @@ def test_a_model_that_does_not_think_leaves_the_dashboard_as_it_was(make_agent: 
     assert "gr-thinking" not in html
     assert html == render_dashboard(dataclasses.replace(state, thinking=()))
     assert "Thinking" not in text_dashboard(state)
+
+
+def test_thinking_events_read_back_typed_from_the_store(
+    make_agent: Factory, tmp_path: Path
+) -> None:
+    run = run_that_thinks(make_agent)
+    with gr.Store(tmp_path / "store.sqlite") as store:
+        stored = [e for e in store.events(run.run_id) if e.kind == "thinking"]
+    assert all(isinstance(e, ThinkingEvent) for e in stored)
+    assert [e.to_data() for e in stored] == [e.to_data() for e in run.events.of_kind("thinking")]
