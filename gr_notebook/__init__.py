@@ -68,7 +68,15 @@ from gr_notebook.history.analysis import runs_df
 from gr_notebook.history.lint import GuidanceConflict, lint_guidance
 from gr_notebook.history.replay import replay_interventions, sweep_interventions
 from gr_notebook.history.store import Store
-from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from gr_notebook.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from gr_notebook.models import (
     FunctionModel,
     Model,
@@ -82,6 +90,7 @@ from gr_notebook.models import (
     tool_calls,
 )
 from gr_notebook.models.simulated.model import SimulatedModel
+from gr_notebook.models.thinking import Thinking
 from gr_notebook.run import Limits, Run, current_run
 from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
@@ -180,6 +189,7 @@ __all__ = [
     "PriceTable",
     "ProgressSummary",
     "ReadBeforeWritePolicy",
+    "RedactedThinkingBlock",
     "ResourceReport",
     "Run",
     "RunError",
@@ -199,6 +209,8 @@ __all__ = [
     "TaskCompletionContext",
     "TaskCompletionResult",
     "TextBlock",
+    "Thinking",
+    "ThinkingBlock",
     "TodoError",
     "TodoItem",
     "TodoList",

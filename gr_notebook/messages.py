@@ -17,13 +17,17 @@ from typing import Any, Literal, TypeAlias
 from gr_notebook.eventdata import plain_json
 
 __all__ = [
+    "THINKING_BLOCKS",
     "ContentBlock",
     "Message",
+    "RedactedThinkingBlock",
     "TextBlock",
+    "ThinkingBlock",
     "ToolResultBlock",
     "ToolUseBlock",
     "Usage",
     "approx_tokens",
+    "block_json",
     "block_tokens",
     "message_tokens",
 ]
@@ -53,7 +57,29 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-ContentBlock: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """Claude's extended thinking, kept as the API sent it: the signature lets the API check
+    that the block comes back unchanged, which it requires in a tool loop."""
+
+    thinking: str
+    signature: str
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinkingBlock:
+    """Thinking the API encrypted (``data`` is opaque): sent back unchanged, never shown."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
+)
+THINKING_BLOCKS = (ThinkingBlock, RedactedThinkingBlock)
+"""The thinking kinds, for ``isinstance``: both must go back where the API asks for them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +107,19 @@ class Message:
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
 
+    @property
+    def thinking(self) -> tuple[ThinkingBlock | RedactedThinkingBlock, ...]:
+        """The thinking blocks, redacted ones included (``text`` never includes them)."""
+        return tuple(b for b in self.content if isinstance(b, THINKING_BLOCKS))
+
+    @property
+    def opens_with_thinking(self) -> bool:
+        """Whether the first block is thinking: what the API asks of the assistant message
+        that opens a tool loop, when thinking is on."""
+        return bool(self.content) and isinstance(self.content[0], THINKING_BLOCKS)
+
     def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "content": [_block_json(b) for b in self.content]}
+        return {"role": self.role, "content": [block_json(b) for b in self.content]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
@@ -92,7 +129,8 @@ class Message:
         return cls(role, tuple(_block_of(b) for b in data["content"]))
 
 
-def _block_json(block: ContentBlock) -> dict[str, Any]:
+def block_json(block: ContentBlock) -> dict[str, Any]:
+    """A block in the wire shape (thinking blocks exactly as the API sent them)."""
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
@@ -102,6 +140,10 @@ def _block_json(block: ContentBlock) -> dict[str, Any]:
             "name": block.name,
             "input": plain_json(block.input),
         }
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, RedactedThinkingBlock):
+        return {"type": "redacted_thinking", "data": block.data}
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
@@ -120,6 +162,10 @@ def _block_of(data: Mapping[str, Any]) -> ContentBlock:
         return ToolResultBlock(
             str(data["tool_use_id"]), str(data["content"]), bool(data["is_error"])
         )
+    if kind == "thinking":
+        return ThinkingBlock(str(data["thinking"]), str(data["signature"]))
+    if kind == "redacted_thinking":
+        return RedactedThinkingBlock(str(data["data"]))
     raise ValueError(f"unknown content block type {kind!r}")
 
 
@@ -153,6 +199,10 @@ def block_tokens(block: ContentBlock) -> int:
         except (RecursionError, ValueError):  # nested too deep, or circular: a rough size
             encoded = _rough_json(block.input)
         return approx_tokens(block.name) + approx_tokens(encoded)
+    if isinstance(block, ThinkingBlock):  # as sent back: the text and its signature
+        return approx_tokens(block.thinking) + approx_tokens(block.signature)
+    if isinstance(block, RedactedThinkingBlock):
+        return approx_tokens(block.data)
     return approx_tokens(block.content) + 2
 
 

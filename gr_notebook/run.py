@@ -271,6 +271,12 @@ class Run:
 
         return feedback_df(self._events)
 
+    def thinking_df(self) -> pd.DataFrame:
+        """One row per reply in which the model thought (Claude's extended thinking)."""
+        from gr_notebook.history.analysis import thinking_df
+
+        return thinking_df(self._events)
+
     def guidance_df(self) -> pd.DataFrame:
         """One row per order the system gave the model: the turn, its source, the action it
         names, its text, and the phase, tasks left and limits used when it was given."""

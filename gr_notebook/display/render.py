@@ -14,6 +14,7 @@ from gr_notebook.display.state import (
     FeedbackEntry,
     Level,
     Meter,
+    ThinkingEntry,
     TimelineEntry,
     Tone,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "render_meters",
     "render_plan",
     "render_run_card",
+    "render_thinking",
     "render_timeline",
     "render_todos",
     "text_dashboard",
@@ -215,6 +217,27 @@ def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) 
     return _panel("gr-feedback", title, body)
 
 
+def render_thinking(entries: Sequence[ThinkingEntry]) -> str:
+    """The model's latest finished thinking, each reply collapsed under a one-line summary
+    (a ``<details>``): it is long, and read only when wanted. Nothing at all for a model that
+    does not think, so dashboards of such runs are unchanged."""
+    if not entries:
+        return ""
+    items = []
+    for entry in entries:
+        body = escape(entry.text) if entry.text else "<i>The API sent no thinking text.</i>"
+        if entry.redacted:
+            body += f"<div><i>{plural(entry.redacted, 'redacted block')}, not shown.</i></div>"
+        items.append(
+            f"<details class='gr-thinking-entry' style='margin:2px 0'><summary "
+            f"style='cursor:pointer;font-size:12px'><span style='color:#9e9e9e'>turn "
+            f"{entry.turn}</span> {escape(entry.headline)}</summary><div "
+            f"style='{MONO};white-space:pre-wrap;color:#616161;margin:2px 0 4px 12px'>"
+            f"{body}</div></details>"
+        )
+    return _panel("gr-thinking", "Thinking (newest first)", "".join(items))
+
+
 def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) -> str:
     if not entries:
         body = "<i style='color:#757575'>Nothing yet.</i>"
@@ -262,6 +285,7 @@ def render_dashboard(state: DashboardState) -> str:
         f"<div style='flex:1 1 260px'>{render_plan(state.plan)}{render_meters(state.meters)}"
         "</div></div>"
         f"{render_feedback(state.feedback, state.feedback_total)}"
+        f"{render_thinking(state.thinking)}"
         f"{render_timeline(state.timeline, state.timeline_total)}"
         "</div>"
     )
@@ -300,6 +324,9 @@ def text_dashboard(state: DashboardState) -> str:
     if state.feedback:
         lines.append("Feedback (newest first):")
         lines += [f"  [{f.severity}] {f.provider}: {f.summary}" for f in state.feedback]
+    if state.thinking:
+        lines.append("Thinking (newest first):")
+        lines += [f"  turn {t.turn}: {t.headline}" for t in state.thinking]
     lines.append("Timeline (newest first):")
     lines += [f"  turn {e.turn}: {e.text}" for e in state.timeline] or ["  (nothing yet)"]
     return "\n".join(lines)

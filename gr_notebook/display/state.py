@@ -27,6 +27,7 @@ from gr_notebook.events import (
     InterventionSkippedEvent,
     ModelCallEvent,
     TaskAssessedEvent,
+    ThinkingEvent,
     as_typed,
 )
 from gr_notebook.workflow.plan import Plan
@@ -42,6 +43,7 @@ __all__ = [
     "Level",
     "Meter",
     "RunTracker",
+    "ThinkingEntry",
     "TimelineEntry",
     "Tone",
     "describe",
@@ -55,6 +57,7 @@ WARN_AT = 0.5
 HIGH_AT = 0.8
 TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
+THINKING_SIZE = 3
 MAX_BLOCK = 1_000
 
 
@@ -135,6 +138,28 @@ class FeedbackEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingEntry:
+    """A reply's thinking as its event kept it (clipped); shown collapsed."""
+
+    turn: int
+    text: str
+    blocks: int
+    redacted: int
+    chars: int
+
+    @classmethod
+    def from_event(cls, event: ThinkingEvent) -> ThinkingEntry:
+        return cls(event.turn, event.text, event.blocks, event.redacted, event.chars)
+
+    @property
+    def headline(self) -> str:
+        """What shows while the entry is collapsed."""
+        size = f"{self.chars:,} characters" if self.chars else "no text shown"
+        redacted = f", {self.redacted} redacted" if self.redacted else ""
+        return f"Thought ({size}{redacted})"
+
+
+@dataclass(frozen=True, slots=True)
 class DashboardState:
     run_id: str
     state: str
@@ -149,6 +174,8 @@ class DashboardState:
     """Newest first."""
     feedback_total: int
     job_summary: str | None = None
+    thinking: tuple[ThinkingEntry, ...] = ()
+    """The model's latest thinking, newest first (empty unless it thinks)."""
 
     @property
     def ended_early(self) -> bool:
@@ -177,12 +204,14 @@ class RunTracker:
         *,
         timeline_size: int = TIMELINE_SIZE,
         feedback_size: int = FEEDBACK_SIZE,
+        thinking_size: int = THINKING_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
     ) -> None:
         self.kinds = kinds
         self.timeline_size = timeline_size
         self.timeline: deque[TimelineEntry] = deque()
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
+        self.thinking: deque[ThinkingEntry] = deque(maxlen=thinking_size)
         self.timeline_total = 0
         self.feedback_total = 0
         self.tokens_budget: int | None = None
@@ -197,7 +226,8 @@ class RunTracker:
         """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
     def add(self, event: Event) -> bool:
-        """Take one event; True when it changed what the timeline or feedback panel shows."""
+        """Take one event; True when it changed what the timeline, the feedback panel or the
+        thinking panel shows."""
         event = as_typed(event)
         kind = event.kind
         if isinstance(event, ModelCallEvent):
@@ -214,6 +244,9 @@ class RunTracker:
         if isinstance(event, FeedbackEvent):
             self.feedback.append(FeedbackEntry.from_event(event))
             self.feedback_total += 1
+            return True
+        if isinstance(event, ThinkingEvent):
+            self.thinking.append(ThinkingEntry.from_event(event))
             return True
         if kind not in self.kinds or not worth_a_line(event):
             return False
@@ -277,4 +310,5 @@ class RunTracker:
             feedback=tuple(reversed(self.feedback)),
             feedback_total=self.feedback_total,
             job_summary=job.summary if job else None,
+            thinking=tuple(reversed(self.thinking)),
         )

@@ -40,6 +40,7 @@ from gr_notebook.events import (
     RunStartedEvent,
     StuckCheckpointEvent,
     TaskAssessedEvent,
+    ThinkingEvent,
     TodoCompletedEvent,
     TodosWrittenEvent,
     ToolCallEvent,
@@ -153,6 +154,14 @@ def _model_call(e: ModelCallEvent) -> str:
         f"Model call: {e.input_tokens:,} tokens in, {e.output_tokens:,} out, "
         f"{plural(e.tool_calls, 'tool call')}"
     )
+
+
+@_line(ThinkingEvent)
+def _thinking(e: ThinkingEvent) -> str:
+    redacted = f", {e.redacted} redacted" if e.redacted else ""
+    if not e.chars:
+        return f"Thought: {plural(e.blocks, 'block')} with no text shown{redacted}"
+    return f"Thought ({e.chars:,} characters{redacted}): {e.text}"
 
 
 @_line(ModelRetryEvent)

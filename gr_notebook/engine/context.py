@@ -122,13 +122,16 @@ class ContextManager:
     def prune(self, progress: str, keep: int = PRUNE_KEEP) -> CompactionStats:
         """Seed 003's pruning: layer 4 gains ``progress`` (after the phase recap, if any)
         and layer 5 keeps its last ``keep`` messages. A kept message never holds a
-        tool_result whose tool_use was dropped: the window starts later instead."""
+        tool_result whose tool_use was dropped: the window starts later instead. Thinking
+        blocks go with their messages, and a window cut into a running tool loop starts at a
+        message that opens with thinking, as the API asks when the model thinks."""
         before = self._summary_tokens + self._conversation_tokens
         start = max(len(self._messages) - keep, 0)
         while start < len(self._messages) and _holds_results(self._messages[start]):
             if start == 0:
                 break  # its tool_use is already gone (a compaction): nothing to part
             start += 1
+        start = _opening_thought(self._messages, start)
         removed = start
         del self._messages[:start]
         del self._message_tokens[:start]
@@ -173,6 +176,30 @@ def _holds_results(message: Message) -> bool:
     return message.role == "user" and any(
         isinstance(block, ToolResultBlock) for block in message.content
     )
+
+
+def _opening_thought(messages: list[Message], start: int) -> int:
+    """Where a window cut at ``start`` must start instead so that, with the summary put
+    before it, the running tool loop still opens with a thinking block (decision 195).
+
+    The loop runs from the last user message that answers no tool call. A cut before it
+    changes nothing; a cut inside it makes its first kept assistant message the opener, so
+    the cut moves on to the next one that opens with thinking, or, when none does (a model
+    that thinks only before its first call), back to the latest that does."""
+    if start == 0 or start >= len(messages) or not _holds_results(messages[-1]):
+        return start
+    loop = len(messages)
+    while loop > 0 and (
+        messages[loop - 1].role == "assistant" or _holds_results(messages[loop - 1])
+    ):
+        loop -= 1
+    if start <= loop or messages[start].opens_with_thinking:
+        return start
+    thinking = [i for i in range(loop, len(messages)) if messages[i].opens_with_thinking]
+    if not thinking:  # the model did not think in this loop: the API asks for nothing
+        return start
+    later = [i for i in thinking if i > start]
+    return later[0] if later else thinking[-1]
 
 
 def _prepend(summary: Message, messages: tuple[Message, ...]) -> tuple[Message, ...]:

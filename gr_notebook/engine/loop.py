@@ -40,6 +40,7 @@ from gr_notebook.events import (
     RunPausedEvent,
     RunResumedEvent,
     StuckCheckpointEvent,
+    thinking_event,
 )
 from gr_notebook.guardrails.completion import STOP_BY_TOOL, StopKind
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -249,6 +250,9 @@ class Loop:
                 **state.measured(),
             )
         )
+        thought = thinking_event(response.content)
+        if thought is not None:
+            state.emit(thought)
         return response
 
     async def _count(self, request: ModelRequest) -> int | None:

@@ -41,8 +41,10 @@ from gr_notebook.events.turn import (
     PromptInjectedEvent,
     RequestOverBudgetEvent,
     StuckCheckpointEvent,
+    ThinkingEvent,
     ToolCallEvent,
     directive_of,
+    thinking_event,
 )
 from gr_notebook.events.workflow import (
     JobCompleteEvent,
@@ -92,6 +94,7 @@ __all__ = [
     "StuckCheckpointEvent",
     "Subscriber",
     "TaskAssessedEvent",
+    "ThinkingEvent",
     "TodoCompletedEvent",
     "TodosWrittenEvent",
     "ToolCallEvent",
@@ -101,11 +104,13 @@ __all__ = [
     "directive_of",
     "event_class",
     "kinds",
+    "thinking_event",
 ]
 
 CoreEvent: TypeAlias = (
     RunStartedEvent
     | ModelCallEvent
+    | ThinkingEvent
     | ModelRetryEvent
     | RequestOverBudgetEvent
     | ToolCallEvent

@@ -16,6 +16,7 @@ from gr_notebook.eventdata import clip_json
 from gr_notebook.events.base import Event, as_typed
 from gr_notebook.events.schema import CLIP, schema_of
 from gr_notebook.limits import SpentLimit
+from gr_notebook.messages import ContentBlock, RedactedThinkingBlock, ThinkingBlock
 
 __all__ = [
     "GuidanceEvent",
@@ -25,8 +26,10 @@ __all__ = [
     "PromptInjectedEvent",
     "RequestOverBudgetEvent",
     "StuckCheckpointEvent",
+    "ThinkingEvent",
     "ToolCallEvent",
     "directive_of",
+    "thinking_event",
 ]
 
 
@@ -82,6 +85,29 @@ class ModelCallEvent(Event):
     budget_tokens_used: int
     budget_iterations_used: int
     budget_scope: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ThinkingEvent(Event):
+    """The model's thinking in one reply, after its ``model_call``: the text clipped like
+    any event's (the blocks stay whole in the conversation), redacted blocks only counted."""
+
+    kind: ClassVar[Literal["thinking"]] = "thinking"
+    text: str
+    blocks: int
+    redacted: int
+    chars: int
+    """The whole text's length, before clipping."""
+
+
+def thinking_event(content: Sequence[ContentBlock]) -> ThinkingEvent | None:
+    """The event of a reply's thinking; None when it has none."""
+    thoughts = [b.thinking for b in content if isinstance(b, ThinkingBlock)]
+    redacted = sum(isinstance(b, RedactedThinkingBlock) for b in content)
+    if not thoughts and not redacted:
+        return None
+    text = "\n\n".join(t for t in thoughts if t)
+    return ThinkingEvent(text=text, blocks=len(thoughts), redacted=redacted, chars=len(text))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -24,6 +24,7 @@ from gr_notebook.events import (
     PhaseStartedEvent,
     PhaseTransitionEvent,
     PolicyDecisionEvent,
+    ThinkingEvent,
     TodoCompletedEvent,
     TodosWrittenEvent,
     ToolCallEvent,
@@ -50,6 +51,7 @@ __all__ = [
     "phases_df",
     "policy_df",
     "runs_df",
+    "thinking_df",
     "tool_calls_df",
     "turns_df",
 ]
@@ -127,6 +129,9 @@ FRAMES: Mapping[str, EventFrame] = {
     "tool_calls_df": EventFrame(
         (ToolCallEvent,),
         _columns("turn", "phase", "tool", "input", "is_error", "result", "duration_s"),
+    ),
+    "thinking_df": EventFrame(
+        (ThinkingEvent,), _columns(*_AT, "blocks", "redacted", "chars", "text")
     ),
     "policy_df": EventFrame(
         (PolicyDecisionEvent,),
@@ -276,6 +281,12 @@ def phases_df(events: Iterable[Event]) -> pd.DataFrame:
 
 def tool_calls_df(events: Iterable[Event]) -> pd.DataFrame:
     return FRAMES["tool_calls_df"].build(events)
+
+
+def thinking_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per reply that thought: its blocks, the redacted ones, and the text (clipped
+    as events are; ``chars`` is the whole text's length)."""
+    return FRAMES["thinking_df"].build(events)
 
 
 def policy_df(events: Iterable[Event]) -> pd.DataFrame:

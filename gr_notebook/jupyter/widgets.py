@@ -25,6 +25,7 @@ from gr_notebook.display.render import (
     render_header,
     render_meters,
     render_plan,
+    render_thinking,
     render_timeline,
     render_todos,
     text_dashboard,
@@ -180,6 +181,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
+        self.thinking = w.HTML()
+        """The model's latest finished thinking, collapsed; empty unless it thinks."""
         self.timeline = w.HTML()
         self.log_panel = w.HTML()
         self.prompts = w.VBox()
@@ -201,6 +204,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
                 self.header,
                 w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
                 self.feedback,
+                self.thinking,
                 self.timeline,
                 self.prompts,
                 controls,
@@ -235,6 +239,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
+        self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)
         live = not self.run.done  # the todo panel redraws itself, through its own throttle
         for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):

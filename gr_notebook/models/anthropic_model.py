@@ -29,12 +29,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gr_notebook.errors import ConfigError, ModelError
 from gr_notebook.messages import (
+    THINKING_BLOCKS,
     ContentBlock,
     Message,
+    RedactedThinkingBlock,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    block_json,
 )
 from gr_notebook.models.anthropic_layout import LAYER2_PLACEMENTS, Layer2Placement, lay_out
 from gr_notebook.models.base import (
@@ -50,6 +54,7 @@ from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
 from gr_notebook.models.secrets import check_key
+from gr_notebook.models.thinking import Thinking, as_thinking, check_thinking
 
 if TYPE_CHECKING:
     import anthropic
@@ -84,6 +89,10 @@ class AnthropicModel:
     180) or ``"system"``. ``context_window`` defaults to the model's own
     (:mod:`~gr_notebook.models.catalog`); ``context_1m=True`` opens the 1M-token window on a
     model that has one, with the beta header where the API still asks for it (decision 188).
+    ``thinking`` turns on extended thinking: a token budget (``thinking=4096``, below
+    ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`
+    (decision 190). Thinking blocks are kept in the conversation and sent back unchanged
+    whether or not it is set (a model may think by default; decision 192).
     """
 
     def __init__(
@@ -103,6 +112,7 @@ class AnthropicModel:
         prices: PriceTable | Mapping[str, Price] | None = None,
         context_window: int | None = None,
         context_1m: bool = False,
+        thinking: int | str | Thinking | None = None,
     ) -> None:
         self.model, self.max_tokens, self.timeout = check_options(
             "AnthropicModel",
@@ -129,7 +139,14 @@ class AnthropicModel:
                 "that has one (e.g. claude-sonnet-4-6), or leave context_1m off"
             )
         self.context_1m = bool(context_1m)
-        self._betas = (CONTEXT_1M_BETA,) if context_1m and facts.long_context == "beta" else ()
+        self._betas: tuple[str, ...] = (
+            (CONTEXT_1M_BETA,) if context_1m and facts.long_context == "beta" else ()
+        )
+        self.thinking = as_thinking(thinking)
+        if self.thinking is not None:
+            self._betas += check_thinking(
+                self.model, self.thinking, facts, max_tokens=self.max_tokens
+            )
         if context_window is None:
             context_window = LONG_CONTEXT if context_1m else facts.context_window
         self.context_window = context_window
@@ -194,7 +211,8 @@ class AnthropicModel:
         return (
             f"AnthropicModel({self.model!r}, cache={self.cache}, layer2={self.layer2!r}, "
             f"max_tokens={self.max_tokens}, "
-            f"max_retries={self.retry.max_retries}, timeout={self.timeout}, "
+            + (f"thinking={self.thinking}, " if self.thinking is not None else "")
+            + f"max_retries={self.retry.max_retries}, timeout={self.timeout}, "
             f"base_url={self.base_url!r})"
         )
 
@@ -256,6 +274,8 @@ class AnthropicModel:
             params["system"] = wire.system
         if wire.tools:
             params["tools"] = wire.tools
+        if self.thinking is not None:
+            params["thinking"] = self.thinking.param()
         return params
 
     def _timeout(self) -> dict[str, Any]:
@@ -278,6 +298,10 @@ class AnthropicModel:
                 content.append(TextBlock(block.text))
             elif kind == "tool_use":
                 content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
+            elif kind == "thinking":  # kept whole: the API checks the signature when it returns
+                content.append(ThinkingBlock(block.thinking, block.signature))
+            elif kind == "redacted_thinking":
+                content.append(RedactedThinkingBlock(block.data))
         raw = message.usage
         usage = Usage(
             input_tokens=int(raw.input_tokens or 0),
@@ -401,6 +425,8 @@ def _block(block: ContentBlock) -> dict[str, Any] | None:
         if block.is_error:
             result["is_error"] = True
         return result
+    if isinstance(block, THINKING_BLOCKS):  # unchanged, signature and all
+        return block_json(block)
     raise ModelError(f"cannot send a {type(block).__name__} to the Messages API")
 
 

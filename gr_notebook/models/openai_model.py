@@ -94,7 +94,14 @@ class OpenAIModel:
         timeout: float | None = None,
         prices: PriceTable | Mapping[str, Price] | None = None,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
+        thinking: object = None,
     ) -> None:
+        if thinking is not None:  # a keyword here, so the mistake gets a line, not a TypeError
+            raise ConfigError(
+                "OpenAIModel has no thinking option: a chat-completions reasoning model "
+                "reasons on its own; for Claude's extended thinking use "
+                "gr.AnthropicModel(model, thinking=4096)"
+            )
         self.model, self.max_tokens, self.timeout = check_options(
             "OpenAIModel",
             model,

@@ -28,10 +28,11 @@ from types import TracebackType
 from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
+from gr_notebook.testing.thinking import ThinkingSigner, check_thinking, thinking_content
 
 __all__ = ["Fault", "MessagesServer", "RecordedRequest", "Turn"]
 
@@ -160,10 +161,17 @@ class MessagesServer:
     ``POST /v1/messages/count_tokens`` answers with the server's token estimate and consumes
     nothing. An invalid request is refused with 400 before a turn is consumed, as the API
     would, so a script cannot be knocked out of step by a client bug.
+
+    A request that turns ``thinking`` on gets signed thinking blocks back (a scripted
+    :class:`~gr_notebook.messages.ThinkingBlock` or ``RedactedThinkingBlock``, or one the
+    server writes; ``extra={"thinking": False}`` on a turn sends none), and thinking that
+    comes back changed, or a tool loop that lost it, is refused with the API's 400
+    (:mod:`~gr_notebook.testing.thinking`).
     """
 
     def __init__(self, turns: Iterable[Turn] = (), *, min_cacheable_tokens: int = 1024) -> None:
         self._cache = PromptCache(min_cacheable_tokens)
+        self._signer = ThinkingSigner()
         self._turns: deque[Turn] = deque(turns)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -277,6 +285,7 @@ class MessagesServer:
         generation = path == "/v1/messages"
         try:
             validate(body, generation=generation)
+            check_thinking(body, self._signer, generation=generation)
         except InvalidRequest as invalid:
             return number, _error(400, str(invalid), number)
 
@@ -355,8 +364,12 @@ class MessagesServer:
                 content.append(
                     {"type": "tool_use", "id": tool_id, "name": block.name, "input": input_}
                 )
+            elif isinstance(block, THINKING_BLOCKS):
+                content.append(block_json(block))
             else:
                 raise TypeError(f"{type(block).__name__} cannot appear in an assistant response")
+        think = response.extra.get("thinking", True) is not False  # a turn may not think
+        content = thinking_content(content, body, self._signer, turn_number, think=think)
         usage = self._cache.usage(body, sum(estimate_tokens(block) for block in content))
         if response.usage is not None:
             given = response.usage

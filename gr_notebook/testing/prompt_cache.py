@@ -8,6 +8,9 @@ As the API documents it: the cache key of a breakpoint is the whole prefix up to
 including its block (tools, then system, then messages; ``cache_control`` markers left out);
 a request writes the prefix at each breakpoint, and reads the longest prefix already written
 that ends at a breakpoint or at one of the ``LOOKBACK_BLOCKS`` block boundaries before it.
+A change of the ``thinking`` setting changes the key of every prefix that reaches into the
+messages, and of none before them: the API documents that it invalidates message breakpoints,
+while cached tools and system prompts still read.
 """
 
 from __future__ import annotations
@@ -93,7 +96,12 @@ class PromptCache:
         """
         pieces = prompt_pieces(body)
         tokens = [estimate_tokens(piece) for piece, _ in pieces]
-        keys = _prefix_keys(body.get("model"), [piece for piece, _ in pieces])
+        keys = _prefix_keys(
+            body.get("model"),
+            [piece for piece, _ in pieces],
+            messages_from=len(pieces) - sum(_blocks(m) for m in body.get("messages") or []),
+            thinking=body.get("thinking"),
+        )
         ends = [sum(tokens[: i + 1]) for i in range(len(pieces))]
         marks = [
             i
@@ -113,11 +121,19 @@ class PromptCache:
         }
 
 
-def _prefix_keys(model: Any, pieces: list[Any]) -> list[str]:
-    """A running hash: the key of each prefix, from the model and the blocks up to it."""
+def _blocks(message: Any) -> int:
+    content = message.get("content") if isinstance(message, dict) else None
+    return len(content) if isinstance(content, list) else 1
+
+
+def _prefix_keys(model: Any, pieces: list[Any], *, messages_from: int, thinking: Any) -> list[str]:
+    """A running hash: the key of each prefix, from the model and the blocks up to it, and
+    from the ``thinking`` setting once the prefix reaches the messages."""
     digest = hashlib.sha256(json.dumps(model).encode())
     keys = []
-    for piece in pieces:
+    for i, piece in enumerate(pieces):
+        if i == messages_from:
+            digest.update(json.dumps({"thinking": thinking}, sort_keys=True).encode())
         digest.update(json.dumps(_strip_cache_control(piece), sort_keys=True).encode())
         keys.append(digest.copy().hexdigest())
     return keys

@@ -97,4 +97,5 @@ def test_the_kinds_with_a_row_in_a_dataframe() -> None:
         "intervention",
         "intervention_skipped",
         "guidance",
+        "thinking",
     }

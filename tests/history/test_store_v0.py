@@ -22,6 +22,8 @@ from gr_notebook.history import analysis
 from gr_notebook.history.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
+NEWER_KINDS = frozenset({"thinking"})
+"""Kinds the core gained after the fixture was recorded: no old store holds them."""
 
 
 @pytest.fixture
@@ -58,7 +60,8 @@ def test_every_event_of_an_old_store_reads_as_its_kinds_class(store: Store) -> N
         untyped = [e.kind for e in events if type(e) is Event]
         assert untyped == [], f"{run_id}: read untyped: {untyped}"
         kinds |= {e.kind for e in events}
-    assert kinds == EVENT_KINDS  # the fixture records every kind the core emits
+    # the fixture records every kind the core emitted when it was written
+    assert kinds == EVENT_KINDS - NEWER_KINDS
 
 
 def test_an_old_store_gives_the_dataframes_it_gave(

@@ -14,7 +14,7 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.messages import Usage
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.base import DEFAULT_CONTEXT_WINDOW
-from gr_notebook.models.catalog import CONTEXT_1M_BETA, MODELS, ModelFacts, facts_of
+from gr_notebook.models.catalog import CONTEXT_1M_BETA, MODELS, facts_of
 from gr_notebook.models.pricing import DEFAULT_PRICES, Price, PriceTable, price_key
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import MessagesServer
@@ -105,7 +105,9 @@ class TestPrices:
             "claude-sonnet-5-5",
             "claude-haiku-5-5",
         ):
-            assert facts_of(model) == ModelFacts(1_000_000, "native"), model
+            facts = facts_of(model)
+            assert (facts.context_window, facts.long_context) == (1_000_000, "native"), model
+            assert facts.thinking == "adaptive", model
 
     def test_a_long_prompt_tier_bills_the_whole_call_at_its_price(self) -> None:
         haiku = PriceTable().price_of("claude-haiku-5-5")
