@@ -17,12 +17,8 @@ from typing import Any
 
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
-from gr_notebook.testing.messages_server import (
-    MessagesServer,
-    Turn,
-    _json_reply,
-    _Reply,
-)
+from gr_notebook.testing.local_http import Reply
+from gr_notebook.testing.messages_server import MessagesServer, Turn, _json_reply
 from gr_notebook.testing.request_rules import InvalidRequest
 
 __all__ = ["ChatServer", "bad_arguments", "empty_reply"]
@@ -70,7 +66,7 @@ class ChatServer(MessagesServer):
 
     def _dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, _Reply]:
+    ) -> tuple[int, Reply]:
         number, body = self._record(method, path, headers, raw)
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             return number, self._error_reply(401, "Incorrect API key provided", number)
@@ -138,11 +134,11 @@ class ChatServer(MessagesServer):
         number: int,
         error_type: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
-    ) -> _Reply:
+    ) -> Reply:
         kind = "invalid_request_error" if status < 500 else "server_error"
         code = error_type if error_type == "model_not_found" else None
         payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-        return _Reply(status, json.dumps(payload).encode(), headers)
+        return Reply(status, json.dumps(payload).encode(), headers)
 
 
 def _chat_message(response: ModelResponse, turn_number: int) -> dict[str, Any]:
