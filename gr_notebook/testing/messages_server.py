@@ -210,7 +210,7 @@ class MessagesServer:
                     return self._script_error_reply(
                         f"local server: turn {turn_number}: {err}", number
                     )
-                return self._stream_reply(message) if streamed else _json_reply(message)
+                return self._stream_reply(message, body) if streamed else _json_reply(message)
             if isinstance(turn, Fault):
                 if turn.kind == "status":
                     return self._error_reply(
@@ -261,10 +261,10 @@ class MessagesServer:
         error = self._stream_error_event(fault.error_type, fault.message)
         return replace(reply, stream=(*events, error))
 
-    def _stream_reply(self, message: dict[str, Any]) -> Reply:
+    def _stream_reply(self, message: dict[str, Any], body: dict[str, Any]) -> Reply:
         """``message`` as the API streams it; a server for another API overrides it."""
         frames = message_frames(message, chunk_chars=self.chunk_chars)
-        return _event_stream(encode(frame) for frame in frames)
+        return event_stream(encode(frame) for frame in frames)
 
     def _stream_error_event(self, error_type: str, message: str) -> bytes:
         """The API's error event mid-stream; a server for another API overrides it."""
@@ -335,7 +335,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=plain)
 
 
-def _event_stream(events: Iterable[bytes]) -> Reply:
+def event_stream(events: Iterable[bytes]) -> Reply:
     return Reply(stream=tuple(events), headers=(("content-type", "text/event-stream"),))
 
 
@@ -343,7 +343,7 @@ def _malformed(turn_number: int, streamed: bool) -> Reply:
     """A 200 whose JSON is cut short: the body, or the first event of a stream."""
     head = f'{{"id": "msg_local_{turn_number}", "type": "message", "content": ['
     if streamed:
-        return _event_stream([f"event: message_start\ndata: {head}\n\n".encode()])
+        return event_stream([f"event: message_start\ndata: {head}\n\n".encode()])
     return Reply(200, head.encode(), (("content-type", "application/json"),))
 
 

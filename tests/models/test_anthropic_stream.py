@@ -219,8 +219,8 @@ class TestBrokenStreams:
 
     def test_a_stream_that_ends_without_message_stop_is_retried(self, tmp_path: Path) -> None:
         class Truncating(MessagesServer):
-            def _stream_reply(self, message: dict[str, Any]) -> Any:
-                reply = super()._stream_reply(message)
+            def _stream_reply(self, message: dict[str, Any], body: dict[str, Any]) -> Any:
+                reply = super()._stream_reply(message, body)
                 return type(reply)(stream=reply.stream[:-1], headers=reply.headers)
 
         with Truncating([gr.text("first"), gr.text("second")]) as server:
