@@ -5,9 +5,10 @@ It is :class:`MessagesServer` with another wire format: the same lifecycle, scri
 (429 with ``retry-after``, 500, malformed JSON, slow and hung responses, and the stream
 faults) and recorded requests; only the routes, the validation and the JSON shapes differ.
 With ``"stream": true`` it answers in chunks (``chat.completion.chunk``, then ``[DONE]``):
-the text in pieces, each tool call's name then its arguments in pieces, the finish reason,
-and the usage in a last chunk when ``stream_options.include_usage`` asks for it. It also plays the
-mistakes small local models make: tool-call arguments that are not JSON
+a reasoning model's ``reasoning_content`` and the text in pieces, each tool call's name then
+its arguments in pieces, the finish reason, and the usage in a last chunk when
+``stream_options.include_usage`` asks for it. It also plays the mistakes small local models
+make: tool-call arguments that are not JSON
 (:func:`bad_arguments`), an unknown tool (a plain ``gr.tool_call`` to a name the agent lacks)
 and an empty reply (:func:`empty_reply`). Standard library only; 127.0.0.1 only.
 """
@@ -23,6 +24,7 @@ from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.local_http import Reply
 from gr_notebook.testing.messages_server import MessagesServer, Turn, _json_reply, event_stream
 from gr_notebook.testing.request_rules import InvalidRequest
+from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS
 
 __all__ = ["ChatServer", "bad_arguments", "chat_chunks", "empty_reply"]
 
@@ -62,8 +64,9 @@ class ChatServer(MessagesServer):
         *,
         models: Iterable[str] | None = None,
         api_key: str | None = None,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, chunk_chars=chunk_chars)
         self.models = None if models is None else tuple(models)
         self.api_key = api_key
 
@@ -172,6 +175,10 @@ def chat_chunks(
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     chunks = [chunk({"role": "assistant", "content": ""})]
+    for field in ("reasoning_content", "reasoning"):  # a reasoning model's thinking, first
+        thought = message.get(field)
+        if isinstance(thought, str):
+            chunks += [chunk({field: piece}) for piece in _pieces(thought, chunk_chars)]
     content = message.get("content") or ""
     chunks += [chunk({"content": piece}) for piece in _pieces(content, chunk_chars)]
     for i, call in enumerate(message.get("tool_calls") or ()):
