@@ -103,6 +103,15 @@ class TestSameResult:
         assert streamed.summary()["cost_usd"] == pytest.approx(whole.summary()["cost_usd"])
         assert streamed.summary()["input_tokens"] == whole.summary()["input_tokens"] > 0
 
+    def test_a_large_max_tokens_needs_the_stream(self, serve: Any, tmp_path: Path) -> None:
+        """The SDK refuses a non-streamed request it expects to pass 10 minutes; extended
+        thinking wants budgets that large."""
+        _, model = serve([gr.text("done")], max_tokens=64_000)
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        _, plain = serve([gr.text("done")], max_tokens=64_000, stream=False)
+        run = agent_at(tmp_path / "b", plain).run_sync("job")
+        assert run.status == "failed" and "Streaming is required" in str(run.reason)
+
     async def test_the_response_is_the_one_create_gives(self, serve: Any) -> None:
         turn = gr.ModelResponse(
             (TextBlock("Reading first."), ToolUseBlock("toolu_9", "read_file", {"path": "a"})),
