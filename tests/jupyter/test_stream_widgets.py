@@ -47,7 +47,7 @@ async def test_the_live_panel_shows_the_text_as_it_arrives_then_gives_way(
     with ThinkingServer(turns, chunk_chars=12) as server:
         run = agent_at(tmp_path, claude(server), max_iterations=2).start("job")
         dash = Dashboard(run, interval=INTERVAL)
-        await until(lambda: "gr-live-text" in dash.live.value)
+        await until(lambda: "Reading the notes now" in dash.live.value)
         shown = dash.live.value
         assert "<details class='gr-live-thinking'><summary>thinking…</summary>" in shown
         assert "Weigh the two files." in shown and "Reading the notes now" in shown
@@ -66,7 +66,7 @@ async def test_live_redraws_are_throttled_however_many_deltas_come(tmp_path: Pat
             if stream.active:
                 stream.send("text", f"w{i} ")
             if i % 4 == 0:
-                await asyncio.sleep(0.002)
+                await asyncio.sleep(0.003)
         return gr.text("done")
 
     run = agent_at(tmp_path, streaming, max_iterations=1).start("job")
