@@ -155,6 +155,27 @@ class TestWatching:
         kinds = [d.kind for d in deltas if d.turn == 1]
         assert kinds.index("tool_use") == len(kinds) - 1  # after all the text
 
+    async def test_thinking_reaches_the_watcher_before_the_text(self, tmp_path: Path) -> None:
+        class ThinkingServer(MessagesServer):
+            def _message(self, response: Any, body: Any, turn_number: int) -> dict[str, Any]:
+                message = super()._message(response, body, turn_number)
+                thinking = {
+                    "type": "thinking",
+                    "thinking": "Check the notes. " * 4,
+                    "signature": "s",
+                }
+                redacted = {"type": "redacted_thinking", "data": "opaque"}
+                return {**message, "content": [thinking, redacted, *message["content"]]}
+
+        with ThinkingServer([gr.text("done")], chunk_chars=5) as server:
+            model = AnthropicModel(MODEL, api_key=SECRET, base_url=server.url, retry=FAST)
+            run, deltas = watched(agent_at(tmp_path, model, max_iterations=1))
+            await run.wait()
+        assert said(deltas, 1, "thinking") == "Check the notes. " * 4
+        kinds = [d.kind for d in deltas]
+        assert kinds.index("redacted_thinking") == kinds.count("thinking")  # right after it
+        assert kinds[-1] == "text" and said(deltas, 1) == "done"
+
     async def test_a_run_with_no_watcher_builds_no_delta(
         self, serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -192,8 +213,7 @@ class TestWatching:
         run = agent_at(tmp_path, model).start("job")
         deltas: list[ModelDelta] = []
         unsubscribe = run.subscribe_stream(deltas.append)
-        await eventually(lambda: bool(run.events.of_kind("model_call")))
-        unsubscribe()
+        run.subscribe(lambda event: unsubscribe() if event.kind == "model_call" else None)
         await run.wait()
         assert {d.turn for d in deltas} == {1}
         assert run.subscribe_stream(deltas.append)() is None  # a finished run sends nothing
@@ -217,6 +237,17 @@ class TestBrokenStreams:
         assert "".join(d.text for d in after) == "done"
         [call] = run.events.of_kind("model_call")
         assert call.data["text"] == "done"  # the broken attempt left nothing behind
+
+    async def test_an_error_before_the_stream_retries_as_before_with_nothing_to_void(
+        self, serve: Any, tmp_path: Path
+    ) -> None:
+        server, model = serve([Fault.overloaded(), gr.text("done")])
+        run, deltas = watched(agent_at(tmp_path, model))
+        await run.wait()
+        assert run.status == "completed" and len(server.requests) == 2
+        [retry] = run.events.of_kind("model_retry")
+        assert (retry.data["status"], retry.data["error_type"]) == (529, "OverloadedError")
+        assert [d.kind for d in deltas] == ["text"] and said(deltas, 1) == "done"
 
     async def test_a_cut_connection_mid_stream_is_retried(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([Fault.cut(gr.text(LONG), after=5), gr.text("done")])
