@@ -26,6 +26,7 @@ from gr_notebook.events import (
     as_typed,
 )
 from gr_notebook.guardrails.policy import PolicyState
+from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.reprs import to_html
 from gr_notebook.workflow.phases import JobResult, PhaseController
 from gr_notebook.workflow.plan import Plan
@@ -46,6 +47,10 @@ _latest: Run | None = None
 def current_run() -> Run | None:
     """The most recently started run in this process, or ``None`` before the first."""
     return _latest
+
+
+def _nothing() -> None:
+    """Unsubscribing from what never sends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +242,15 @@ class Run:
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Deliver every new event to ``callback``; returns a function that unsubscribes."""
         return self._events.subscribe(callback)
+
+    def subscribe_stream(self, callback: Callable[[ModelDelta], object]) -> Callable[[], None]:
+        """Deliver the model's turns as they stream, piece by piece (a ``ModelDelta``: text,
+        thinking, a tool's name), to ``callback``; returns a function that unsubscribes.
+        Only a streaming model sends them, and they are not events: the finished turn is
+        the ``model_call`` event. A finished run sends nothing more."""
+        if self._loop is None or self.done:
+            return _nothing
+        return self._loop.state.deltas.subscribe(callback)
 
     # -- analysis -------------------------------------------------------------------------------
 

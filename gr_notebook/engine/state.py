@@ -42,7 +42,7 @@ from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTra
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guidance import Directive, feedback_directive
-from gr_notebook.models.call_context import CallContext
+from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
 from gr_notebook.workflow.phases import PhaseController
 from gr_notebook.workflow.plan import Plan
@@ -100,6 +100,8 @@ class RunState:
         """A person's rewinds (issue, reset_policies), applied at the next safe point."""
         self.todo_order: str | None = None
         """The todo layer's INSTRUCTION line last recorded as guidance."""
+        self.deltas = DeltaFeed()
+        """Who watches the model's turns as they stream; not part of a snapshot."""
 
     # -- the run as the guardrails read it (RunView) ---------------------------------------------
 
@@ -147,7 +149,7 @@ class RunState:
     def call_context(self, input_tokens: int | None = None) -> CallContext:
         limit = self.budget.max_tokens
         remaining = None if limit is None else max(0, limit - self.tokens)
-        return CallContext(self.emit, remaining, input_tokens)
+        return CallContext(self.emit, remaining, input_tokens, self.deltas, self.turn)
 
     # -- guidance and meters ---------------------------------------------------------------------
 

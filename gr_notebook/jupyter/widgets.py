@@ -1,7 +1,9 @@
 """Live widgets on stock ipywidgets: the run dashboard and the todo panel.
 
 They subscribe to the run's events and redraw through a :class:`Throttle`, so the agent
-loop never waits on rendering. Every control has a method (``stop``, ``toggle_pause``,
+loop never waits on rendering. The dashboard also follows the model's turn as it streams
+(:mod:`~gr_notebook.display.live`), through a throttle of its own that redraws only that
+panel. Every control has a method (``stop``, ``toggle_pause``,
 ``rewind``) that a click calls, so tests and scripts drive them without a browser.
 
 A live dashboard's ``text/plain`` fallback only names the run until the run has settled
@@ -19,6 +21,7 @@ from typing import Any, ClassVar, Self, cast
 
 import ipywidgets as w
 
+from gr_notebook.display.live import LiveTurn, render_live
 from gr_notebook.display.render import (
     render_dashboard,
     render_feedback,
@@ -34,6 +37,7 @@ from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import Event
+from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.run import Run
 
 __all__ = ["Dashboard", "TodoPanel"]
@@ -45,7 +49,8 @@ TODO_KINDS = frozenset(
 
 
 class _Live:
-    """A subscription to a run that redraws through a throttle and ends with the run."""
+    """A subscription to a run that redraws through a throttle and ends with the run; with
+    ``on_delta``, a subscription to the model's stream too, ended with it."""
 
     def __init__(
         self,
@@ -56,12 +61,16 @@ class _Live:
         interval: float,
         scheduler: Scheduler,
         on_error: Callable[[Exception], None] | None = None,
+        on_delta: Callable[[ModelDelta], None] | None = None,
     ) -> None:
         self.throttle = Throttle(render, interval=interval, scheduler=scheduler, on_error=on_error)
         self._wants = wants
         self._unsubscribe: Callable[[], None] | None = None
+        self._unstream: Callable[[], None] | None = None
         if not run.done:
             self._unsubscribe = run.subscribe(self._on_event)
+            if on_delta is not None:
+                self._unstream = run.subscribe_stream(on_delta)
 
     def _on_event(self, event: Event) -> None:
         wanted = self._wants(event)
@@ -76,6 +85,9 @@ class _Live:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unstream is not None:
+            self._unstream()
+            self._unstream = None
 
 
 def _close_tree(widget: Any) -> None:
@@ -184,6 +196,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.thinking = w.HTML()
         """The model's latest finished thinking, collapsed; empty unless it thinks."""
         self.timeline = w.HTML()
+        self.live = w.HTML()
+        """The model's turn as it streams; empty between turns."""
+        self.live_turn = LiveTurn()
         self.log_panel = w.HTML()
         self.prompts = w.VBox()
         """Questions for the person, e.g. a :class:`WidgetConfirmer`'s, next to the controls."""
@@ -205,6 +220,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
                 w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
                 self.feedback,
                 self.thinking,
+                self.live,
                 self.timeline,
                 self.prompts,
                 controls,
@@ -213,13 +229,18 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             **kwargs,
         )
         self.add_class("gr-dashboard")
+        on_error = self._redraw_failed
+        self._stream_throttle = Throttle(
+            self._draw_live, interval=interval, scheduler=scheduler, on_error=on_error
+        )
         self._live = _Live(
             run,
             self.refresh,
             wants=self._take,
             interval=interval,
             scheduler=scheduler,
-            on_error=lambda exc: self.add_log(f"Redraw failed: {type(exc).__name__}: {exc}"),
+            on_error=on_error,
+            on_delta=self._on_delta,
         )
         self.refresh()
 
@@ -229,9 +250,26 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         return self.tracker.snapshot(self.run)
 
     def _take(self, event: Event) -> bool:
+        if event.kind in ("model_call", "run_finished"):
+            self.live_turn.clear()  # the finished turn shows as every other does
         if self.tracker.add(event) and event.kind in ("error", "run_finished"):
             self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
         return True  # every event moves a meter or a list
+
+    def _on_delta(self, delta: ModelDelta) -> None:
+        if self.live_turn.add(delta):
+            self._stream_throttle.poke()
+
+    def _draw_live(self) -> None:
+        self.live.value = render_live(self.live_turn.view())
+
+    @property
+    def live_renders(self) -> int:
+        """Redraws of the live panel alone: its throttle's count."""
+        return self._stream_throttle.renders
+
+    def _redraw_failed(self, exc: Exception) -> None:
+        self.add_log(f"Redraw failed: {type(exc).__name__}: {exc}")
 
     def refresh(self) -> None:
         state = self.state()
@@ -241,6 +279,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
         self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)
+        self._draw_live()
         live = not self.run.done  # the todo panel redraws itself, through its own throttle
         for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):
             control.disabled = not live

@@ -9,8 +9,13 @@ turn, after a breakpoint that ends the conversation, so each turn reads the conv
 far from the cache (``layer2="system"`` keeps it a system block; see
 :mod:`~gr_notebook.models.anthropic_layout`).
 
+Every request is streamed (``stream=True``, the default): the text and thinking reach a
+person watching as they are written (:mod:`~gr_notebook.models.anthropic_stream`), while the
+response the loop gets is the same as without streaming.
+
 The adapter retries by itself, with the SDK's own retries off, so each retry is a
-``model_retry`` event and a stop during a request or a backoff is honoured at once.
+``model_retry`` event and a stop during a request or a backoff is honoured at once (a
+stream in flight is closed).
 
 With ``count_tokens=True`` it is a :class:`~gr_notebook.models.base.TokenCounter`: the loop
 asks it for each request's input tokens before sending, and checks them against the run's
@@ -41,13 +46,14 @@ from gr_notebook.messages import (
     block_json,
 )
 from gr_notebook.models.anthropic_layout import LAYER2_PLACEMENTS, Layer2Placement, lay_out
+from gr_notebook.models.anthropic_stream import stream_message
 from gr_notebook.models.base import (
     ModelRequest,
     ModelResponse,
     StopReason,
     ToolSpec,
 )
-from gr_notebook.models.call_context import current_call
+from gr_notebook.models.call_context import TurnStream, current_call, turn_stream
 from gr_notebook.models.catalog import CONTEXT_1M_BETA, LONG_CONTEXT, facts_of
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
@@ -93,6 +99,8 @@ class AnthropicModel:
     ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`
     (decision 190). Thinking blocks are kept in the conversation and sent back unchanged
     whether or not it is set (a model may think by default; decision 192).
+    ``stream=False`` sends each request whole, for a gateway that buffers server-sent events
+    (decision 200).
     """
 
     def __init__(
@@ -113,6 +121,7 @@ class AnthropicModel:
         context_window: int | None = None,
         context_1m: bool = False,
         thinking: int | str | Thinking | None = None,
+        stream: bool = True,
     ) -> None:
         self.model, self.max_tokens, self.timeout = check_options(
             "AnthropicModel",
@@ -127,6 +136,7 @@ class AnthropicModel:
                 f"conversation) or 'system'; got {layer2!r}"
             )
         self.cache = bool(cache)
+        self.stream = bool(stream)
         self.layer2: Layer2Placement = layer2
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.count_tokens = bool(count_tokens)
@@ -210,7 +220,7 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return (
             f"AnthropicModel({self.model!r}, cache={self.cache}, layer2={self.layer2!r}, "
-            f"max_tokens={self.max_tokens}, "
+            f"max_tokens={self.max_tokens}, stream={self.stream}, "
             + (f"thinking={self.thinking}, " if self.thinking is not None else "")
             + f"max_retries={self.retry.max_retries}, timeout={self.timeout}, "
             f"base_url={self.base_url!r})"
@@ -224,15 +234,18 @@ class AnthropicModel:
         one response with their usage summed, so the loop sees one turn (decision 186)."""
         params = self.request_params(request)
         check_network(self.base_url)
-        call = current_call()
+        call, stream = current_call(), turn_stream()
         segments: list[ModelResponse] = []
         paused: list[Any] = []
         while True:
             body = params if not paused else _continued(params, paused)
-            message = await self._with_retries(
-                "messages.create", functools.partial(self._api.create, **body, **self._timeout())
+            message, request_id = await self._with_retries(
+                "messages.create", functools.partial(self._send, body, stream)
             )
-            segments.append(self._response(message, call.input_tokens if call else None))
+            if stream is not None:
+                stream.keep()
+            counted = call.input_tokens if call else None
+            segments.append(self._response(message, counted, request_id))
             if str(message.stop_reason) != "pause_turn":
                 return _joined(segments) if len(segments) > 1 else segments[0]
             if len(segments) > MAX_PAUSE_CONTINUATIONS:
@@ -285,12 +298,21 @@ class AnthropicModel:
             options["extra_headers"] = {"anthropic-beta": ",".join(self._betas)}
         return options
 
+    async def _send(self, body: Mapping[str, Any], stream: TurnStream | None) -> tuple[Any, Any]:
+        """One try of a request: streamed (the message and its request id), or whole."""
+        if stream is not None:
+            stream.attempt()
+        if self.stream:
+            return await stream_message(self._api, body, self._timeout(), stream, key=self._key)
+        message = await self._api.create(**body, **self._timeout())
+        return message, getattr(message, "_request_id", None)
+
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
         return await send_with_retries(
             send, what=what, vendor=_vendor(), policy=self.retry, key=self._key
         )
 
-    def _response(self, message: Any, counted: int | None) -> ModelResponse:
+    def _response(self, message: Any, counted: int | None, request_id: Any) -> ModelResponse:
         content: list[ContentBlock] = []
         for block in message.content:
             kind = getattr(block, "type", None)
@@ -314,7 +336,6 @@ class AnthropicModel:
         if math.isnan(cost):
             warn_unpriced(model_id, self._unpriced)
         extra: dict[str, Any] = {"cost_usd": None if math.isnan(cost) else cost}
-        request_id = getattr(message, "_request_id", None)
         if request_id:
             extra["request_id"] = request_id
         if counted is not None:

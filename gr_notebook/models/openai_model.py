@@ -5,6 +5,9 @@ Layers 1 and 2 become the system message (layer 1 first), layer 3 the function t
 4 and 5 the messages; tool results become ``role: "tool"`` messages. Retries, the network
 guard and key redaction are the Anthropic adapter's (:mod:`~gr_notebook.models.sdk_calls`).
 
+Every request is streamed (``stream=True``, the default; :mod:`~gr_notebook.models.openai_stream`),
+so a person watching sees the text as a local model writes it; the response is the same.
+
 Small local models make mistakes; none of them ends the run. Arguments that are not JSON
 become a tool use the tool step refuses with the reason (:data:`INVALID_ARGUMENTS`); an
 unknown tool is refused by the registry; an empty reply is asked again, as a retry.
@@ -38,9 +41,10 @@ from gr_notebook.models.base import (
     ToolSpec,
     invalid_arguments,
 )
-from gr_notebook.models.call_context import report
+from gr_notebook.models.call_context import TurnStream, report, turn_stream
 from gr_notebook.models.loop_clients import LoopClients
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
+from gr_notebook.models.openai_stream import stream_completion
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
@@ -79,6 +83,7 @@ class OpenAIModel:
     The key is ``api_key`` or ``OPENAI_API_KEY``; a server other than OpenAI's needs none.
     ``timeout`` is seconds per request (None: the SDK's own). ``client=`` takes an
     ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) configured elsewhere, used as it is.
+    ``stream=False`` sends each request whole, for a server that cannot stream (decision 205).
     """
 
     def __init__(
@@ -95,6 +100,7 @@ class OpenAIModel:
         prices: PriceTable | Mapping[str, Price] | None = None,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
         thinking: object = None,
+        stream: bool = True,
     ) -> None:
         if thinking is not None:  # a keyword here, so the mistake gets a line, not a TypeError
             raise ConfigError(
@@ -128,6 +134,7 @@ class OpenAIModel:
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices or {})
         self._unpriced: set[str] = set()
         self.context_window = context_window
+        self.stream = bool(stream)
         # Per request, so that it holds for a client passed in too.
         self._per_request = {} if self.timeout is None else {"timeout": self.timeout}
         if client is not None:
@@ -148,7 +155,8 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return (
             f"OpenAIModel({self.model!r}, base_url={self.base_url!r}, "
-            f"max_tokens={self.max_tokens}, max_retries={self.retry.max_retries})"
+            f"max_tokens={self.max_tokens}, max_retries={self.retry.max_retries}, "
+            f"stream={self.stream})"
         )
 
     @property
@@ -161,17 +169,20 @@ class OpenAIModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         params = self.request_params(request)
         check_network(self.base_url)
+        stream = turn_stream()
         spent = Usage()
         for attempt in range(EMPTY_REPLY_RETRIES + 1):
-            completion = await send_with_retries(
-                lambda body=params: self._api.create(**body, **self._per_request),  # type: ignore[misc]
+            completion, request_id = await send_with_retries(
+                lambda body=params: self._send(body, stream),  # type: ignore[misc]
                 what="chat.completions.create",
                 vendor=self._vendor(),
                 policy=self.retry,
                 key=self._key,
                 fatal_hint=self._fatal_hint,
             )
-            response = self._response(completion, spent)
+            if stream is not None:
+                stream.keep()
+            response = self._response(completion, spent, request_id)
             if response.content or attempt == EMPTY_REPLY_RETRIES:
                 return response
             spent = response.usage or spent
@@ -204,6 +215,18 @@ class OpenAIModel:
         if request.tools:
             params["tools"] = [_tool(t) for t in request.tools]
         return params
+
+    async def _send(self, body: Mapping[str, Any], stream: TurnStream | None) -> tuple[Any, Any]:
+        """One try of a request: streamed (the completion and its request id), or whole."""
+        if stream is not None:
+            stream.attempt()
+        body = {**body, **self._per_request}
+        if self.stream:
+            return await stream_completion(
+                self._api, body, stream, server=self.base_url, key=self._key
+            )
+        completion = await self._api.create(**body)
+        return completion, getattr(completion, "_request_id", None)
 
     def _vendor(self) -> Vendor:
         import openai
@@ -251,7 +274,7 @@ class OpenAIModel:
             cause = cause.__cause__ or cause.__context__
         return None
 
-    def _response(self, completion: Any, spent: Usage) -> ModelResponse:
+    def _response(self, completion: Any, spent: Usage, request_id: Any) -> ModelResponse:
         if not getattr(completion, "choices", None):
             raise ModelError(
                 f"the server at {self.base_url} answered without choices: it does not speak "
@@ -283,7 +306,6 @@ class OpenAIModel:
         if math.isnan(cost):
             warn_unpriced(priced_as, self._unpriced)
         extra: dict[str, Any] = {"cost_usd": None if math.isnan(cost) else cost}
-        request_id = getattr(completion, "_request_id", None)
         if request_id:
             extra["request_id"] = request_id
         has_calls = any(isinstance(b, ToolUseBlock) for b in content)

@@ -23,6 +23,7 @@ from gr_notebook.models.retry import RetryPolicy, parse_retry_after
 from gr_notebook.models.secrets import mentions, redact
 
 __all__ = [
+    "StreamInterrupted",
     "Vendor",
     "check_options",
     "describe",
@@ -30,6 +31,7 @@ __all__ = [
     "retry_after",
     "send_with_retries",
     "should_retry",
+    "transport_error",
 ]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -50,6 +52,24 @@ def check_options(
     ):
         raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
     return model.strip(), max_tokens, None if timeout is None else float(timeout)
+
+
+class StreamInterrupted(Exception):
+    """A streamed answer that broke off before its end: the API's error event mid-stream
+    (``overloaded_error``, say), or a connection cut. Retried like a connection error; the
+    partial turn is dropped and the request sent again whole (decision 202)."""
+
+
+def transport_error(sdk: Any) -> type[Exception]:
+    """The HTTP library's base class of network errors, as the SDK module ``sdk`` uses it:
+    raised as it is, not wrapped, when a stream breaks mid-body. (The SDKs moved from
+    ``httpx`` to a fork; the one they use is the one their HTTP client is built on.)"""
+    import importlib
+
+    base = sdk.DefaultAsyncHttpxClient.__mro__[1]
+    http = importlib.import_module(base.__module__.split(".")[0])
+    error: type[Exception] = http.TransportError
+    return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +131,7 @@ async def send_with_retries(
 ) -> T:
     """``await send()``, retried by ``policy``; ``fatal_hint`` may turn an error into a
     one-line message that is raised at once (a connection refused, say), without retrying."""
+    transient: tuple[type[Exception], ...] = (StreamInterrupted, *vendor.transient)
     attempt = 0
     while True:
         attempt += 1
@@ -121,7 +142,7 @@ async def send_with_retries(
             if not should_retry(exc):
                 fatal = vendor.status_message(exc)
             error: Exception = exc
-        except vendor.transient as exc:
+        except transient as exc:
             error = exc
         except json.JSONDecodeError as exc:  # a body that is not JSON (the SDKs let it through)
             error = exc

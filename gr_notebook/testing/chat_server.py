@@ -2,9 +2,13 @@
 llama.cpp, LM Studio, OpenAI), serving scripted turns.
 
 It is :class:`MessagesServer` with another wire format: the same lifecycle, script, faults
-(429 with ``retry-after``, 500, malformed JSON, slow and hung responses) and recorded
-requests; only the routes, the validation and the JSON shapes differ. It also plays the
-mistakes small local models make: tool-call arguments that are not JSON
+(429 with ``retry-after``, 500, malformed JSON, slow and hung responses, and the stream
+faults) and recorded requests; only the routes, the validation and the JSON shapes differ.
+With ``"stream": true`` it answers in chunks (``chat.completion.chunk``, then ``[DONE]``):
+a reasoning model's ``reasoning_content`` and the text in pieces, each tool call's name then
+its arguments in pieces, the finish reason, and the usage in a last chunk when
+``stream_options.include_usage`` asks for it. It also plays the mistakes small local models
+make: tool-call arguments that are not JSON
 (:func:`bad_arguments`), an unknown tool (a plain ``gr.tool_call`` to a name the agent lacks)
 and an empty reply (:func:`empty_reply`). Standard library only; 127.0.0.1 only.
 """
@@ -17,15 +21,12 @@ from typing import Any
 
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
-from gr_notebook.testing.messages_server import (
-    MessagesServer,
-    Turn,
-    _json_reply,
-    _Reply,
-)
+from gr_notebook.testing.local_http import Reply
+from gr_notebook.testing.messages_server import MessagesServer, Turn, _json_reply, event_stream
 from gr_notebook.testing.request_rules import InvalidRequest
+from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS
 
-__all__ = ["ChatServer", "bad_arguments", "empty_reply"]
+__all__ = ["ChatServer", "bad_arguments", "chat_chunks", "empty_reply"]
 
 RAW_MESSAGE = "chat_message"
 """The key of a :class:`ModelResponse`'s ``extra`` that holds a raw chat message to send as
@@ -63,14 +64,15 @@ class ChatServer(MessagesServer):
         *,
         models: Iterable[str] | None = None,
         api_key: str | None = None,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
     ) -> None:
-        super().__init__(turns)
+        super().__init__(turns, chunk_chars=chunk_chars)
         self.models = None if models is None else tuple(models)
         self.api_key = api_key
 
     def _dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, _Reply]:
+    ) -> tuple[int, Reply]:
         number, body = self._record(method, path, headers, raw)
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             return number, self._error_reply(401, "Incorrect API key provided", number)
@@ -131,6 +133,17 @@ class ChatServer(MessagesServer):
             },
         }
 
+    def _stream_reply(self, message: dict[str, Any], body: dict[str, Any]) -> Reply:
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        chunks = chat_chunks(message, chunk_chars=self.chunk_chars, include_usage=usage)
+        return event_stream([*(_data(chunk) for chunk in chunks), b"data: [DONE]\n\n"])
+
+    def _stream_error_event(self, error_type: str, message: str) -> bytes:
+        """What OpenAI-compatible servers send mid-stream: a data line with an ``error``."""
+        kind = "server_error" if error_type in ("api_error", "overloaded_error") else error_type
+        return _data({"error": {"message": message, "type": kind, "param": None, "code": None}})
+
     def _error_reply(
         self,
         status: int,
@@ -138,11 +151,59 @@ class ChatServer(MessagesServer):
         number: int,
         error_type: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
-    ) -> _Reply:
+    ) -> Reply:
         kind = "invalid_request_error" if status < 500 else "server_error"
         code = error_type if error_type == "model_not_found" else None
         payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-        return _Reply(status, json.dumps(payload).encode(), headers)
+        return Reply(status, json.dumps(payload).encode(), headers)
+
+
+def chat_chunks(
+    completion: Mapping[str, Any], *, chunk_chars: int, include_usage: bool = False
+) -> list[dict[str, Any]]:
+    """The chunks that stream ``completion`` (a ``chat.completion`` body), in order."""
+    head = {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": completion.get("created", 0),
+        "model": completion["model"],
+    }
+    [choice] = completion["choices"]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for field in ("reasoning_content", "reasoning"):  # a reasoning model's thinking, first
+        thought = message.get(field)
+        if isinstance(thought, str):
+            chunks += [chunk({field: piece}) for piece in _pieces(thought, chunk_chars)]
+    content = message.get("content") or ""
+    chunks += [chunk({"content": piece}) for piece in _pieces(content, chunk_chars)]
+    for i, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") or {}
+        opened = {"name": function.get("name"), "arguments": ""}
+        chunks.append(chunk({"tool_calls": [{**_call_head(call, i), "function": opened}]}))
+        for piece in _pieces(str(function.get("arguments") or ""), chunk_chars):
+            more = {"index": i, "function": {"arguments": piece}}
+            chunks.append(chunk({"tool_calls": [more]}))
+    chunks.append(chunk({}, choice.get("finish_reason") or "stop"))
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": completion.get("usage")})
+    return chunks
+
+
+def _call_head(call: Mapping[str, Any], index: int) -> dict[str, Any]:
+    return {"index": index, "id": call.get("id"), "type": call.get("type", "function")}
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
+def _data(payload: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
 
 
 def _chat_message(response: ModelResponse, turn_number: int) -> dict[str, Any]:
@@ -180,7 +241,13 @@ def _validate(body: dict[str, Any]) -> None:
     """Refuse what chat-completions servers refuse: the checks a client bug would trip."""
     model = body.get("model")
     _require(isinstance(model, str) and model != "", "model: must be a non-empty string")
-    _require(not body.get("stream"), "stream: the local server does not serve streams")
+    _require(isinstance(body.get("stream", False), bool), "stream: must be a boolean")
+    options = body.get("stream_options")
+    _require(options is None or isinstance(options, dict), "stream_options: must be an object")
+    _require(
+        options is None or body.get("stream") is True,
+        "stream_options: only allowed when stream is true",
+    )
     messages = body.get("messages")
     _require(isinstance(messages, list) and bool(messages), "messages: must be a non-empty list")
     pending: set[str] = set()

@@ -12,121 +12,25 @@ rather than mirroring it. It listens on 127.0.0.1 only.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
-import select
-import socket
-import socketserver
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
-from urllib.parse import urlsplit
+from typing import Any
 
 from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
 from gr_notebook.models.base import ModelResponse
+from gr_notebook.testing.faults import Fault, Turn, error_type_for, status_for
+from gr_notebook.testing.local_http import HTTPServer, Reply
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
+from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
 from gr_notebook.testing.thinking import ThinkingSigner, check_thinking, thinking_content
 
 __all__ = ["Fault", "MessagesServer", "RecordedRequest", "Turn"]
-
-#: The error ``type`` the API reports for each status; other codes fall back by class.
-ERROR_TYPES: Mapping[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
-
-#: Reason phrases the stdlib does not know; an empty one is legal but reads badly in logs.
-_REASONS: Mapping[int, str] = {529: "Overloaded"}
-
-#: How often a hung request checks whether its client has gone away.
-HANG_POLL_SECONDS = 0.02
-
-FaultKind: TypeAlias = Literal["status", "malformed", "slow", "hang"]
-
-
-def _error_type_for(code: int) -> str:
-    return ERROR_TYPES.get(code, "api_error" if code >= 500 else "invalid_request_error")
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
-    """A turn that misbehaves the way the API, or the network to it, sometimes does.
-
-    Build one with the class methods; the fields are what they record.
-    """
-
-    kind: FaultKind
-    status_code: int = 200
-    error_type: str = ""
-    message: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
-    seconds: float = 0.0
-    then: Turn | None = None
-
-    @classmethod
-    def status(
-        cls,
-        code: int,
-        *,
-        error_type: str | None = None,
-        message: str = "local server: scripted error",
-        headers: Mapping[str, str] | None = None,
-    ) -> Fault:
-        """An error status with the API's error JSON (``error_type`` defaults by code)."""
-        return cls(
-            "status",
-            status_code=code,
-            error_type=error_type or _error_type_for(code),
-            message=message,
-            headers=tuple((headers or {}).items()),
-        )
-
-    @classmethod
-    def rate_limited(cls, retry_after: float) -> Fault:
-        """A 429 whose ``retry-after`` (seconds, possibly fractional) the SDK honours."""
-        return cls.status(
-            429,
-            message="local server: rate limited",
-            headers={"retry-after": f"{retry_after:g}"},
-        )
-
-    @classmethod
-    def overloaded(cls) -> Fault:
-        """A 529, which the API sends when it is overloaded rather than failing."""
-        return cls.status(529, message="Overloaded")
-
-    @classmethod
-    def malformed(cls) -> Fault:
-        """A 200 that claims JSON but carries a truncated object."""
-        return cls("malformed")
-
-    @classmethod
-    def slow(cls, seconds: float, *, then: Turn) -> Fault:
-        """Wait ``seconds`` before serving ``then``: to exercise client timeouts."""
-        return cls("slow", seconds=seconds, then=then)
-
-    @classmethod
-    def hang(cls, seconds: float = 30.0) -> Fault:
-        """Never answer: hold the request open until the client goes away (counted in
-        ``MessagesServer.disconnects``), or drop the connection after ``seconds``."""
-        return cls("hang", seconds=seconds)
-
-
-Turn: TypeAlias = ModelResponse | Fault | Callable[[dict[str, Any]], "Turn"]
-"""One scripted answer: a response, a fault, or a callable that picks one from the request body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,19 +43,6 @@ class RecordedRequest:
     """The parsed JSON body; None when the body was empty or not JSON."""
     headers: dict[str, str]
     """Header names are lower case."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Reply:
-    """What the handler thread should do: answer, or hold the request open."""
-
-    status: int = 200
-    body: bytes = b""
-    headers: tuple[tuple[str, str], ...] = ()
-    hang: float | None = None
-    """Hold the request open this long instead of answering."""
-    drop: bool = False
-    """Close the connection without answering (the server is stopping)."""
 
 
 class MessagesServer:
@@ -169,7 +60,17 @@ class MessagesServer:
     (:mod:`~gr_notebook.testing.thinking`).
     """
 
-    def __init__(self, turns: Iterable[Turn] = (), *, min_cacheable_tokens: int = 1024) -> None:
+    def __init__(
+        self,
+        turns: Iterable[Turn] = (),
+        *,
+        min_cacheable_tokens: int = 1024,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    ) -> None:
+        if isinstance(chunk_chars, bool) or not isinstance(chunk_chars, int) or chunk_chars < 1:
+            raise ValueError(f"chunk_chars must be a whole number >= 1, got {chunk_chars!r}")
+        self.chunk_chars = chunk_chars
+        """Characters per delta of a streamed answer."""
         self._cache = PromptCache(min_cacheable_tokens)
         self._signer = ThinkingSigner()
         self._turns: deque[Turn] = deque(turns)
@@ -178,7 +79,7 @@ class MessagesServer:
         self._requests: list[RecordedRequest] = []
         self._served = 0
         self._disconnects = 0
-        self._httpd: _HTTPServer | None = None
+        self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # ── lifecycle ──────────────────────────────────────────────────────────────────────────
@@ -187,7 +88,7 @@ class MessagesServer:
         if self._httpd is not None:
             raise RuntimeError("MessagesServer is already running")
         self._stopping.clear()
-        self._httpd = _HTTPServer(self)
+        self._httpd = HTTPServer(self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.01},
@@ -240,8 +141,14 @@ class MessagesServer:
             return list(self._requests)
 
     @property
+    def stopping(self) -> threading.Event:
+        """Set while the server shuts down: held and streamed requests end at once."""
+        return self._stopping
+
+    @property
     def disconnects(self) -> int:
-        """Hung requests whose client went away: evidence that cancellation closes sockets."""
+        """Hung or streaming requests whose client went away: evidence that a cancelled call
+        closes its connection."""
         with self._lock:
             return self._disconnects
 
@@ -273,7 +180,7 @@ class MessagesServer:
 
     def _dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, _Reply]:
+    ) -> tuple[int, Reply]:
         """Record a request and decide the reply; returns the request number with it."""
         number, body = self._record(method, path, headers, raw)
 
@@ -302,38 +209,75 @@ class MessagesServer:
             return number, _error(400, message, number)
         return number, self._serve(turn, body, turn_number, number)
 
-    def _serve(self, turn: Turn, body: dict[str, Any], turn_number: int, number: int) -> _Reply:
+    def _serve(self, turn: Turn, body: dict[str, Any], turn_number: int, number: int) -> Reply:
+        streamed = body.get("stream") is True
         while True:
             if isinstance(turn, ModelResponse):
                 try:
-                    return _json_reply(self._message(turn, body, turn_number))
+                    message = self._message(turn, body, turn_number)
                 except TypeError as err:
                     return self._script_error_reply(
                         f"local server: turn {turn_number}: {err}", number
                     )
+                return self._stream_reply(message, body) if streamed else _json_reply(message)
             if isinstance(turn, Fault):
                 if turn.kind == "status":
                     return self._error_reply(
                         turn.status_code, turn.message, number, turn.error_type, turn.headers
                     )
                 if turn.kind == "malformed":
-                    head = f'{{"id": "msg_local_{turn_number}", "type": "message", "content": ['
-                    return _Reply(200, head.encode(), (("content-type", "application/json"),))
+                    return _malformed(turn_number, streamed)
                 if turn.kind == "hang":
-                    return _Reply(hang=turn.seconds)
-                if self._stopping.wait(turn.seconds):
-                    return _Reply(drop=True)
+                    return Reply(hang=turn.seconds)
+                if turn.kind in ("stream_error", "cut"):
+                    return self._broken_stream(turn, body, turn_number, number)
+                waits = turn.kind == "slow" or not streamed  # a drip waits between events
+                if waits and turn.seconds and self._stopping.wait(turn.seconds):
+                    return Reply(drop=True)
                 if turn.then is None:
                     return self._script_error_reply(
-                        f"local server: turn {turn_number}: slow has no turn", number
+                        f"local server: turn {turn_number}: {turn.kind} has no turn", number
                     )
+                if turn.kind == "drip" and streamed:
+                    reply = self._serve(turn.then, body, turn_number, number)
+                    return replace(reply, chunk_delay=turn.seconds)
                 turn = turn.then
                 continue
             try:  # a callable that returns a non-turn fails here too, on the next pass
                 turn = turn(copy.deepcopy(body))
             except Exception as err:
-                message = f"local server: turn {turn_number}'s callable raised {err!r}"
-                return self._script_error_reply(message, number)
+                problem = f"local server: turn {turn_number}'s callable raised {err!r}"
+                return self._script_error_reply(problem, number)
+
+    def _broken_stream(
+        self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
+    ) -> Reply:
+        """A stream that breaks after ``fault.after`` events: an error event, or a cut."""
+        if body.get("stream") is not True:
+            if fault.kind == "cut":
+                return Reply(drop=True)
+            status = status_for(fault.error_type)
+            return self._error_reply(status, fault.message, number, fault.error_type)
+        if fault.then is None:
+            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
+            return self._script_error_reply(message, number)
+        reply = self._serve(fault.then, body, turn_number, number)
+        if reply.stream is None:  # the turn was itself an error: that is the answer
+            return reply
+        events = reply.stream[: max(0, fault.after)]
+        if fault.kind == "cut":
+            return replace(reply, stream=events, cut=True)
+        error = self._stream_error_event(fault.error_type, fault.message)
+        return replace(reply, stream=(*events, error))
+
+    def _stream_reply(self, message: dict[str, Any], body: dict[str, Any]) -> Reply:
+        """``message`` as the API streams it; a server for another API overrides it."""
+        frames = message_frames(message, chunk_chars=self.chunk_chars)
+        return event_stream(encode(frame) for frame in frames)
+
+    def _stream_error_event(self, error_type: str, message: str) -> bytes:
+        """The API's error event mid-stream; a server for another API overrides it."""
+        return encode(error_frame(error_type, message))
 
     def _error_reply(
         self,
@@ -342,14 +286,14 @@ class MessagesServer:
         number: int,
         error_type: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
-    ) -> _Reply:
+    ) -> Reply:
         """An error in the API's JSON shape; a server for another API overrides it."""
         return _error(status, message, number, error_type, headers)
 
-    def _script_error_reply(self, message: str, number: int) -> _Reply:
+    def _script_error_reply(self, message: str, number: int) -> Reply:
         """A broken script answers 500, told not to be retried, so the test fails at once."""
         reply = self._error_reply(500, message, number)
-        return _Reply(reply.status, reply.body, (("x-should-retry", "false"),))
+        return Reply(reply.status, reply.body, (("x-should-retry", "false"),))
 
     def _message(
         self, response: ModelResponse, body: dict[str, Any], turn_number: int
@@ -395,119 +339,6 @@ class MessagesServer:
             self._disconnects += 1
 
 
-# ── HTTP plumbing ──────────────────────────────────────────────────────────────────────────
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    """Tracks open connections so closing the server can end idle keep-alive ones."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, app: MessagesServer) -> None:
-        self.app = app
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind looks up the host's FQDN, which can stall offline.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name = "127.0.0.1"
-        self.server_port = self.server_address[1]
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if isinstance(request, socket.socket):
-            with self._connections_lock:
-                self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that goes away mid-answer is routine here (timeouts, cancellation).
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _HTTPServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # else a reused connection waits out a delayed ACK (~40 ms)
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        number, reply = self.server.app._dispatch(
-            self.command, urlsplit(self.path).path, headers, raw
-        )
-        if reply.drop:
-            self.close_connection = True
-            return
-        if reply.hang is not None:
-            self._hang(reply.hang)
-            return
-        try:
-            self.send_response(reply.status, _REASONS.get(reply.status))
-            self.send_header("request-id", f"req_local_{number}")
-            sent = {name.lower() for name, _ in reply.headers}
-            if "content-type" not in sent:
-                self.send_header("content-type", "application/json")
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True  # the client gave up (a timeout or a cancellation)
-
-    def _hang(self, seconds: float) -> None:
-        """Answer nothing; notice when the client closes its end, as a cancelled call should."""
-        app = self.server.app
-        deadline = time.monotonic() + seconds
-        self.close_connection = True
-        while not app._stopping.is_set() and time.monotonic() < deadline:
-            try:
-                readable, _, _ = select.select([self.connection], [], [], HANG_POLL_SECONDS)
-                if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
-                    app._note_disconnect()
-                    return
-            except (OSError, ValueError):
-                app._note_disconnect()
-                return
-            if readable:  # bytes we did not ask for; wait rather than spin
-                time.sleep(HANG_POLL_SECONDS)
-
-
 def _dumps(value: Any) -> str:
     def plain(obj: Any) -> Any:
         if isinstance(obj, Mapping):
@@ -517,8 +348,20 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=plain)
 
 
-def _json_reply(payload: dict[str, Any]) -> _Reply:
-    return _Reply(200, _dumps(payload).encode())
+def event_stream(events: Iterable[bytes]) -> Reply:
+    return Reply(stream=tuple(events), headers=(("content-type", "text/event-stream"),))
+
+
+def _malformed(turn_number: int, streamed: bool) -> Reply:
+    """A 200 whose JSON is cut short: the body, or the first event of a stream."""
+    head = f'{{"id": "msg_local_{turn_number}", "type": "message", "content": ['
+    if streamed:
+        return event_stream([f"event: message_start\ndata: {head}\n\n".encode()])
+    return Reply(200, head.encode(), (("content-type", "application/json"),))
+
+
+def _json_reply(payload: dict[str, Any]) -> Reply:
+    return Reply(200, _dumps(payload).encode())
 
 
 def _error(
@@ -527,10 +370,10 @@ def _error(
     number: int,
     error_type: str | None = None,
     headers: tuple[tuple[str, str], ...] = (),
-) -> _Reply:
+) -> Reply:
     payload = {
         "type": "error",
-        "error": {"type": error_type or _error_type_for(status), "message": message},
+        "error": {"type": error_type or error_type_for(status), "message": message},
         "request_id": f"req_local_{number}",
     }
-    return _Reply(status, json.dumps(payload).encode(), headers)
+    return Reply(status, json.dumps(payload).encode(), headers)
