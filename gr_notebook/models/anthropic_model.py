@@ -24,11 +24,9 @@ token budget (the adapter itself enforces no limit).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
 import os
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +53,7 @@ from gr_notebook.models.base import (
 )
 from gr_notebook.models.call_context import TurnStream, current_call, turn_stream
 from gr_notebook.models.catalog import CONTEXT_1M_BETA, LONG_CONTEXT, facts_of
+from gr_notebook.models.loop_clients import LoopClients
 from gr_notebook.models.network import check_network, guard_http_client, guard_request
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
@@ -165,7 +164,6 @@ class AnthropicModel:
                 "pass either client= or api_key=/base_url=, not both: a client passed in is "
                 "used as it is"
             )
-        self._own_client = client is None
         self._client_options = _client_options(api_key, base_url, timeout) if client is None else {}
         self._client = client if client is not None else _new_client(self._client_options)
         if not hasattr(self._client, "messages") or _is_sync_client(self._client):
@@ -183,12 +181,14 @@ class AnthropicModel:
         )
         if client is not None:  # the guard sees each request it sends, redirects included
             guard_http_client(getattr(client, "_client", None))
-        # An async client's pooled connections belong to the event loop that opened them;
-        # each run_sync() outside Jupyter runs in a new loop (decision 105).
-        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
+        # The client built (or given) at construction serves the first event loop; another
+        # loop gets a new one of ours, or an error for the user's (decision 105).
+        options = self._client_options
+        self._clients: LoopClients[Any] = LoopClients(
+            self._client,
+            (lambda: _new_client(options)) if client is None else None,
+            sdk="anthropic",
         )
-        self._bound = False
 
     @property
     def name(self) -> str:
@@ -198,20 +198,7 @@ class AnthropicModel:
     def _api(self) -> Any:
         """The messages resource of this event loop's client, untyped: the SDK's overloads
         want literal arguments, and the body is built as plain JSON values."""
-        loop = asyncio.get_running_loop()
-        if not self._bound:  # the client built (or given) at construction: the first loop's
-            self._bound = True
-            self._loop_clients[loop] = self._client
-        client = self._loop_clients.get(loop)
-        if client is None:
-            if not self._own_client:
-                raise ModelError(
-                    "the anthropic client passed in was used in another event loop, and its "
-                    "connections belong to that one; pass a new client for each asyncio.run(), "
-                    "or let AnthropicModel build its own"
-                )
-            client = self._loop_clients[loop] = _new_client(self._client_options)
-        return client.messages
+        return self._clients.current().messages
 
     @property
     def base_url(self) -> str:
