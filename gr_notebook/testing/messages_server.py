@@ -3,8 +3,9 @@
 Testing the Anthropic adapter against a fake client would test the fake; this server puts the
 real SDK on the wire instead — its headers, retries, error classes and response parsing — with
 no network and no key. It validates requests the way the API does, answers each
-``POST /v1/messages`` with the next scripted turn, emulates prompt caching in ``usage``, and
-can misbehave on cue (error statuses, malformed JSON, slow or hung responses).
+``POST /v1/messages`` with the next scripted turn (streamed as server-sent events when the
+request asks for ``stream``), emulates prompt caching in ``usage``, and can misbehave on
+cue (error statuses, malformed JSON, slow or hung responses).
 
 It uses the standard library only and does not import the SDK, so it checks the adapter
 rather than mirroring it. It listens on 127.0.0.1 only.
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
+from gr_notebook.testing import sse
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 
@@ -162,7 +164,16 @@ class MessagesServer:
     would, so a script cannot be knocked out of step by a client bug.
     """
 
-    def __init__(self, turns: Iterable[Turn] = (), *, min_cacheable_tokens: int = 1024) -> None:
+    def __init__(
+        self,
+        turns: Iterable[Turn] = (),
+        *,
+        min_cacheable_tokens: int = 1024,
+        side: Callable[[dict[str, Any]], Turn | None] | None = None,
+    ) -> None:
+        """``side`` answers the requests a client makes beside its conversation (a title,
+        a summary): a request it answers, with a turn, consumes none of the script."""
+        self._side = side
         self._cache = PromptCache(min_cacheable_tokens)
         self._turns: deque[Turn] = deque(turns)
         self._lock = threading.Lock()
@@ -283,6 +294,9 @@ class MessagesServer:
         if not generation:
             return number, _json_reply({"input_tokens": prompt_tokens(body)})
 
+        side = self._side(copy.deepcopy(body)) if self._side is not None else None
+        if side is not None:
+            return number, self._serve(side, body, 0, number)
         with self._lock:
             turn = self._turns.popleft() if self._turns else None
             if turn is not None:
@@ -297,11 +311,16 @@ class MessagesServer:
         while True:
             if isinstance(turn, ModelResponse):
                 try:
-                    return _json_reply(self._message(turn, body, turn_number))
+                    answer = self._message(turn, body, turn_number)
                 except TypeError as err:
                     return self._script_error_reply(
                         f"local server: turn {turn_number}: {err}", number
                     )
+                if body.get("stream"):
+                    return _Reply(
+                        200, sse.stream_body(answer), (("content-type", sse.CONTENT_TYPE),)
+                    )
+                return _json_reply(answer)
             if isinstance(turn, Fault):
                 if turn.kind == "status":
                     return self._error_reply(

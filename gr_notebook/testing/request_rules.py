@@ -34,7 +34,8 @@ def validate(body: dict[str, Any], *, generation: bool) -> None:
             isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0,
             "max_tokens: must be a positive integer",
         )
-        _require(not body.get("stream"), "stream: the local server does not serve streams")
+        stream = body.get("stream", False)
+        _require(isinstance(stream, bool), "stream: Input should be a valid boolean")
     breakpoints: list[str] = []
     _check_tools(body.get("tools"), breakpoints)
     _check_system(body.get("system"), breakpoints)

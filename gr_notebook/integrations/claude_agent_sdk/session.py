@@ -1,0 +1,318 @@
+"""One Claude Agent SDK session as a gr run: the same run state, event log, store rows and
+``Run`` handle as a run of gr's own loop, fed by the session's hooks and message stream.
+
+gr's loop makes the model calls and so counts them; here the Claude Code CLI makes them,
+and the session learns of each from the SDK's message stream: an ``AssistantMessage`` with a
+new message id is one model call (a turn, its tokens), the ``init`` message names the tools,
+and the ``ResultMessage`` ends the run. The hooks then judge each call and stop with the same
+:class:`~gr_notebook.engine.state.RunState` a native run has, so every DataFrame, the lint,
+the store and the dashboard read an SDK session exactly as they read a native run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.agent import Agent, _new_run_id
+from gr_notebook.engine.loop import Loop, LoopOutcome
+from gr_notebook.engine.state import RunState
+from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.events import ModelCallEvent, RunStartedEvent
+from gr_notebook.guardrails.spec import GuardrailSpec
+from gr_notebook.history.store import Store
+from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
+from gr_notebook.limits import SpentLimit
+from gr_notebook.messages import Usage
+from gr_notebook.models.pricing import PriceTable
+from gr_notebook.run import Limits, Run
+from gr_notebook.tools.toolset import Toolset
+from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.policy import ToolPolicy
+    from gr_notebook.tools.base import Tool
+
+__all__ = ["Session"]
+
+CATCH_UP_S = 2.0
+"""How long a hook waits for the message stream to report the call it judges."""
+
+
+class Session:
+    """The run behind one SDK session; built by :func:`guardrail_hooks`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        names: ToolNames,
+        *,
+        tools: Iterable[str] | None,
+        model: str,
+        instructions: str,
+    ) -> None:
+        self.agent, self.names, self.model = agent, names, model
+        self.toolsets = tuple(t for t in agent.user_tools if isinstance(t, Toolset))
+        self.tools = tuple(tools) if tools is not None else None
+        spec = self._spec(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None)
+        definition = replace(
+            agent.definition(),
+            guardrails=spec,
+            regulation=None,  # self-regulation is gr's own tools; Claude Code has none of them
+            stuck_detector=None,
+            stuck_turns=None,  # seed 000's checkpoint watches gr's todo list
+        )
+        self.run_id = _new_run_id(agent.clock)
+        workspace = Workspace(names.cwd)
+        self.state = RunState(
+            definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
+        )
+        self.loop = Loop(definition, self.state)  # never run: it holds the person's controls
+        self.run = Run(
+            self.run_id,
+            workspace=workspace,
+            events=self.state.events,
+            phases=self.state.phases,
+            instructions=instructions or "(a Claude Agent SDK session)",
+            limits=Limits(
+                max_iterations=agent.budget.max_iterations,
+                context_window=200_000,
+                token_budget=agent.budget.max_tokens,
+            ),
+        )
+        self.session_id: str | None = None
+        self.outcome: LoopOutcome | None = None
+        """How the hooks ended the session, when they did (a stop, a limit, stuck)."""
+        self._store: Store | None = None
+        self._lock: WorkspaceLock | None = None
+        self._done: asyncio.Event | None = None
+        self._messages: set[str] = set()
+        self._tool_ids: set[str] = set()
+        self._observed: asyncio.Event | None = None
+        self._watched = False
+        self._last = time.perf_counter()
+        self._prices = PriceTable()
+
+    # -- the guardrails' tools ------------------------------------------------------------------
+
+    def _spec(self, sdk_tools: Iterable[str], *, checked: bool) -> GuardrailSpec:
+        """The agent's guardrails bound to the session's tools, under the names policies
+        read; a policy naming a tool the session lacks is a ConfigError when ``checked``."""
+        agent = self.agent
+        tools = {self.names.gr_name(n) for n in sdk_tools}
+        if not checked:  # before the session names its tools, assume what policies name
+            tools |= {t.name for t in agent.registry}
+        stubs = [self.names.stub(n) for n in sorted(tools)]
+        try:
+            return GuardrailSpec.build(
+                tools=stubs,
+                toolsets=[self._scoped(t) for t in self.toolsets],
+                policies=self._agent_wide(),
+                feedback_providers=agent.guardrails.feedback,
+                checker=agent.guardrails.checker,
+                max_refusals=agent.guardrails.max_refusals,
+            )
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{exc}. This Claude Agent SDK session's tools are {', '.join(sorted(sdk_tools))} "
+                "(Claude Code's Read, Write, Edit, MultiEdit and NotebookEdit read as "
+                "read_file, write_file and edit_file): give the session the tool "
+                "(ClaudeAgentOptions(tools=[...])), or map one onto it with "
+                "guardrail_hooks(agent, tool_map={'SdkTool': 'name'})"
+            ) from None
+
+    def _agent_wide(self) -> list[ToolPolicy]:
+        """The agent's own policies (not a toolset's), in declaration order: those that
+        govern a tool no toolset holds, such as the built-in todo tools."""
+        scoped = {t.name for toolset in self.toolsets for t in toolset.tools}
+        free = next((t.name for t in self.agent.registry if t.name not in scoped), None)
+        return [b.policy for b in self.agent.guardrails.by_tool.get(free or "", ())]
+
+    def _scoped(self, toolset: Toolset) -> Toolset:
+        """The toolset with stand-ins under its tools' names, so its policies bind to them."""
+        stubs: list[Tool] = [self.names.stub(t.name) for t in toolset.tools]
+        return replace(toolset, tools=tuple(stubs))
+
+    def bind_tools(self, sdk_tools: Iterable[str]) -> None:
+        """The session named its tools (its ``init`` message): bind the policies to them."""
+        names = tuple(sdk_tools)
+        guards = self.state.guards
+        spec = self._spec(names, checked=True)
+        guards.spec = spec  # the bindings' keys are the same, so their memories carry over
+        self.tools = names
+
+    # -- the run's life ------------------------------------------------------------------------
+
+    def begin(self, session_id: str | None) -> None:
+        """The first sign of the session: the run starts (lock, store row, first event)."""
+        if session_id and self.session_id and session_id != self.session_id:
+            raise RunError(
+                f"these guardrail hooks record session {self.session_id}, and session "
+                f"{session_id} called them: make one with guardrail_hooks(agent) per session"
+            )
+        if self._done is not None:
+            self.session_id = self.session_id or session_id
+            return
+        if self.run.done:
+            raise RunError(
+                f"run {self.run_id} has finished ({self.run.status}); call "
+                "guardrail_hooks(agent) again for a new session"
+            )
+        self.session_id = session_id
+        agent, state = self.agent, self.state
+        root = state.workspace.root
+        self._lock = WorkspaceLock.acquire(root, LockOwner.this_process(self.run_id, agent.clock()))
+        self._done = asyncio.Event()
+        self._observed = asyncio.Event()
+        config = {**agent.config(), "model": self.model, "harness": "claude-agent-sdk"}
+        config.update(self.state.guards.spec.describe(), self_regulation=False)
+        store = self._store = agent._open_store()
+        if store is not None:
+            store.record_run_started(
+                self.run_id,
+                started_at=agent.clock(),
+                model=self.model,
+                workspace=str(root),
+                instructions=self.run.instructions,
+                config=config,
+            )
+            state.events.subscribe(lambda event: store.record_event(self.run_id, event))
+        state.emit(
+            RunStartedEvent(
+                run_id=self.run_id,
+                model=self.model,
+                workspace=str(root),
+                instructions=self.run.instructions[:400],
+                config=config,
+            )
+        )
+        task = asyncio.get_running_loop().create_task(self._wait(), name=f"gr-sdk-{self.run_id}")
+        self.run._attach(self.loop, task)
+
+    async def _wait(self) -> Run:
+        assert self._done is not None
+        await self._done.wait()
+        return self.run
+
+    def finish(self, outcome: LoopOutcome) -> None:
+        """End the run once: status, ``run_finished``, the store's rows, the lock."""
+        if self.run.done or self._done is None:
+            return
+        try:
+            self.agent._finish(self.run, self.loop, self._store, outcome)
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+            self._done.set()
+
+    def end_with(self, outcome: LoopOutcome) -> None:
+        """What a hook decided about the end; the first decision stands."""
+        if self.outcome is None:
+            self.outcome = outcome
+
+    # -- the message stream --------------------------------------------------------------------
+
+    def observe(self, message: Any) -> None:
+        """Account for one message of the SDK's stream (any object; others are ignored)."""
+        kind = type(message).__name__
+        data = getattr(message, "data", None)
+        if kind == "SystemMessage" and getattr(message, "subtype", "") == "init":
+            self._watched = True
+            self.begin(data.get("session_id") if isinstance(data, Mapping) else None)
+            tools = data.get("tools") if isinstance(data, Mapping) else None
+            if isinstance(tools, list):
+                self.bind_tools(str(t) for t in tools)
+        elif kind == "AssistantMessage" and getattr(message, "parent_tool_use_id", None) is None:
+            self._watched = True
+            self._model_call(message)
+        elif kind == "ResultMessage":
+            self.finish(self._result_outcome(message))
+        if self._observed is not None:
+            self._observed.set()
+
+    async def catch_up(self, tool_use_id: str | None) -> None:
+        """Before judging a call, let the message stream report the model call it came from
+        (a hook and the stream's reader run as separate tasks)."""
+        if not self._watched or not tool_use_id or self._observed is None:
+            return
+        deadline = time.monotonic() + CATCH_UP_S
+        while tool_use_id not in self._tool_ids and time.monotonic() < deadline:
+            self._observed.clear()
+            try:
+                await asyncio.wait_for(self._observed.wait(), deadline - time.monotonic())
+            except TimeoutError:
+                return
+
+    def _model_call(self, message: Any) -> None:
+        blocks = list(getattr(message, "content", ()) or ())
+        uses = [b for b in blocks if type(b).__name__ == "ToolUseBlock"]
+        self._tool_ids.update(str(getattr(b, "id", "")) for b in uses)
+        message_id = getattr(message, "message_id", None) or f"unnamed-{len(self._messages)}"
+        if message_id in self._messages:
+            return  # another block of a reply already counted
+        self._messages.add(message_id)
+        state = self.state
+        raw = getattr(message, "usage", None) or {}
+        usage = Usage(
+            int(raw.get("input_tokens", 0) or 0),
+            int(raw.get("output_tokens", 0) or 0),
+            int(raw.get("cache_creation_input_tokens", 0) or 0),
+            int(raw.get("cache_read_input_tokens", 0) or 0),
+        )
+        seen = usage.input_tokens + usage.cache_creation_input_tokens
+        seen += usage.cache_read_input_tokens
+        state.turn += 1
+        state.tokens += seen + usage.output_tokens
+        model = str(getattr(message, "model", "") or self.model)
+        now = time.perf_counter()
+        text = "".join(str(getattr(b, "text", "")) for b in blocks if hasattr(b, "text"))
+        spent = state.usage()
+        state.emit(
+            ModelCallEvent(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                cache_write_tokens=usage.cache_creation_input_tokens,
+                context_tokens=seen,
+                layer1_tokens=0,
+                layer2_tokens=0,
+                layer3_tokens=0,
+                layer4_tokens=0,
+                layer5_tokens=0,
+                messages=0,
+                stop_reason=str(
+                    getattr(message, "stop_reason", None) or ("tool_use" if uses else "end_turn")
+                ),
+                tool_calls=len(uses),
+                text=text,
+                duration_s=now - self._last,
+                model=model,
+                cost_usd=self._prices.cost(model, usage),
+                tokens_used=state.tokens,
+                iterations_used=spent.iterations,
+                **state.measured(),
+            )
+        )
+        self._last = now
+
+    def _result_outcome(self, message: Any) -> LoopOutcome:
+        """How the session ended: as the hooks decided, else as the CLI reports it."""
+        if self.outcome is not None:
+            return self.outcome
+        subtype = str(getattr(message, "subtype", ""))
+        if subtype == "success":
+            return LoopOutcome("completed", "the model ended its turn")
+        if subtype == "error_max_turns":
+            limit = self.agent.budget.max_iterations
+            spent = SpentLimit("iterations", self.state.turn, limit)
+            return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
+        if subtype == "error_max_budget_usd":
+            return LoopOutcome(
+                "budget_exhausted", "the session's cost limit (max_budget_usd) was reached"
+            )
+        errors = getattr(message, "errors", None) or getattr(message, "result", None) or ""
+        return LoopOutcome("failed", f"the Claude Agent SDK session ended with {subtype}: {errors}")
