@@ -70,5 +70,6 @@ class ClaudeView:
             reason = None if event.reason is None else names.in_claude_terms(event.reason, call)
             event = replace(event, tool=call.sdk_name, reason=reason)
         elif isinstance(event, FeedbackEvent):
-            event = replace(event, text=names.in_claude_terms(event.text))
+            tool = call.sdk_name if call is not None else event.tool
+            event = replace(event, text=names.in_claude_terms(event.text), tool=tool)
         self.state.emit(event)
