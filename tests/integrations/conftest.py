@@ -59,7 +59,9 @@ class Session:
 
     @property
     def turns(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path == "/v1/messages" and side_request(r.body) is None]
+        return [
+            r for r in self.requests if r.path == "/v1/messages" and side_request(r.body) is None
+        ]
 
 
 async def sdk_session(
@@ -79,7 +81,9 @@ async def sdk_session(
         return Session(hooks, server.requests, messages)
 
 
-def native_run(agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path) -> gr.Run:
+def native_run(
+    agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path
+) -> gr.Run:
     return agent_of(gr.ScriptedModel(list(script)), ws).run_sync("Do the job.")
 
 

@@ -149,7 +149,9 @@ async def test_an_intervention_on_the_same_steps(tmp_path: Path) -> None:
         grace_period_after_reset=0,
         consecutive_stuck_tolerance=1,
     )
-    native, sdk, session = await both(tmp_path, agent_of(interventions=config), script, {"a.md": "a"})
+    native, sdk, session = await both(
+        tmp_path, agent_of(interventions=config), script, {"a.md": "a"}
+    )
     assert sdk["interventions"] == native["interventions"]
     assert [row[2] for row in sdk["interventions"] if row[3]] == [1, 2, 3]
     assert sdk["status"] == native["status"] == "stuck"

@@ -52,8 +52,9 @@ class HookCallbacks:
         session.begin(hook_input.get("session_id"))
         await session.catch_up(tool_use_id)
         stopping = self._stopping()
-        if stopping is not None:
-            return stopping
+        if stopping is not None:  # "continue": false alone would still run this call
+            reason = f"Not run: the run was stopped ({stopping['stopReason']})."
+            return {**stopping, "hookSpecificOutput": _denial(reason)}
         state = session.state
         started = time.perf_counter()
         call = self.names.call(str(hook_input["tool_name"]), hook_input.get("tool_input") or {})
@@ -69,11 +70,7 @@ class HookCallbacks:
         text = self.names.in_claude_terms(denial.message(), call)
         order = Directive(text, f"policy:{denial.policy}", "do_first")
         extra = self._after(call, hook_input, key, ToolOutput(text, True, order), started)
-        output: dict[str, Any] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": text,
-        }
+        output = _denial(text)
         if extra:
             output["additionalContext"] = extra
         return {"hookSpecificOutput": output, **self._halt()}
@@ -234,6 +231,14 @@ class HookCallbacks:
             return None
         self.session.end_with(LoopOutcome(loop.stop_status, reason))
         return {"continue_": False, "stopReason": reason}
+
+
+def _denial(reason: str) -> dict[str, Any]:
+    return {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }
 
 
 def _text_of(response: Any) -> str:
