@@ -81,10 +81,12 @@ async def sdk_session(
         return Session(hooks, server.requests, messages)
 
 
-def native_run(
+async def native_run(
     agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path
 ) -> gr.Run:
-    return agent_of(gr.ScriptedModel(list(script)), ws).run_sync("Do the job.")
+    """The same script on gr's own loop (awaited: ``run_sync`` inside a running loop would
+    apply nest-asyncio to the whole test process)."""
+    return await agent_of(gr.ScriptedModel(list(script)), ws).run("Do the job.")
 
 
 _NAMES = re.compile(r"\b(" + "|".join(CLAUDE_CODE_FILE_TOOLS) + r")\b")

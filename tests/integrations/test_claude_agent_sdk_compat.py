@@ -45,7 +45,7 @@ async def both(
 ) -> tuple[dict[str, Any], dict[str, Any], Any]:
     native_ws = _prepare(tmp_path / "native" / "ws", files or {})
     sdk_ws = _prepare(tmp_path / "sdk" / "ws", files or {})
-    native = native_run(make, script, native_ws)
+    native = await native_run(make, script, native_ws)
     session = await sdk_session(make(gr.ScriptedModel([]), sdk_ws), script, sdk_ws)
     assert not native.events.of_kind("error") and not session.run.events.of_kind("error")
     return decisions(native, native_ws), decisions(session.run, sdk_ws), session
