@@ -195,10 +195,11 @@ async def test_the_cli_cannot_start(tmp_path: Path) -> None:
     assert hooks.run.status == "failed"
 
 
-def test_options_without_the_hooks_are_refused(tmp_path: Path) -> None:
+async def test_options_without_the_hooks_are_refused(tmp_path: Path) -> None:
     hooks = guardrail_hooks(agent_at(tmp_path / "ws", store=False))
     with pytest.raises(ConfigError, match=r"hooks\.options"):
-        hooks.query("job", options=ClaudeAgentOptions(cwd=str(hooks.cwd))).__anext__().send(None)
+        await hooks.query("job", options=ClaudeAgentOptions(cwd=str(hooks.cwd))).__anext__()
+    assert hooks.run.status == "running" and hooks.run.events.of_kind("run_started") == []
     with pytest.raises(ConfigError, match="cwd="):
         hooks.options(cwd=str(tmp_path))
 

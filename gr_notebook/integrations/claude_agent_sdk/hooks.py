@@ -50,7 +50,8 @@ class HookCallbacks:
     ) -> Reply:
         session = self.session
         session.begin(hook_input.get("session_id"))
-        await session.catch_up(tool_use_id)
+        if "agent_id" not in hook_input:  # a subagent's model calls are not on the stream
+            await session.catch_up(tool_use_id)
         stopping = self._stopping()
         if stopping is not None:  # "continue": false alone would still run this call
             reason = f"Not run: the run was stopped ({stopping['stopReason']})."

@@ -226,9 +226,12 @@ class Session:
             tools = data.get("tools") if isinstance(data, Mapping) else None
             if isinstance(tools, list):
                 self.bind_tools(str(t) for t in tools)
-        elif kind == "AssistantMessage" and getattr(message, "parent_tool_use_id", None) is None:
+        elif kind == "AssistantMessage":
             self._watched = True
-            self._model_call(message)
+            if getattr(message, "parent_tool_use_id", None) is None:
+                self._model_call(message)
+            else:  # a subagent's: its calls are judged, its model calls are not the run's turns
+                self._tool_ids.update(_tool_ids(message))
         elif kind == "ResultMessage":
             self.finish(self._result_outcome(message))
         if self._observed is not None:
@@ -250,7 +253,7 @@ class Session:
     def _model_call(self, message: Any) -> None:
         blocks = list(getattr(message, "content", ()) or ())
         uses = [b for b in blocks if type(b).__name__ == "ToolUseBlock"]
-        self._tool_ids.update(str(getattr(b, "id", "")) for b in uses)
+        self._tool_ids.update(_tool_ids(message))
         message_id = getattr(message, "message_id", None) or f"unnamed-{len(self._messages)}"
         if message_id in self._messages:
             return  # another block of a reply already counted
@@ -316,3 +319,8 @@ class Session:
             )
         errors = getattr(message, "errors", None) or getattr(message, "result", None) or ""
         return LoopOutcome("failed", f"the Claude Agent SDK session ended with {subtype}: {errors}")
+
+
+def _tool_ids(message: Any) -> set[str]:
+    blocks = getattr(message, "content", ()) or ()
+    return {str(getattr(b, "id", "")) for b in blocks if type(b).__name__ == "ToolUseBlock"}

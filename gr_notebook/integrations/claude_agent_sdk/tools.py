@@ -86,6 +86,7 @@ class ToolNames:
     toolset_tools: frozenset[str] = frozenset()
     """Names of the agent's own toolset tools: ``mcp__<server>__<name>`` stands for one."""
     _stubs: dict[str, Tool] = field(default_factory=dict, repr=False)
+    _pattern: tuple[re.Pattern[str], dict[str, str]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(
@@ -144,10 +145,12 @@ class ToolNames:
     def in_claude_terms(self, text: str, call: Call | None = None) -> str:
         """``text`` with gr tool names as Claude knows them, and the call's relative path
         (quoted, as policies quote it) as Claude gave it."""
-        names = self._claude_names()
-        if names:
-            pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b")
-            text = pattern.sub(lambda m: names[m.group(1)], text)
+        if self._pattern is None:
+            names = self._claude_names()
+            alternatives = "|".join(map(re.escape, sorted(names))) or "(?!)"
+            self._pattern = (re.compile(r"\b(" + alternatives + r")\b"), names)
+        pattern, names = self._pattern
+        text = pattern.sub(lambda m: names[m.group(1)], text)
         if call is not None and call.path is not None:
             relative, raw = call.path
             if relative != raw:
