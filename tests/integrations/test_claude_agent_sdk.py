@@ -45,6 +45,14 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     assert {e.data["model"] for e in run.events.of_kind("model_call")} == {MODEL}
     assert run.tool_calls_df()["tool"].tolist() == ["Write", "Read", "Write"]
     assert gr.lint_guidance(run) == []
+    # The run's total is the session's own (each reply reports its output tokens only once
+    # its stream ends, after the SDK has passed the reply on).
+    result = session.messages[-1]
+    total = sum(result.usage[k] for k in ("input_tokens", "output_tokens"))
+    total += sum(
+        result.usage.get(k, 0) for k in ("cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    assert run.events.of_kind("run_finished")[0].data["tokens_used"] == total > 0
     with Store(tmp_path / "store.sqlite") as store:
         [row] = [r for r in store.runs() if r["run_id"] == run.run_id]
         assert row["status"] == "completed" and row["model"] == f"claude-agent-sdk:{MODEL}"
@@ -57,7 +65,6 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
 
 
 async def test_a_live_session_on_the_dashboard(tmp_path: Path) -> None:
-    pytest.importorskip("ipywidgets")  # a dev dependency: installed wherever this runs
     from gr_notebook.jupyter.widgets import Dashboard
 
     ws = tmp_path / "ws"

@@ -12,7 +12,6 @@ order, with the same objects, and records the same events.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -51,7 +50,7 @@ class HookCallbacks:
         session = self.session
         session.begin(hook_input.get("session_id"))
         if "agent_id" not in hook_input:  # a subagent's model calls are not on the stream
-            await session.catch_up(tool_use_id)
+            await session.catch_up(call=tool_use_id)
         stopping = self._stopping()
         if stopping is not None:  # "continue": false alone would still run this call
             reason = f"Not run: the run was stopped ({stopping['stopReason']})."
@@ -173,12 +172,12 @@ class HookCallbacks:
     ) -> Reply:
         session = self.session
         session.begin(hook_input.get("session_id"))
-        await asyncio.sleep(0)  # the stream's reader reports the reply that stops first
+        final = str(hook_input.get("last_assistant_message") or "")
+        await session.catch_up(reply=final)  # the turn of the reply that stops
         if session.outcome is not None or session.loop.stop_reason:
             return {}  # ended already (a limit, stuck, a person): nothing to judge
         state = session.state
         guards = state.guards
-        final = str(hook_input.get("last_assistant_message") or "")
         verdict = guards.judge_stop("end_turn", final)
         if not verdict.allowed:
             if verdict.give_up:

@@ -94,6 +94,8 @@ class Session:
         self._tool_ids: set[str] = set()
         self._observed: asyncio.Event | None = None
         self._watched = False
+        self._reply = ""
+        """The text of the latest reply of the main thread."""
         self._last = time.perf_counter()
         self._prices = PriceTable()
 
@@ -233,20 +235,25 @@ class Session:
             else:  # a subagent's: its calls are judged, its model calls are not the run's turns
                 self._tool_ids.update(_tool_ids(message))
         elif kind == "ResultMessage":
+            self._settle_tokens(getattr(message, "usage", None))
             self.finish(self._result_outcome(message))
         if self._observed is not None:
             self._observed.set()
 
-    async def catch_up(self, tool_use_id: str | None) -> None:
-        """Before judging a call, let the message stream report the model call it came from
-        (a hook and the stream's reader run as separate tasks)."""
-        if not self._watched or not tool_use_id or self._observed is None:
+    async def catch_up(self, *, call: str | None = None, reply: str | None = None) -> None:
+        """Before judging, let the message stream report the model call a hook is about: the
+        one with the tool use ``call``, or the one whose text is ``reply`` (a stop). A hook
+        and the stream's reader run as separate tasks, so the hook may come first."""
+        if not self._watched or self._observed is None or not (call or reply):
             return
         deadline = time.monotonic() + CATCH_UP_S
-        while tool_use_id not in self._tool_ids and time.monotonic() < deadline:
+        while call not in self._tool_ids and (not reply or reply != self._reply):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
             self._observed.clear()
             try:
-                await asyncio.wait_for(self._observed.wait(), deadline - time.monotonic())
+                await asyncio.wait_for(self._observed.wait(), remaining)
             except TimeoutError:
                 return
 
@@ -272,7 +279,9 @@ class Session:
         state.tokens += seen + usage.output_tokens
         model = str(getattr(message, "model", "") or self.model)
         now = time.perf_counter()
-        text = "".join(str(getattr(b, "text", "")) for b in blocks if hasattr(b, "text"))
+        text = self._reply = "".join(
+            str(getattr(b, "text", "")) for b in blocks if type(b).__name__ == "TextBlock"
+        )
         spent = state.usage()
         state.emit(
             ModelCallEvent(
@@ -301,6 +310,19 @@ class Session:
             )
         )
         self._last = now
+
+    def _settle_tokens(self, usage: Any) -> None:
+        """The session's own total, when it is more than the replies reported as they
+        started (their final output tokens come only at the end of each stream)."""
+        if isinstance(usage, Mapping):
+            keys = (
+                "input_tokens",
+                "output_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            )
+            total = sum(int(usage.get(k) or 0) for k in keys)
+            self.state.tokens = max(self.state.tokens, total)
 
     def _result_outcome(self, message: Any) -> LoopOutcome:
         """How the session ended: as the hooks decided, else as the CLI reports it."""
