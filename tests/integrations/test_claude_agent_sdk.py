@@ -105,6 +105,39 @@ async def test_a_person_stops_the_session_at_the_next_hook(tmp_path: Path) -> No
     assert sorted(p.name for p in ws.glob("*.md")) == ["0.md"]  # the second write never ran
 
 
+async def test_hooks_reused_for_a_second_session_block_its_calls(tmp_path: Path) -> None:
+    """One hooks object records one session; the PreToolUse hook fails closed on another."""
+    from claude_agent_sdk import query
+
+    ws = tmp_path / "ws"
+    hooks = guardrail_hooks(agent_at(ws, store=False), cwd=ws)
+    write = claude_script([gr.tool_call("write_file", path="a.md", content="a\n")], ws)
+    with MessagesServer([*write, gr.text("Done."), *write, gr.text("Done.")]) as server:
+        options = hooks.options(
+            permission_mode="acceptEdits",
+            tools=["Write"],
+            model=MODEL,
+            env=local_env(server.url, tmp_path / "config"),
+        )
+        async for message in query(prompt="first", options=options):
+            hooks.observe(message)
+        assert hooks.run.status == "completed"
+        (ws / "a.md").unlink()
+        second = [m async for m in query(prompt="second", options=options)]
+    results = [
+        block
+        for message in second
+        if type(message).__name__ == "UserMessage"
+        for block in message.content
+        if type(block).__name__ == "ToolResultBlock"
+    ]
+    assert not (ws / "a.md").exists()  # blocked: the hook refused a session it does not record
+    [result] = results
+    assert result.is_error is True
+    assert "make one with guardrail_hooks(agent) per session" in str(result.content)
+    assert type(second[-1]).__name__ == "ResultMessage"  # and the session stopped there
+
+
 # -- the options it builds ----------------------------------------------------------------------
 
 

@@ -93,7 +93,8 @@ class GuardrailHooks:
         self._callbacks = callbacks = HookCallbacks(session, view)
         matcher = sdk.HookMatcher
         self.hooks: dict[str, list[Any]] = {
-            "PreToolUse": [matcher(hooks=[callbacks.pre_tool_use])],
+            # fail-closed (seed 002): if this hook itself fails, the CLI blocks the call
+            "PreToolUse": [matcher(hooks=[callbacks.pre_tool_use], on_failure="block")],
             "PostToolUse": [matcher(hooks=[callbacks.post_tool_use])],
             "PostToolUseFailure": [matcher(hooks=[callbacks.post_tool_use_failure])],
             "Stop": [matcher(hooks=[callbacks.stop])],

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.engine.loop import LoopOutcome, gave_up, settle
+from gr_notebook.errors import RunError
 from gr_notebook.events import PromptInjectedEvent, ToolCallEvent
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -48,7 +49,9 @@ class HookCallbacks:
         self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
     ) -> Reply:
         session = self.session
-        session.begin(hook_input.get("session_id"))
+        foreign = self._begin(hook_input)
+        if foreign is not None:
+            return {**foreign, "hookSpecificOutput": _denial(f"Not run: {foreign['stopReason']}")}
         if "agent_id" not in hook_input:  # a subagent's model calls are not on the stream
             await session.catch_up(call=tool_use_id)
         stopping = self._stopping()
@@ -80,6 +83,9 @@ class HookCallbacks:
     async def post_tool_use(
         self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
     ) -> Reply:
+        foreign = self._begin(hook_input)
+        if foreign is not None:
+            return foreign
         call, started, key = self._call_of(hook_input, tool_use_id)
         output = ToolOutput(_text_of(hook_input.get("tool_response")))
         state = self.session.state
@@ -90,6 +96,9 @@ class HookCallbacks:
     async def post_tool_use_failure(
         self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
     ) -> Reply:
+        foreign = self._begin(hook_input)
+        if foreign is not None:
+            return foreign
         call, started, key = self._call_of(hook_input, tool_use_id)
         output = ToolOutput(str(hook_input.get("error", "the tool failed")), True)
         extra = self._after(call, hook_input, key, output, started)
@@ -98,7 +107,6 @@ class HookCallbacks:
     def _call_of(
         self, hook_input: Mapping[str, Any], tool_use_id: str | None
     ) -> tuple[Call, float, str]:
-        self.session.begin(hook_input.get("session_id"))
         key = tool_use_id or str(hook_input.get("tool_use_id", ""))
         known = self._calls.pop(key, None)
         if known is not None:
@@ -171,7 +179,9 @@ class HookCallbacks:
         self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
     ) -> Reply:
         session = self.session
-        session.begin(hook_input.get("session_id"))
+        foreign = self._begin(hook_input)
+        if foreign is not None:
+            return foreign
         final = str(hook_input.get("last_assistant_message") or "")
         await session.catch_up(reply=final)  # the turn of the reply that stops
         if session.outcome is not None or session.loop.stop_reason:
@@ -193,6 +203,15 @@ class HookCallbacks:
         return {}
 
     # -- shared ---------------------------------------------------------------------------------
+
+    def _begin(self, hook_input: Mapping[str, Any]) -> Reply | None:
+        """Start the run at its first hook; a session these hooks do not record is stopped
+        with the reason (an exception here would reach Claude as the CLI's stack trace)."""
+        try:
+            self.session.begin(hook_input.get("session_id"))
+        except RunError as exc:
+            return {"continue_": False, "stopReason": str(exc)}
+        return None
 
     def _inject(self, text: str) -> None:
         """An order sent beside a result or as a stop's refusal, recorded as gr's loop
