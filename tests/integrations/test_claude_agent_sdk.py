@@ -14,6 +14,7 @@ import gr_notebook as gr
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk import ToolAlias, guardrail_hooks, local_env
+from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.testing import MessagesServer
 from tests.integrations.conftest import MODEL, claude_script, sdk_session, side_request
 
@@ -64,6 +65,46 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     await run.wait()
 
 
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_each_model_call_is_one_turn_with_its_tool_uses(
+    tmp_path: Path, streamed: bool
+) -> None:
+    """The CLI passes a reply on block by block; with the API's stream events (the default)
+    the model call is whole, its final output tokens included; without them its first block
+    stands for it, and the session's total settles the tokens."""
+    ws = tmp_path / "ws"
+    hooks = guardrail_hooks(agent_at(ws, store=False), cwd=ws)
+    reply = gr.ModelResponse(
+        (
+            TextBlock("Writing both files."),
+            ToolUseBlock("", "write_file", {"path": "a.md", "content": "a\n"}),
+            ToolUseBlock("", "write_file", {"path": "b.md", "content": "b\n"}),
+        ),
+        "tool_use",
+    )
+    script = claude_script([reply, gr.text("Done.")], ws)
+    with MessagesServer(script, side=side_request) as server:
+        seen = [
+            type(m).__name__
+            async for m in hooks.query(
+                "job",
+                permission_mode="acceptEdits",
+                tools=["Write"],
+                model=MODEL,
+                env=local_env(server.url, tmp_path / "config"),
+                **({} if streamed else {"include_partial_messages": False}),
+            )
+        ]
+    assert "StreamEvent" not in seen  # used, not passed on: the caller did not ask for them
+    calls = [e.data for e in hooks.run.events.of_kind("model_call")]
+    assert calls[0]["tool_calls"] == (2 if streamed else 0)  # else: the first block, text
+    assert [e.turn for e in hooks.run.events.of_kind("model_call")] == [1, 2]
+    assert [e.turn for e in hooks.run.events.of_kind("tool_call")] == [1, 1]
+    if streamed:
+        assert calls[0]["text"] == "Writing both files." and calls[0]["output_tokens"] > 1
+        assert calls[0]["stop_reason"] == "tool_use"
+
+
 async def test_a_live_session_on_the_dashboard(tmp_path: Path) -> None:
     from gr_notebook.jupyter.widgets import Dashboard
 
@@ -91,6 +132,7 @@ async def test_a_person_stops_the_session_at_the_next_hook(tmp_path: Path) -> No
     agent = agent_at(ws, store=False)
     script = [gr.tool_call("write_file", path=f"{i}.md", content="x\n") for i in range(5)]
     hooks = guardrail_hooks(agent, cwd=ws)
+    replies = 0
     with MessagesServer(claude_script(script, ws), side=side_request) as s:
         async for message in hooks.query(
             "job",
@@ -99,7 +141,8 @@ async def test_a_person_stops_the_session_at_the_next_hook(tmp_path: Path) -> No
             model=MODEL,
             env=local_env(s.url, tmp_path / "config"),
         ):
-            if type(message).__name__ == "AssistantMessage" and hooks.run.turns == 2:
+            replies += type(message).__name__ == "AssistantMessage"
+            if replies == 2:  # the second reply's write: the person stops the run first
                 hooks.run.cancel("enough")
     assert hooks.run.status == "cancelled" and hooks.run.reason == "enough"
     assert sorted(p.name for p in ws.glob("*.md")) == ["0.md"]  # the second write never ran

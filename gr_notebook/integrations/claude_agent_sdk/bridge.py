@@ -91,6 +91,8 @@ class GuardrailHooks:
         view = ClaudeView(session.state, session.names)
         session.state.guards = type(session.state.guards)(session.state.guards.spec, view)
         self._callbacks = callbacks = HookCallbacks(session, view)
+        self._quiet: set[int] = set()
+        """Options built with the stream events on by default (not passed on)."""
         matcher = sdk.HookMatcher
         self.hooks: dict[str, list[Any]] = {
             # fail-closed (seed 002): if this hook itself fails, the CLI blocks the call
@@ -115,7 +117,8 @@ class GuardrailHooks:
 
     def options(self, **fields: Any) -> ClaudeAgentOptions:
         """``ClaudeAgentOptions`` with these hooks (before any of ``hooks=``), the session's
-        ``cwd``, and ``max_turns`` from the agent's ``gr.Budget``; other fields as given."""
+        ``cwd``, ``max_turns`` from the agent's ``gr.Budget`` and the API's stream events on
+        (``include_partial_messages``, for whole model calls); other fields as given."""
         sdk, session = self._sdk, self._session
         theirs = fields.pop("hooks", None) or {}
         _check_async(theirs, fields.get("can_use_tool"))
@@ -131,12 +134,18 @@ class GuardrailHooks:
                 "'acceptEdits' (file edits) with allowed_tools=[...] for the rest"
             )
         fields.setdefault("max_turns", session.agent.budget.max_iterations)
+        # the API's stream events give each model call whole (its text, tool uses and final
+        # output tokens); query() passes them on only to a caller who asked for them
+        quiet = "include_partial_messages" not in fields
+        fields.setdefault("include_partial_messages", True)
         if session.tools is not None and "tools" not in fields:
             fields["tools"] = list(session.tools)
         hooks = {event: list(matchers) for event, matchers in self.hooks.items()}
         for event, matchers in theirs.items():
             hooks.setdefault(event, []).extend(matchers)
         options: ClaudeAgentOptions = sdk.ClaudeAgentOptions(hooks=hooks, **fields)
+        if quiet:
+            self._quiet.add(id(options))
         return options
 
     async def query(
@@ -157,10 +166,12 @@ class GuardrailHooks:
                     "hooks.options(...), or pass ClaudeAgentOptions(hooks=hooks.hooks, ...)"
                 )
         session.begin(None)
+        quiet = id(options) in self._quiet
         try:
             async for message in sdk.query(prompt=prompt, options=options):
                 session.observe(message)
-                yield message
+                if not (quiet and type(message).__name__ == "StreamEvent"):
+                    yield message
         except sdk.ClaudeSDKError as exc:
             session.finish(LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc))
             if isinstance(exc, sdk.CLIConnectionError | sdk.ProcessError):

@@ -24,9 +24,9 @@ from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ModelCallEvent, RunStartedEvent
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.history.store import Store
+from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
 from gr_notebook.limits import SpentLimit
-from gr_notebook.messages import Usage
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
 from gr_notebook.tools.toolset import Toolset
@@ -90,7 +90,11 @@ class Session:
         self._store: Store | None = None
         self._lock: WorkspaceLock | None = None
         self._done: asyncio.Event | None = None
-        self._messages: set[str] = set()
+        self._replies: set[str] = set()
+        """The message ids of the replies counted."""
+        self._current: Reply | None = None
+        self._streamed = False
+        """The session passes on the API's stream events (``include_partial_messages``)."""
         self._tool_ids: set[str] = set()
         self._observed: asyncio.Event | None = None
         self._watched = False
@@ -228,12 +232,15 @@ class Session:
             tools = data.get("tools") if isinstance(data, Mapping) else None
             if isinstance(tools, list):
                 self.bind_tools(str(t) for t in tools)
+        elif kind == "StreamEvent" and getattr(message, "parent_tool_use_id", None) is None:
+            self._watched = self._streamed = True
+            self._stream_event(getattr(message, "event", None))
         elif kind == "AssistantMessage":
             self._watched = True
-            if getattr(message, "parent_tool_use_id", None) is None:
-                self._model_call(message)
-            else:  # a subagent's: its calls are judged, its model calls are not the run's turns
-                self._tool_ids.update(_tool_ids(message))
+            if getattr(message, "parent_tool_use_id", None) is not None:
+                self._tool_ids.update(_tool_ids(message))  # a subagent's: not the run's turns
+            elif not self._streamed:
+                self._first_block(message)
         elif kind == "ResultMessage":
             self._settle_tokens(getattr(message, "usage", None))
             self.finish(self._result_outcome(message))
@@ -257,31 +264,32 @@ class Session:
             except TimeoutError:
                 return
 
-    def _model_call(self, message: Any) -> None:
-        blocks = list(getattr(message, "content", ()) or ())
-        uses = [b for b in blocks if type(b).__name__ == "ToolUseBlock"]
-        self._tool_ids.update(_tool_ids(message))
-        message_id = getattr(message, "message_id", None) or f"unnamed-{len(self._messages)}"
-        if message_id in self._messages:
-            return  # another block of a reply already counted
-        self._messages.add(message_id)
+    def _stream_event(self, event: Any) -> None:
+        """The API's stream events of a main-thread reply: one reply from start to stop."""
+        if not isinstance(event, Mapping):
+            return
+        if event.get("type") == "message_start":
+            self._current = Reply.starting(event, self.model, time.perf_counter())
+        elif self._current is not None and self._current.add(event):
+            reply, self._current = self._current, None
+            self._model_call(reply)
+
+    def _first_block(self, message: Any) -> None:
+        """Without stream events: the first ``AssistantMessage`` of a reply stands for it."""
+        message_id = getattr(message, "message_id", None)
+        if message_id and message_id in self._replies:
+            self._tool_ids.update(_tool_ids(message))  # a later block of a counted reply
+            return
+        self._model_call(Reply.of_message(message, self.model, self._last))
+
+    def _model_call(self, reply: Reply) -> None:
+        """One model call: a turn, its tokens, a ``model_call`` event; then the hooks that
+        wait for its tool uses (:meth:`catch_up`) may judge them."""
+        self._replies.add(reply.message_id)
         state = self.state
-        raw = getattr(message, "usage", None) or {}
-        usage = Usage(
-            int(raw.get("input_tokens", 0) or 0),
-            int(raw.get("output_tokens", 0) or 0),
-            int(raw.get("cache_creation_input_tokens", 0) or 0),
-            int(raw.get("cache_read_input_tokens", 0) or 0),
-        )
-        seen = usage.input_tokens + usage.cache_creation_input_tokens
-        seen += usage.cache_read_input_tokens
         state.turn += 1
-        state.tokens += seen + usage.output_tokens
-        model = str(getattr(message, "model", "") or self.model)
-        now = time.perf_counter()
-        text = self._reply = "".join(
-            str(getattr(b, "text", "")) for b in blocks if type(b).__name__ == "TextBlock"
-        )
+        state.tokens += reply.prompt_tokens + reply.usage.output_tokens
+        usage, now = reply.usage, time.perf_counter()
         spent = state.usage()
         state.emit(
             ModelCallEvent(
@@ -289,27 +297,26 @@ class Session:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_input_tokens,
                 cache_write_tokens=usage.cache_creation_input_tokens,
-                context_tokens=seen,
+                context_tokens=reply.prompt_tokens,
                 layer1_tokens=0,
                 layer2_tokens=0,
                 layer3_tokens=0,
                 layer4_tokens=0,
                 layer5_tokens=0,
                 messages=0,
-                stop_reason=str(
-                    getattr(message, "stop_reason", None) or ("tool_use" if uses else "end_turn")
-                ),
-                tool_calls=len(uses),
-                text=text,
-                duration_s=now - self._last,
-                model=model,
-                cost_usd=self._prices.cost(model, usage),
+                stop_reason=reply.stop_reason or ("tool_use" if reply.tool_ids else "end_turn"),
+                tool_calls=len(reply.tool_ids),
+                text=reply.text,
+                duration_s=now - reply.started,
+                model=reply.model,
+                cost_usd=self._prices.cost(reply.model, usage),
                 tokens_used=state.tokens,
                 iterations_used=spent.iterations,
                 **state.measured(),
             )
         )
-        self._last = now
+        self._reply, self._last = reply.text, now
+        self._tool_ids.update(reply.tool_ids)
 
     def _settle_tokens(self, usage: Any) -> None:
         """The session's own total, when it is more than the replies reported as they
