@@ -254,7 +254,7 @@ class Session:
         if not self._watched or self._observed is None or not (call or reply):
             return
         deadline = time.monotonic() + CATCH_UP_S
-        while call not in self._tool_ids and (not reply or reply != self._reply):
+        while call not in self._tool_ids and (not reply or _words(reply) != _words(self._reply)):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -353,3 +353,7 @@ class Session:
 def _tool_ids(message: Any) -> set[str]:
     blocks = getattr(message, "content", ()) or ()
     return {str(getattr(b, "id", "")) for b in blocks if type(b).__name__ == "ToolUseBlock"}
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
