@@ -63,7 +63,15 @@ from gr_notebook.workflow.prompts import (
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 from gr_notebook.workflow.summary import workspace_state
 
-__all__ = ["Loop", "LoopOutcome", "RunStatus", "SameStateDetector", "StuckDetector"]
+__all__ = [
+    "Loop",
+    "LoopOutcome",
+    "RunStatus",
+    "SameStateDetector",
+    "StuckDetector",
+    "gave_up",
+    "settle",
+]
 
 RunStatus: TypeAlias = Literal[
     "running",
@@ -353,31 +361,10 @@ class Loop:
         return self._settle(LoopOutcome("completed", reason), "end_turn", final_text)
 
     def _settle(self, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
-        """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
-        only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
-        it runs out between turns (the status table in docs/decisions.md)."""
-        guards = self.state.guards
-        usage = self.state.usage()
-        pressed = guards.pressing(usage)
-        if not pressed:
-            return outcome
-        left = guards.work_left(kind, tentative)
-        if left is None:
-            return outcome
-        why = "" if pressed in str(outcome.reason) else f" ({pressed})"
-        return LoopOutcome(
-            "budget_exhausted",
-            f"{outcome.reason}; a limit ended the job with work left{why}: {left}",
-            limit=guards.pressing_limit(usage),
-        )
+        return settle(self.state, outcome, kind, tentative)
 
     def _incomplete(self, verdict: StopVerdict) -> LoopOutcome:
-        first = (verdict.feedback or "").replace("<blocker>", "").strip().split("\n")[0]
-        return LoopOutcome(
-            "incomplete",
-            f"the stop was refused {self.state.guards.refusals} times in a row"
-            + (f": {clip(first, 200)}" if first else ""),
-        )
+        return gave_up(self.state, verdict)
 
     # -- interventions (seed 004) ---------------------------------------------------------------
 
@@ -479,3 +466,34 @@ class Loop:
             if reset:
                 state.reset_policies("person")
             self._inject(state.phases.take_prompts())
+
+
+def settle(state: RunState, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
+    """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
+    only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
+    it runs out between turns (the status table in docs/decisions.md). The Claude Agent SDK
+    bridge settles its stops with this too."""
+    guards = state.guards
+    usage = state.usage()
+    pressed = guards.pressing(usage)
+    if not pressed:
+        return outcome
+    left = guards.work_left(kind, tentative)
+    if left is None:
+        return outcome
+    why = "" if pressed in str(outcome.reason) else f" ({pressed})"
+    return LoopOutcome(
+        "budget_exhausted",
+        f"{outcome.reason}; a limit ended the job with work left{why}: {left}",
+        limit=guards.pressing_limit(usage),
+    )
+
+
+def gave_up(state: RunState, verdict: StopVerdict) -> LoopOutcome:
+    """The refusal cap was reached: the run ends ``incomplete``."""
+    first = (verdict.feedback or "").replace("<blocker>", "").strip().split("\n")[0]
+    return LoopOutcome(
+        "incomplete",
+        f"the stop was refused {state.guards.refusals} times in a row"
+        + (f": {clip(first, 200)}" if first else ""),
+    )

@@ -3,8 +3,9 @@
 Testing the Anthropic adapter against a fake client would test the fake; this server puts the
 real SDK on the wire instead — its headers, retries, error classes and response parsing — with
 no network and no key. It validates requests the way the API does, answers each
-``POST /v1/messages`` with the next scripted turn, emulates prompt caching in ``usage``, and
-can misbehave on cue (error statuses, malformed JSON, slow or hung responses).
+``POST /v1/messages`` with the next scripted turn (streamed as server-sent events when the
+request asks for ``stream``), emulates prompt caching in ``usage``, and can misbehave on
+cue (error statuses, malformed JSON, slow or hung responses).
 
 It uses the standard library only and does not import the SDK, so it checks the adapter
 rather than mirroring it. It listens on 127.0.0.1 only.
@@ -16,7 +17,7 @@ import copy
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
@@ -66,11 +67,15 @@ class MessagesServer:
         *,
         min_cacheable_tokens: int = 1024,
         chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        side: Callable[[dict[str, Any]], Turn | None] | None = None,
     ) -> None:
+        """``side`` answers the requests a client makes beside its conversation (a title,
+        a summary): a request it answers, with a turn, consumes none of the script."""
         if isinstance(chunk_chars, bool) or not isinstance(chunk_chars, int) or chunk_chars < 1:
             raise ValueError(f"chunk_chars must be a whole number >= 1, got {chunk_chars!r}")
         self.chunk_chars = chunk_chars
         """Characters per delta of a streamed answer."""
+        self._side = side
         self._cache = PromptCache(min_cacheable_tokens)
         self._signer = ThinkingSigner()
         self._turns: deque[Turn] = deque(turns)
@@ -199,6 +204,9 @@ class MessagesServer:
         if not generation:
             return number, _json_reply({"input_tokens": prompt_tokens(body)})
 
+        side = self._side(copy.deepcopy(body)) if self._side is not None else None
+        if side is not None:
+            return number, self._serve(side, body, 0, number)
         with self._lock:
             turn = self._turns.popleft() if self._turns else None
             if turn is not None:

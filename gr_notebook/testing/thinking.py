@@ -128,9 +128,11 @@ def _check_config(body: dict[str, Any], *, generation: bool) -> None:
         )
     if kind == "disabled":
         return
+    # "updates" (progress notes between tool calls, the 5.5 models' beta) is what the
+    # Claude Code CLI sends; served here as "summarized" is.
     _require(
-        config.get("display") in (None, "summarized", "omitted"),
-        f"thinking.{kind}.display: Input should be 'summarized' or 'omitted'",
+        config.get("display") in (None, "summarized", "omitted", "updates"),
+        f"thinking.{kind}.display: Input should be 'summarized', 'omitted' or 'updates'",
     )
     temperature = body.get("temperature")
     _require(

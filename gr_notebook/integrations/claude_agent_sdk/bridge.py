@@ -1,0 +1,237 @@
+"""``guardrail_hooks(agent)``: an agent's guardrails inside a Claude Agent SDK session.
+
+The returned :class:`GuardrailHooks` holds ``.hooks`` (what ``ClaudeAgentOptions(hooks=...)``
+takes) and ``.run`` (the :class:`gr.Run <gr_notebook.Run>` that records the session). Its
+:meth:`~GuardrailHooks.query` runs a session with both wired in; a person driving
+``ClaudeSDKClient`` passes each message to :meth:`~GuardrailHooks.observe` instead, so the
+run learns of the model calls (turns, tokens) and of the session's end.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.agent import Agent
+from gr_notebook.engine.loop import LoopOutcome, RunStatus
+from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
+from gr_notebook.integrations.claude_agent_sdk.session import Session
+from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
+from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
+from gr_notebook.run import Run
+from gr_notebook.tools.toolset import Toolset
+from gr_notebook.workflow.workspace import Workspace
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
+
+__all__ = ["EXTRA", "GuardrailHooks", "guardrail_hooks", "load_sdk"]
+
+EXTRA = "pip install 'gr-notebook[claude-agent-sdk]'"
+
+
+def load_sdk() -> ModuleType:
+    """The ``claude_agent_sdk`` module, or a one-line error that names the extra."""
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        raise ConfigError(
+            f"the Claude Agent SDK is not installed; it is an optional extra: {EXTRA}"
+        ) from None
+    return claude_agent_sdk
+
+
+def guardrail_hooks(
+    agent: Agent,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    tools: Iterable[str] | None = None,
+    tool_map: Mapping[str, ToolAlias | str] | None = None,
+    model: str = "claude-agent-sdk",
+    instructions: str = "",
+) -> GuardrailHooks:
+    """The agent's guardrails (policies, toolset policies, feedback providers, completion
+    checker, budget, interventions) as Claude Agent SDK hooks, for one session.
+
+    ``cwd`` is the session's working directory, the workspace the guardrails read (default:
+    the agent's workspace, else the current directory). ``tools`` names the session's
+    tools, checked against the policies now (else when the session starts). ``tool_map``
+    adds SDK tools to the map of Claude Code's file tools onto gr's, e.g.
+    ``{"mcp__files__save": gr.ToolAlias("write_file", "target")}``.
+    """
+    sdk = load_sdk()
+    if not isinstance(agent, Agent):
+        raise ConfigError(
+            f"guardrail_hooks takes a gr.Agent (its guardrails), not {type(agent).__name__}"
+        )
+    root = Path(cwd if cwd is not None else _default_cwd(agent)).expanduser().resolve()
+    toolset_tools = {t.name for ts in agent.user_tools if isinstance(ts, Toolset) for t in ts.tools}
+    names = ToolNames.of(root, tool_map, toolset_tools)
+    session = Session(agent, names, tools=tools, model=model, instructions=instructions)
+    return GuardrailHooks(sdk, session)
+
+
+def _default_cwd(agent: Agent) -> str | os.PathLike[str]:
+    workspace = agent.workspace
+    if isinstance(workspace, Workspace):
+        return workspace.root
+    return workspace if workspace is not None else os.getcwd()
+
+
+class GuardrailHooks:
+    """An agent's guardrails for one Claude Agent SDK session: ``.hooks`` and ``.run``."""
+
+    def __init__(self, sdk: ModuleType, session: Session) -> None:
+        self._sdk, self._session = sdk, session
+        view = ClaudeView(session.state, session.names)
+        session.state.guards = type(session.state.guards)(session.state.guards.spec, view)
+        self._callbacks = callbacks = HookCallbacks(session, view)
+        self._quiet: set[int] = set()
+        """Options built with the stream events on by default (not passed on)."""
+        matcher = sdk.HookMatcher
+        self.hooks: dict[str, list[Any]] = {
+            # fail-closed (seed 002): if this hook itself fails, the CLI blocks the call
+            "PreToolUse": [matcher(hooks=[callbacks.pre_tool_use], on_failure="block")],
+            "PostToolUse": [matcher(hooks=[callbacks.post_tool_use])],
+            "PostToolUseFailure": [matcher(hooks=[callbacks.post_tool_use_failure])],
+            "Stop": [matcher(hooks=[callbacks.stop])],
+        }
+
+    @property
+    def run(self) -> Run:
+        return self._session.run
+
+    @property
+    def cwd(self) -> Path:
+        return self._session.names.cwd
+
+    def observe(self, message: Any) -> None:
+        """Tell the run about one message of the session's stream (turns, tokens, the end);
+        :meth:`query` does it for every message."""
+        self._session.observe(message)
+
+    def options(self, **fields: Any) -> ClaudeAgentOptions:
+        """``ClaudeAgentOptions`` with these hooks (before any of ``hooks=``), the session's
+        ``cwd``, ``max_turns`` from the agent's ``gr.Budget`` and the API's stream events on
+        (``include_partial_messages``, for whole model calls); other fields as given."""
+        sdk, session = self._sdk, self._session
+        theirs = fields.pop("hooks", None) or {}
+        _check_async(theirs, fields.get("can_use_tool"))
+        cwd = Path(fields.setdefault("cwd", self.cwd)).expanduser().resolve()
+        if cwd != self.cwd:
+            raise ConfigError(
+                f"cwd {str(cwd)!r} is not the guardrails' cwd {str(self.cwd)!r}; pass "
+                "cwd= to guardrail_hooks(agent, cwd=...) instead"
+            )
+        if fields.get("permission_mode") == "bypassPermissions" and _root():
+            raise ConfigError(
+                "the Claude Code CLI refuses permission_mode='bypassPermissions' as root; use "
+                "'acceptEdits' (file edits) with allowed_tools=[...] for the rest"
+            )
+        fields.setdefault("max_turns", session.agent.budget.max_iterations)
+        # the API's stream events give each model call whole (its text, tool uses and final
+        # output tokens); query() passes them on only to a caller who asked for them
+        quiet = "include_partial_messages" not in fields
+        fields.setdefault("include_partial_messages", True)
+        if session.tools is not None and "tools" not in fields:
+            fields["tools"] = list(session.tools)
+        hooks = {event: list(matchers) for event, matchers in self.hooks.items()}
+        for event, matchers in theirs.items():
+            hooks.setdefault(event, []).extend(matchers)
+        options: ClaudeAgentOptions = sdk.ClaudeAgentOptions(hooks=hooks, **fields)
+        if quiet:
+            self._quiet.add(id(options))
+        return options
+
+    async def query(
+        self, prompt: str, *, options: ClaudeAgentOptions | None = None, **fields: Any
+    ) -> AsyncIterator[Any]:
+        """Run one session (``claude_agent_sdk.query``) under the guardrails, yielding its
+        messages; ``options`` defaults to :meth:`options` of ``fields``."""
+        sdk, session = self._sdk, self._session
+        if options is None:
+            options = self.options(**fields)
+        elif fields:
+            raise ConfigError("give options=ClaudeAgentOptions(...) or option fields, not both")
+        else:
+            _check_async(options.hooks or {}, options.can_use_tool)
+            if not _has_ours(options.hooks or {}, self.hooks):
+                raise ConfigError(
+                    "these options lack the guardrail hooks; build them with "
+                    "hooks.options(...), or pass ClaudeAgentOptions(hooks=hooks.hooks, ...)"
+                )
+        session.begin(None)
+        quiet = id(options) in self._quiet
+        try:
+            async for message in sdk.query(prompt=prompt, options=options):
+                session.observe(message)
+                if not (quiet and type(message).__name__ == "StreamEvent"):
+                    yield message
+        except sdk.ClaudeSDKError as exc:
+            session.finish(LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc))
+            if isinstance(exc, sdk.CLIConnectionError | sdk.ProcessError):
+                raise RunError(
+                    f"the Claude Code CLI could not start or stopped ({type(exc).__name__}: "
+                    f"{_first_line(exc)}); check ClaudeAgentOptions(cli_path=...), or "
+                    f"reinstall the extra, which bundles the CLI: {EXTRA}"
+                ) from exc
+            raise
+        except BaseException as exc:
+            status: RunStatus = "failed" if isinstance(exc, Exception) else "interrupted"
+            session.finish(LoopOutcome(status, f"{type(exc).__name__}: {exc}", exc))
+            raise
+        finally:
+            if not session.run.done:
+                session.finish(
+                    session.outcome or LoopOutcome("failed", "the session ended with no result")
+                )
+
+    def __repr__(self) -> str:
+        return f"<GuardrailHooks for {self.run.run_id} in {self.cwd}: {self.run.status}>"
+
+
+def _root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _has_ours(hooks: Mapping[Any, Any], ours: Mapping[str, list[Any]]) -> bool:
+    def callbacks(source: Mapping[Any, Any], event: str) -> set[Any]:
+        return {cb for m in source.get(event, ()) for cb in getattr(m, "hooks", ())}
+
+    return all(callbacks(ours, event) <= callbacks(hooks, event) for event in ours)
+
+
+def _check_async(hooks: Mapping[Any, Any], can_use_tool: Any) -> None:
+    """The SDK awaits every hook and ``can_use_tool``: a plain function fails only when the
+    CLI first calls it, mid-session, so it is refused here."""
+    for event, matchers in hooks.items():
+        for matcher in matchers:
+            for callback in getattr(matcher, "hooks", ()):
+                if not _is_async(callback):
+                    name = getattr(callback, "__name__", type(callback).__name__)
+                    raise ConfigError(
+                        f"the {event} hook {name!r} is a plain function, and the SDK awaits "
+                        f"its hooks: define it as `async def {name}(input, tool_use_id, "
+                        "context)`"
+                    )
+    if can_use_tool is not None and not _is_async(can_use_tool):
+        name = getattr(can_use_tool, "__name__", type(can_use_tool).__name__)
+        raise ConfigError(
+            f"can_use_tool {name!r} is a plain function, and the SDK awaits it: define it as "
+            f"`async def {name}(tool_name, input, context)`"
+        )
+
+
+def _is_async(callback: Any) -> bool:
+    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        getattr(callback, "__call__", None)  # noqa: B004 (an object whose __call__ is async)
+    )

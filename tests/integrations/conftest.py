@@ -1,0 +1,117 @@
+"""Claude Agent SDK sessions against the local Messages API server: the real SDK and the
+Claude Code CLI it bundles, on loopback, with no key."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import gr_notebook as gr
+from gr_notebook.integrations.claude_agent_sdk import (
+    CLAUDE_CODE_FILE_TOOLS,
+    GuardrailHooks,
+    guardrail_hooks,
+    local_env,
+)
+from gr_notebook.messages import ToolUseBlock
+from gr_notebook.testing import MessagesServer, RecordedRequest
+
+MODEL = "claude-sonnet-4-6"
+TOOLS = ["Read", "Write", "Edit"]
+_CLAUDE_OF = {"read_file": "Read", "write_file": "Write", "edit_file": "Edit"}
+
+
+def side_request(body: dict[str, Any]) -> gr.ModelResponse | None:
+    """A request with no tools is the CLI's own (a title, a summary), not the agent's turn."""
+    return None if body.get("tools") else gr.text("(a side request)")
+
+
+def claude_script(script: Sequence[gr.ModelResponse], ws: Path) -> list[gr.ModelResponse]:
+    """The same script for Claude Code: gr's file tools as Read, Write and Edit, with the
+    absolute ``file_path`` they take."""
+    out = []
+    for response in script:
+        blocks = []
+        for block in response.content:
+            if isinstance(block, ToolUseBlock) and block.name in _CLAUDE_OF:
+                params = dict(block.input)
+                params["file_path"] = str(ws / params.pop("path"))
+                block = ToolUseBlock(block.id, _CLAUDE_OF[block.name], params)
+            blocks.append(block)
+        out.append(replace(response, content=tuple(blocks)))
+    return out
+
+
+@dataclass
+class Session:
+    hooks: GuardrailHooks
+    requests: list[RecordedRequest]
+    messages: list[Any]
+
+    @property
+    def run(self) -> gr.Run:
+        return self.hooks.run
+
+    @property
+    def turns(self) -> list[RecordedRequest]:
+        return [
+            r for r in self.requests if r.path == "/v1/messages" and side_request(r.body) is None
+        ]
+
+
+async def sdk_session(
+    agent: gr.Agent, script: Sequence[gr.ModelResponse], ws: Path, **fields: Any
+) -> Session:
+    """One session of ``agent``'s guardrails over the (gr) ``script``, in ``ws``."""
+    hooks = guardrail_hooks(agent, cwd=ws, model=f"claude-agent-sdk:{MODEL}")
+    fields.setdefault("tools", TOOLS)
+    with MessagesServer(claude_script(script, ws), side=side_request) as server:
+        options = hooks.options(
+            permission_mode="acceptEdits",
+            model=MODEL,
+            env=local_env(server.url, ws.parent / "claude-config"),
+            **fields,
+        )
+        messages = [m async for m in hooks.query("Do the job.", options=options)]
+        return Session(hooks, server.requests, messages)
+
+
+async def native_run(
+    agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path
+) -> gr.Run:
+    """The same script on gr's own loop (awaited: ``run_sync`` inside a running loop would
+    apply nest-asyncio to the whole test process)."""
+    return await agent_of(gr.ScriptedModel(list(script)), ws).run("Do the job.")
+
+
+_NAMES = re.compile(r"\b(" + "|".join(CLAUDE_CODE_FILE_TOOLS) + r")\b")
+
+
+def decisions(run: gr.Run, ws: Path) -> dict[str, Any]:
+    """The guardrails' decisions in gr's terms: tool names and workspace-relative paths."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.replace(f"{ws}/", "")
+            return _NAMES.sub(lambda m: CLAUDE_CODE_FILE_TOOLS[m.group(1)].name, value)
+        return None if isinstance(value, float) and pd.isna(value) else value
+
+    def rows(frame: pd.DataFrame, columns: list[str]) -> list[tuple[Any, ...]]:
+        return [tuple(plain(r[c]) for c in columns) for r in frame.to_dict("records")]
+
+    return {
+        "status": run.status,
+        "policy": rows(run.policy_df(), ["turn", "tool", "allowed", "policy", "reason"]),
+        "feedback": rows(run.feedback_df(), ["turn", "provider", "call_index", "tool", "text"]),
+        "completion": rows(
+            run.completion_df(), ["turn", "stop", "complete", "bypassed", "refusals", "feedback"]
+        ),
+        "interventions": rows(
+            run.interventions_df(), ["step", "turn", "tier", "fired", "skip_reason"]
+        ),
+    }
