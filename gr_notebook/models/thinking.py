@@ -32,11 +32,12 @@ _DISPLAYS: tuple[Display, ...] = ("summarized", "omitted")
 class Thinking:
     """``gr.Thinking(4096)``: a budget of thinking tokens per response;
     ``gr.Thinking("adaptive")``: the model decides. ``display`` asks for the thinking text
-    ``"summarized"`` (what the dashboard shows) or ``"omitted"`` (signature only); left
-    None, the model's default."""
+    ``"summarized"`` (the default: what the dashboard shows) or ``"omitted"`` (signature
+    only); None sends nothing, and the model's default holds, which is ``"omitted"`` from
+    Claude Opus 4.7 on (decision 273)."""
 
     budget: int | Literal["adaptive"] = "adaptive"
-    display: Display | None = None
+    display: Display | None = "summarized"
 
     def __post_init__(self) -> None:
         budget = self.budget

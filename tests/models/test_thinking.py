@@ -66,12 +66,15 @@ def assistants(body: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 
 def test_the_argument_reads_as_a_budget_adaptive_or_a_value() -> None:
-    assert gr.Thinking(4096).param() == {"type": "enabled", "budget_tokens": 4096}
-    assert gr.Thinking().param() == {"type": "adaptive"}
-    assert gr.Thinking("adaptive", display="summarized").param() == {
-        "type": "adaptive",
+    # Summarized by default: Opus 4.7 and later would otherwise send empty thinking, and the
+    # dashboard would show nothing (decision 273); None leaves it to the model.
+    assert gr.Thinking(4096).param() == {
+        "type": "enabled",
+        "budget_tokens": 4096,
         "display": "summarized",
     }
+    assert gr.Thinking().param() == {"type": "adaptive", "display": "summarized"}
+    assert gr.Thinking("adaptive", display=None).param() == {"type": "adaptive"}
     budgeted = AnthropicModel("claude-sonnet-4-5", api_key=KEY, thinking=4096)
     assert budgeted.thinking == gr.Thinking(4096)
     assert "thinking=Thinking(budget=4096" in repr(budgeted)
@@ -152,7 +155,8 @@ def test_a_tool_loop_sends_every_thinking_block_back_unchanged(
     run = agent_at(tmp_path, model_on(server, thinking=2048)).run_sync("job")
     assert run.status == "completed"
     requests = [r for r in server.requests if r.path == "/v1/messages"]
-    assert all(r.body["thinking"] == {"type": "enabled", "budget_tokens": 2048} for r in requests)
+    sent = {"type": "enabled", "budget_tokens": 2048, "display": "summarized"}
+    assert all(r.body["thinking"] == sent for r in requests)
     assert all(r.headers["anthropic-beta"] == INTERLEAVED_THINKING_BETA for r in requests)
     second, third = (assistants(r.body) for r in requests[1:])
     opening = second[0][0]
