@@ -1,0 +1,329 @@
+"""A checkpoint at every turn boundary, and reading one back.
+
+:class:`Checkpointer` records, when a turn begins (before its model call), what the run
+needs to go on from there, in one row of the store
+(:mod:`gr_notebook.history.checkpoint_store`):
+
+- the run state's snapshot without its history
+  (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``): a part
+  equal to the last checkpoint's is named by the hash of a blob written once, the others
+  are inline;
+- what grows by appending, as what it gained since the last checkpoint: layer 5's messages
+  (a new epoch when a message already recorded was rewritten: a compaction, a pruning, a
+  prompt merged into the last message) and the feedback's recent tool calls; the events
+  are in the store already, named by the last one's seq;
+- the workspace's files, as a :class:`~gr_notebook.workflow.workspace_files.FileTree`
+  whose changed files are those the workspace reports written (all of them after a pause,
+  when a person may have edited some).
+
+Before a write the path is noted in ``.gr/writes-<run id>``, emptied at each checkpoint,
+so a resume after a kill tells the run's own writes since its last checkpoint (set aside)
+from changes made by hand (refused: resume on a copy).
+
+:func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
+:meth:`~gr_notebook.engine.state.RunState.restore`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+from gr_notebook.engine.context import ContextManager
+from gr_notebook.engine.state import RunState
+from gr_notebook.errors import RunError, StoreError
+from gr_notebook.events import ErrorEvent, Event, RunResumedEvent
+from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.checkpoint_store import CheckpointRow, digest_of
+from gr_notebook.history.store import Store
+from gr_notebook.messages import Message
+from gr_notebook.workflow.workspace import SYSTEM_DIR
+from gr_notebook.workflow.workspace_files import FileTree, flatten
+
+__all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal"]
+
+_COMPACT: Final = (",", ":")
+CALLS: Final = "calls"
+"""The log of the feedback's recent tool calls: the part keeps only their indexes."""
+SEEN: Final = "seen"
+"""The log of the calls the intervention tracker has seen: the part keeps their count."""
+_ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
+"""A person's detector may hand back its own containers: never compared, always inline."""
+
+
+def writes_journal(root: Path, run_id: str) -> Path:
+    """Where a run notes each path it writes between two checkpoints."""
+    return root / SYSTEM_DIR / f"writes-{run_id}"
+
+
+def _text(value: Any) -> str:
+    """JSON text, ASCII (a lone surrogate still stores); a value JSON cannot hold fails."""
+    return json.dumps(value, separators=_COMPACT, default=_plain)
+
+
+def _plain(value: object) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a {type(value).__name__} in the run state is not JSON")
+
+
+class Checkpointer:
+    """Takes the run's checkpoint at each turn boundary (the loop calls it)."""
+
+    def __init__(self, store: Store, state: RunState) -> None:
+        self.store = store
+        self.state = state
+        self.run_id = state.run_id
+        self.bytes_written = 0
+        """What this run's checkpoints added to the store: rows and new blobs."""
+        self.taken = 0
+        self._tree = FileTree(state.workspace.root)
+        self._dirty: set[str] = set()
+        self._rescan = True
+        self._parts: dict[str, tuple[Any, str | None]] = {}
+        """name -> (the part at the last checkpoint, its blob's hash once written)."""
+        self._calls: set[int] = set()
+        self._seen: set[int] = set()
+        self._context: ContextManager | None = None
+        self._generation = -1
+        self._epoch = -1
+        self._written = 0
+        self._last: Message | None = None
+        self._failed = False
+        self._journal_path = writes_journal(state.workspace.root, self.run_id)
+        self._journal: IO[str] | None = None
+        self._unwatch = state.workspace.watch(self._will_write)
+        self._unsubscribe = state.events.subscribe(self._on_event)
+
+    # -- between checkpoints --------------------------------------------------------------------
+
+    def _will_write(self, path: str) -> None:
+        if path in self._dirty:
+            return
+        self._dirty.add(path)
+        try:
+            if self._journal is None:
+                self._journal_path.parent.mkdir(exist_ok=True)
+                self._journal = open(self._journal_path, "a", encoding="utf-8")  # noqa: SIM115
+            self._journal.write(json.dumps(path) + "\n")
+            self._journal.flush()
+        except OSError:
+            self._rescan = True  # no journal: a resume will ask about this file
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, RunResumedEvent):  # after a pause a person may have edited
+            self._rescan = True
+
+    # -- the checkpoint -------------------------------------------------------------------------
+
+    def __call__(self) -> None:
+        """Record the checkpoint of the turn about to begin; a failure is recorded once as
+        an ``error`` event and turns checkpoints off for the rest of the run."""
+        if self._failed:
+            return
+        try:
+            self._take()
+        except Exception as exc:
+            self._failed = True
+            self.state.emit(
+                ErrorEvent(
+                    source="checkpoint",
+                    error_type=type(exc).__name__,
+                    message=f"checkpoints are off for the rest of this run: {exc}",
+                )
+            )
+
+    def _take(self) -> None:
+        state = self.state
+        blobs: dict[str, bytes] = {}
+        if self._rescan:
+            self._rescan = False
+            self._dirty.clear()
+            blobs.update(self._tree.scan())
+        elif self._dirty:
+            dirty, self._dirty = self._dirty, set()
+            blobs.update(self._tree.update(dirty))
+        snapshot = state.snapshot(history=False)
+        counters = snapshot.pop("counters")
+        appended: dict[str, Any] = {}
+        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
+        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], appended)
+        messages = self._new_messages()
+        if messages is not None:
+            appended["messages"] = messages
+        inline: dict[str, Any] = {}
+        named: dict[str, str] = {}
+        for name, part in snapshot.items():
+            previous = self._parts.get(name)
+            if previous is None or previous[0] != part or name in _ALWAYS_INLINE:
+                inline[name] = part
+                self._parts[name] = (part, None)
+                continue
+            digest = previous[1]
+            if digest is None:  # unchanged since the last checkpoint: stored once, named
+                data = _text(part).encode()
+                digest = digest_of(data)
+                blobs[digest] = data
+                self._parts[name] = (part, digest)
+            named[name] = digest
+        row = CheckpointRow(
+            run_id=self.run_id,
+            turn=state.turn + 1,
+            seq=len(state.events) - 1,
+            time=state.clock(),
+            state=_text({"counters": counters, "inline": inline, "named": named}),
+            files=self._tree.digest,
+            appended=_text(appended),
+        )
+        self.bytes_written += rows.write_checkpoint(self.store, row, blobs)
+        self.taken += 1
+        if self._journal is not None:
+            self._journal.truncate(0)
+            self._journal.seek(0)
+
+    def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
+        """The feedback's recent tool calls (a rolling window, with their inputs) as their
+        indexes; the calls this checkpoint has not seen go to its log."""
+        feedback = guardrails.get("feedback")
+        if not isinstance(feedback, dict) or not isinstance(feedback.get("recent"), list):
+            return guardrails
+        recent = feedback["recent"]
+        indexes = [record["call_index"] for record in recent]
+        new = [record for record in recent if record["call_index"] not in self._calls]
+        if new:
+            appended[CALLS] = new
+        self._calls = set(indexes)
+        return {**guardrails, "feedback": {**feedback, "recent": indexes}}
+
+    def _pack_seen(self, tracker: Any, appended: dict[str, Any]) -> Any:
+        """The intervention tracker's calls seen so far, which only grow, as their count;
+        the new ones go to the log."""
+        if not isinstance(tracker, dict) or not isinstance(tracker.get("seen"), list):
+            return tracker
+        seen = tracker["seen"]
+        if len(seen) < len(self._seen):  # not the set this checkpointer followed
+            self._seen = set()
+        new = [key for key in seen if key not in self._seen]
+        if new:
+            appended[SEEN] = new
+            self._seen.update(new)
+        return {**tracker, "seen": len(seen)}
+
+    def _new_messages(self) -> dict[str, Any] | None:
+        """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch
+        from the first message when one already recorded changed."""
+        context = self.state.context
+        written = self._written
+        tail = context.messages_from(max(written - 1, 0))
+        if (
+            context is not self._context
+            or context.generation != self._generation
+            or (written and (not tail or tail[0] is not self._last))
+        ):
+            self._context, self._generation = context, context.generation
+            self._epoch += 1
+            written = 0
+            tail = context.messages_from(0)
+        elif written:
+            tail = tail[1:]
+        if not tail and written:
+            return None
+        if tail:
+            self._last = tail[-1]
+        self._written = written + len(tail)
+        return {
+            "epoch": self._epoch,
+            "start": written,
+            "items": [message.to_json() for message in tail],
+        }
+
+    def close(self) -> None:
+        """Stop following the run; the journal goes, its last checkpoint stands."""
+        self._unwatch()
+        self._unsubscribe()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        try:
+            os.unlink(self._journal_path)
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A checkpoint read back: the snapshot for ``RunState.restore`` with the events it
+    stands on, and the workspace's files as ``{path: hash}``."""
+
+    row: CheckpointRow
+    snapshot: dict[str, Any]
+    events: list[Event]
+    files: dict[str, str]
+    read: Callable[[str], bytes]
+    """Reads a blob (a file's bytes) from the store by its hash."""
+
+    @property
+    def turn(self) -> int:
+        return self.row.turn
+
+
+def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
+    """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
+    StoreError when the store lacks what it names."""
+    row = rows.checkpoint(store, run_id, turn)
+    if row is None:
+        raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
+
+    def read(digest: str) -> bytes:
+        return rows.blob(store, digest)
+
+    try:
+        snapshot = _snapshot(store, row, read)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(
+            f"the checkpoint of turn {row.turn} of run {run_id} in run store {store.path} "
+            f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
+        ) from None
+    events = [e for e in store.events(run_id) if e.seq <= row.seq]
+    return Checkpoint(row, snapshot, events, flatten(row.files, read), read)
+
+
+def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
+    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it."""
+    state = json.loads(row.state)
+    snapshot: dict[str, Any] = dict(state["inline"])
+    for name, digest in state["named"].items():
+        snapshot[name] = json.loads(read(digest))
+    snapshot["counters"] = state["counters"]
+    messages: list[Any] = []
+    calls: dict[int, Any] = {}
+    seen: set[int] = set()
+    for text in rows.appended_upto(store, row):
+        appended = json.loads(text)
+        gained = appended.get("messages")
+        if gained is not None:
+            if gained["start"] == 0:
+                messages = []
+            if gained["start"] != len(messages):
+                raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
+            messages.extend(gained["items"])
+        for record in appended.get(CALLS, ()):
+            calls[record["call_index"]] = record
+        seen.update(appended.get(SEEN, ()))
+    snapshot["context"] = {**snapshot["context"], "messages": messages}
+    feedback = snapshot["guardrails"].get("feedback")
+    if isinstance(feedback, dict) and isinstance(feedback.get("recent"), list):
+        snapshot["guardrails"] = {
+            **snapshot["guardrails"],
+            "feedback": {**feedback, "recent": [calls[i] for i in feedback["recent"]]},
+        }
+    tracker = snapshot["interventions"]
+    if isinstance(tracker, dict) and isinstance(tracker.get("seen"), int):
+        if tracker["seen"] != len(seen):
+            raise ValueError(f"{tracker['seen']} calls seen, {len(seen)} in the log")
+        snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
+    return snapshot
