@@ -15,6 +15,7 @@ import contextvars
 import os
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -49,6 +50,8 @@ from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 __all__ = ["DEFAULT_RUNS_DIR", "Agent", "RunOrigin"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
+started_by: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
+"""The agent of each run this process started: ``gr.resume(run_id)`` needs no other."""
 INSTRUCTIONS_FILE = "instructions.md"
 
 
@@ -176,6 +179,7 @@ class Agent:
         context: contextvars.Context | None,
         confirm: ConfirmerLike | None,
         origin: RunOrigin | None,
+        store: Store | None = None,
     ) -> Run:
         """Build the run and start its task: from the bootstrap, or from ``origin``, a
         checkpoint (a resume or a fork; see :mod:`gr_notebook.history.timetravel`)."""
@@ -202,7 +206,7 @@ class Agent:
                     token_budget=self.budget.max_tokens,
                 ),
             )
-            store = self._open_store()
+            store = store or self._open_store()
             if store is not None:
                 store.record_run_started(
                     run_id,
@@ -218,6 +222,7 @@ class Agent:
                 if self.checkpoints:
                     engine.checkpoint = Checkpointer(store, state)
             run._bind(self, store)
+            started_by[run_id] = self
             # The run's initial state exists before start() returns, so a person's first
             # edit (%todo add, right after a background start) is made to it, not replaced.
             if origin is None:
