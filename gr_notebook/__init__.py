@@ -65,11 +65,12 @@ from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
 from gr_notebook.guidance import Directive
 from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
-from gr_notebook.history.lint import GuidanceConflict, lint_guidance
 from gr_notebook.history.compare import compare
+from gr_notebook.history.lint import GuidanceConflict, lint_guidance
 from gr_notebook.history.replay import replay_interventions, sweep_interventions
-from gr_notebook.history.timetravel import fork, fork_run as _fork_run, resume
 from gr_notebook.history.store import Store
+from gr_notebook.history.timetravel import fork, resume
+from gr_notebook.history.timetravel import fork_run as _fork_run
 from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models import (
     FunctionModel,

@@ -26,6 +26,7 @@ from changes made by hand (refused: resume on a copy).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -248,10 +249,8 @@ class Checkpointer:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self._journal_path)
-        except OSError:
-            pass
 
 
 @dataclass(frozen=True, slots=True)

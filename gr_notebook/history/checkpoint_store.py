@@ -22,6 +22,7 @@ from gr_notebook.history.store import Store
 
 __all__ = [
     "CHECKPOINTS_MIGRATION",
+    "RESUMABLE",
     "CheckpointRow",
     "Lineage",
     "appended_upto",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 CHECKPOINTS_MIGRATION: Final = "add_checkpoints"
+RESUMABLE: Final = frozenset({"interrupted", "cancelled", "failed"})
+"""The statuses ``gr.resume`` takes (``running`` too, once its process is gone)."""
 COMPRESS_ABOVE: Final = 1024
 """Blobs longer than this many bytes are stored zlib-compressed (level 1: cheap)."""
 

@@ -116,7 +116,9 @@ def compare(
         raise ConfigError("labels takes two names, one per run")
     sides = [_side(run, names[i] if names else None, store) for i, run in enumerate((run_a, run_b))]
     if sides[0].label == sides[1].label:
-        sides = [_Side(f"{s.label} ({c})", s.turns, s.outcome) for s, c in zip(sides, "ab")]
+        sides = [
+            _Side(f"{s.label} ({c})", s.turns, s.outcome) for s, c in zip(sides, "ab", strict=True)
+        ]
     a, b = sides
     rows = []
     diverged = None

@@ -35,7 +35,7 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history.checkpoint_store import Lineage
+from gr_notebook.history.checkpoint_store import RESUMABLE, Lineage
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
@@ -43,10 +43,8 @@ from gr_notebook.workflow.workspace import SYSTEM_DIR, TOOL_DOCS_DIR, Workspace
 from gr_notebook.workflow.workspace_files import diff, hash_files, restore_files
 from gr_notebook.workflow.workspace_lock import live_owner
 
-__all__ = ["RESUMABLE", "fit_snapshot", "fork", "fork_run", "resume", "resumable"]
+__all__ = ["fit_snapshot", "fork", "fork_run", "resume"]
 
-RESUMABLE: Final = frozenset({"running", "interrupted", "cancelled", "failed"})
-"""Statuses a run can be resumed from (``running`` only when its process is gone)."""
 _OWN_ENDS: Final = frozenset({"budget_exhausted", "incomplete", "stuck"})
 
 
@@ -112,7 +110,7 @@ def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
             f"again; fork it at a turn with another agent instead: gr.fork({run_id!r}, "
             "turn=N, agent=other_agent)"
         )
-    if status not in RESUMABLE:
+    if status not in RESUMABLE:  # a status this version does not know
         raise RunError(f"run {run_id} has status {status!r}, which cannot be resumed")
 
 
@@ -223,34 +221,14 @@ def fork_run(run: Run, turn: int, agent: object, workspace: str | os.PathLike[st
 def _check_new(target: Path, checkpoint: Checkpoint, what: str) -> None:
     if target.exists() and not target.is_dir():
         raise WorkspaceError(f"{target} is a file; give a new or empty folder to {what} into")
-    if target.is_dir() and any(p.name != SYSTEM_DIR for p in target.iterdir()):
-        if hash_files(target) != checkpoint.files:
-            raise WorkspaceError(
-                f"{target} is not empty; a {what} starts in a new workspace: give a new or "
-                "empty folder"
-            )
+    busy = target.is_dir() and any(p.name != SYSTEM_DIR for p in target.iterdir())
+    if busy and hash_files(target) != checkpoint.files:  # a moved workspace is welcome
+        raise WorkspaceError(
+            f"{target} is not empty; a {what} starts in a new workspace: give a new or empty folder"
+        )
 
 
 # -- shared ---------------------------------------------------------------------------------------
-
-
-def resumable(store: Store) -> dict[str, bool]:
-    """``run_id -> whether gr.resume would take it`` (status, checkpoints, not resumed yet),
-    for :func:`~gr_notebook.history.analysis.runs_df`; a live run reads as not."""
-    has = rows.checkpoints_by_run(store)
-    resumed = {x.parent_run_id for x in rows.lineage(store) if x.relation == "resume"}
-    answer = {}
-    for row in store.runs():
-        status = row["status"]
-        if status == "running":
-            owner = live_owner(row["workspace"]) if row["workspace"] else None
-            status = "running" if owner is not None and owner.run_id in ("", row["run_id"]) else ""
-        answer[row["run_id"]] = (
-            status in RESUMABLE - {"running"} | {""}
-            and row["run_id"] in has
-            and row["run_id"] not in resumed
-        )
-    return answer
 
 
 class _opened:
