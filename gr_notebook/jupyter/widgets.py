@@ -270,10 +270,10 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def _refresh_fork(self, state: DashboardState) -> None:
         """The turns on the timeline (newest first) and the notebook's agents, to fork."""
         turns: dict[int, str] = {}
-        for entry in reversed(state.timeline):
+        for entry in state.timeline:  # the latest line of each turn names it
             if entry.turn >= 1:
-                turns.setdefault(entry.turn, f"turn {entry.turn}: {entry.text}"[:80])
-        options = [(label, turn) for turn, label in turns.items()]
+                turns[entry.turn] = f"turn {entry.turn}: {entry.text}"[:80]
+        options = [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
         if options != list(self.fork_turn.options):
             chosen = self.fork_turn.value
             self.fork_turn.options = options

@@ -103,4 +103,4 @@ def test_a_killed_run_resumes_to_the_same_deliverables(
     assert frame.loc[run_id, "status"] == "interrupted" and not frame.loc[run_id, "resumable"]
     assert frame.loc[resumed.run_id, "parent_run_id"] == run_id
     assert not os.path.exists(tmp_path / "ws" / ".gr" / f"writes-{resumed.run_id}")
-    assert QUICKSTART == quickstart_job().instructions
+    assert quickstart_job().instructions == QUICKSTART

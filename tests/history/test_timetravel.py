@@ -235,6 +235,7 @@ def test_a_fork_under_another_agent_keeps_the_turns_before(tmp_path: Path) -> No
     )
     fork = parent.fork(turn=24, agent=strict, workspace=tmp_path / "fork")
     assert fork.status != "running"
+
     def calls(run: gr.Run) -> list[tuple[str, str]]:
         return [
             (e.data["tool"], e.data["result"])
