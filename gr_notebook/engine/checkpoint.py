@@ -87,7 +87,7 @@ class Checkpointer:
         self._rescan = True
         self._parts: dict[str, tuple[Any, str | None]] = {}
         """name -> (the part at the last checkpoint, its blob's hash once written)."""
-        self._calls: set[int] = set()
+        self._last_call = 0
         self._seen: set[int] = set()
         self._context: ContextManager | None = None
         self._generation = -1
@@ -176,9 +176,10 @@ class Checkpointer:
             turn=state.turn + 1,
             seq=len(state.events) - 1,
             time=state.clock(),
-            state=_text({"counters": counters, "inline": inline, "named": named}),
+            state=_text(
+                {"counters": counters, "inline": inline, "named": named, "appended": appended}
+            ),
             files=self._tree.digest,
-            appended=_text(appended),
         )
         self.bytes_written += rows.write_checkpoint(self.store, row, blobs)
         self.taken += 1
@@ -187,18 +188,29 @@ class Checkpointer:
             self._journal.seek(0)
 
     def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
-        """The feedback's recent tool calls (a rolling window, with their inputs) as their
-        indexes; the calls this checkpoint has not seen go to its log."""
+        """The feedback's recent tool calls (a rolling window, with their inputs) as the
+        range of their indexes; the calls not recorded yet go to the log."""
         feedback = guardrails.get("feedback")
         if not isinstance(feedback, dict) or not isinstance(feedback.get("recent"), list):
             return guardrails
         recent = feedback["recent"]
-        indexes = [record["call_index"] for record in recent]
-        new = [record for record in recent if record["call_index"] not in self._calls]
-        if new:
-            appended[CALLS] = new
-        self._calls = set(indexes)
-        return {**guardrails, "feedback": {**feedback, "recent": indexes}}
+        if not recent:
+            window: Any = []
+        else:
+            first, last = recent[0]["call_index"], recent[-1]["call_index"]
+            contiguous = last - first + 1 == len(recent)
+            window = [first, last] if contiguous else [r["call_index"] for r in recent]
+            new = []
+            for record in reversed(recent):  # only the calls since the last checkpoint
+                if record["call_index"] <= self._last_call:
+                    break
+                new.append(record)
+            if new:
+                appended[CALLS] = new[::-1]
+                self._last_call = last
+            if not contiguous:
+                window = {"indexes": window}
+        return {**guardrails, "feedback": {**feedback, "recent": window}}
 
     def _pack_seen(self, tracker: Any, appended: dict[str, Any]) -> Any:
         """The intervention tracker's calls seen so far, which only grow, as their count;
@@ -301,8 +313,8 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
     messages: list[Any] = []
     calls: dict[int, Any] = {}
     seen: set[int] = set()
-    for text in rows.appended_upto(store, row):
-        appended = json.loads(text)
+    for text in rows.states_upto(store, row):
+        appended = json.loads(text)["appended"]
         gained = appended.get("messages")
         if gained is not None:
             if gained["start"] == 0:
@@ -315,10 +327,14 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         seen.update(appended.get(SEEN, ()))
     snapshot["context"] = {**snapshot["context"], "messages": messages}
     feedback = snapshot["guardrails"].get("feedback")
-    if isinstance(feedback, dict) and isinstance(feedback.get("recent"), list):
+    if isinstance(feedback, dict) and "recent" in feedback:
+        window = feedback["recent"]
+        indexes = window["indexes"] if isinstance(window, dict) else window
+        if not isinstance(window, dict) and window:
+            indexes = list(range(window[0], window[1] + 1))
         snapshot["guardrails"] = {
             **snapshot["guardrails"],
-            "feedback": {**feedback, "recent": [calls[i] for i in feedback["recent"]]},
+            "feedback": {**feedback, "recent": [calls[i] for i in indexes]},
         }
     tracker = snapshot["interventions"]
     if isinstance(tracker, dict) and isinstance(tracker.get("seen"), int):

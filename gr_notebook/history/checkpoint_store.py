@@ -1,9 +1,9 @@
 """The checkpoint tables of the run store: blobs by hash, checkpoints, lineage.
 
-A checkpoint row keeps, as JSON text, the run state's parts that changed since the run's
-last checkpoint (the others by the hash of a blob written once), the hash of the
-workspace's root folder, and what the run's append-only logs gained since then: layer 5's
-new messages and the feedback's new tool calls. Reading a checkpoint back replays the
+A checkpoint row keeps, as one JSON text, the run state's parts that changed since the
+run's last checkpoint (the others by the hash of a blob written once) and what the run's
+append-only logs gained since then (layer 5's new messages, the feedback's new tool calls);
+and the hash of the workspace's root folder. Reading a checkpoint back replays the
 logs of the rows up to it. Every blob is keyed by the hash of its content, so what did not
 change (a file, a folder, a part of the state) is never written twice, and a turn costs
 one row. The tables are created by the store's ``add_checkpoints`` migration (schema 2).
@@ -25,7 +25,7 @@ __all__ = [
     "RESUMABLE",
     "CheckpointRow",
     "Lineage",
-    "appended_upto",
+
     "blob",
     "checkpoint",
     "checkpoint_turns",
@@ -35,6 +35,7 @@ __all__ = [
     "lineage",
     "migrated_at",
     "record_lineage",
+    "states_upto",
     "write_checkpoint",
 ]
 
@@ -60,11 +61,10 @@ class CheckpointRow:
     """The seq of the run's last event at the checkpoint."""
     time: float
     state: str
-    """JSON: the counters, the parts that changed inline, the others by blob hash."""
+    """JSON: the counters, the parts that changed inline, the others by blob hash, and
+    what the run's logs gained since its previous checkpoint."""
     files: str
     """The hash of the workspace's root folder blob."""
-    appended: str
-    """JSON: what the run's logs gained since its previous checkpoint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class Lineage:
 def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
     """Record a checkpoint and its new blobs in one transaction: a kill mid-write leaves
     the previous checkpoint the latest. Returns the bytes written (blobs and row)."""
-    written = len(row.state) + len(row.appended) + len(row.files)
+    written = len(row.state) + len(row.files)
     rows = []
     for digest, data in blobs.items():
         packed = zlib.compress(data, 1) if len(data) > COMPRESS_ABOVE else data
@@ -94,9 +94,9 @@ def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes
                 "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", rows
             )
         conn.execute(
-            "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files, appended)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row.run_id, row.turn, row.seq, row.time, row.state, row.files, row.appended),
+            "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (row.run_id, row.turn, row.seq, row.time, row.state, row.files),
         )
     return written
 
@@ -122,7 +122,7 @@ def blob(store: Store, digest: str) -> bytes:
     return content
 
 
-_CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files, appended"
+_CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files"
 
 
 def checkpoint(store: Store, run_id: str, turn: int | None = None) -> CheckpointRow | None:
@@ -139,11 +139,11 @@ def checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint
     return CheckpointRow(*found) if found is not None else None
 
 
-def appended_upto(store: Store, row: CheckpointRow) -> list[str]:
-    """The ``appended`` JSON of the run's checkpoints up to ``row``'s, in turn order."""
+def states_upto(store: Store, row: CheckpointRow) -> list[str]:
+    """The ``state`` JSON of the run's checkpoints up to ``row``'s, in turn order."""
     with store.transaction() as conn:
         rows = conn.execute(
-            "SELECT appended FROM checkpoints WHERE run_id = ? AND turn <= ? ORDER BY turn",
+            "SELECT state FROM checkpoints WHERE run_id = ? AND turn <= ? ORDER BY turn",
             (row.run_id, row.turn),
         ).fetchall()
     return [text for (text,) in rows]

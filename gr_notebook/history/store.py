@@ -75,7 +75,7 @@ def add_checkpoints(conn: sqlite3.Connection) -> None:
 
     ``blobs`` holds content by its hash (file contents, folders, state parts), so an
     unchanged file or part is stored once; a ``checkpoints`` row holds the state that
-    changed since the last one, and what the run's logs (its messages, its recent tool
+    changed since the last one, with what the run's logs (its messages, its recent tool
     calls) gained; ``lineage`` links a forked or resumed run to its parent and turn.
     """
     conn.execute(
@@ -86,7 +86,7 @@ def add_checkpoints(conn: sqlite3.Connection) -> None:
         """CREATE TABLE checkpoints (
             run_id TEXT NOT NULL REFERENCES runs(run_id), turn INTEGER NOT NULL,
             seq INTEGER NOT NULL, time REAL NOT NULL, state TEXT NOT NULL,
-            files TEXT NOT NULL, appended TEXT NOT NULL, PRIMARY KEY (run_id, turn))"""
+            files TEXT NOT NULL, PRIMARY KEY (run_id, turn))"""
     )
     conn.execute(
         """CREATE TABLE lineage (

@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def row(turn: int) -> rows.CheckpointRow:
-    return rows.CheckpointRow("r", turn, 0, 1.0, '{"counters":{}}', "f", "{}")
+    return rows.CheckpointRow("r", turn, 0, 1.0, '{"counters":{}}', "f")
 
 
 def test_a_blob_is_kept_once_by_its_hash_and_checked_when_read(tmp_path: Path) -> None:
