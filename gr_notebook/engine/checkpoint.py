@@ -50,6 +50,8 @@ __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal"]
 _COMPACT: Final = (",", ":")
 CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
+FOLDERS: Final = "folders"
+"""The workspace's folders that changed, by hash: their entries, kept in the row."""
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
@@ -97,6 +99,7 @@ class Checkpointer:
         self._failed = False
         self._journal_path = writes_journal(state.workspace.root, self.run_id)
         self._journal: IO[str] | None = None
+        self._journaled = False
         self._unwatch = state.workspace.watch(self._will_write)
         self._unsubscribe = state.events.subscribe(self._on_event)
 
@@ -112,6 +115,7 @@ class Checkpointer:
                 self._journal = open(self._journal_path, "a", encoding="utf-8")  # noqa: SIM115
             self._journal.write(json.dumps(path) + "\n")
             self._journal.flush()
+            self._journaled = True
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
 
@@ -141,16 +145,17 @@ class Checkpointer:
     def _take(self) -> None:
         state = self.state
         blobs: dict[str, bytes] = {}
+        folders: dict[str, Any] = {}
         if self._rescan:
             self._rescan = False
             self._dirty.clear()
-            blobs.update(self._tree.scan())
+            blobs.update(self._tree.scan(folders))
         elif self._dirty:
             dirty, self._dirty = self._dirty, set()
-            blobs.update(self._tree.update(dirty))
+            blobs.update(self._tree.update(dirty, folders))
         snapshot = state.snapshot(history=False)
         counters = snapshot.pop("counters")
-        appended: dict[str, Any] = {}
+        appended: dict[str, Any] = {FOLDERS: folders} if folders else {}
         snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
         snapshot["interventions"] = self._pack_seen(snapshot["interventions"], appended)
         messages = self._new_messages()
@@ -183,9 +188,10 @@ class Checkpointer:
         )
         self.bytes_written += rows.write_checkpoint(self.store, row, blobs)
         self.taken += 1
-        if self._journal is not None:
+        if self._journaled and self._journal is not None:
             self._journal.truncate(0)
             self._journal.seek(0)
+            self._journaled = False
 
     def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
@@ -300,7 +306,13 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
             f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
         ) from None
     events = [e for e in store.events(run_id) if e.seq <= row.seq]
-    return Checkpoint(row, snapshot, events, flatten(row.files, read), read)
+    folders = snapshot.pop(FOLDERS)
+
+    def folder(digest: str) -> bytes:
+        entries = folders.get(digest)
+        return read(digest) if entries is None else json.dumps(entries).encode()
+
+    return Checkpoint(row, snapshot, events, flatten(row.files, folder), read)
 
 
 def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
@@ -313,6 +325,7 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
     messages: list[Any] = []
     calls: dict[int, Any] = {}
     seen: set[int] = set()
+    folders: dict[str, Any] = {}
     for text in rows.states_upto(store, row):
         appended = json.loads(text)["appended"]
         gained = appended.get("messages")
@@ -325,6 +338,7 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         for record in appended.get(CALLS, ()):
             calls[record["call_index"]] = record
         seen.update(appended.get(SEEN, ()))
+        folders.update(appended.get(FOLDERS, {}))
     snapshot["context"] = {**snapshot["context"], "messages": messages}
     feedback = snapshot["guardrails"].get("feedback")
     if isinstance(feedback, dict) and "recent" in feedback:
@@ -341,4 +355,5 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         if tracker["seen"] != len(seen):
             raise ValueError(f"{tracker['seen']} calls seen, {len(seen)} in the log")
         snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
+    snapshot[FOLDERS] = folders
     return snapshot

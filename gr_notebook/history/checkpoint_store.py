@@ -25,7 +25,6 @@ __all__ = [
     "RESUMABLE",
     "CheckpointRow",
     "Lineage",
-
     "blob",
     "checkpoint",
     "checkpoint_turns",

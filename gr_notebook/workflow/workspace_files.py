@@ -20,6 +20,7 @@ import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.history.checkpoint_store import digest_of
@@ -43,9 +44,9 @@ class FileTree:
         self.digest = ""
         """The root folder's hash: the whole workspace."""
 
-    def scan(self) -> dict[str, bytes]:
+    def scan(self, folders: dict[str, Any] | None = None) -> dict[str, bytes]:
         """Look at every file (a stat each; bytes only of what changed); returns the new
-        blobs (files and folders) by hash."""
+        blobs (files and folders) by hash, or the folders' entries into ``folders``."""
         found: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -53,18 +54,21 @@ class FileTree:
             for name in filenames:
                 if not (name.startswith(".") and name.endswith(".tmp")):
                     found.add(name if base == "." else f"{base}/{name}".replace(os.sep, "/"))
-        return self.update(found | set(self.files))
+        return self.update(found | set(self.files), folders)
 
-    def update(self, paths: Iterable[str]) -> dict[str, bytes]:
+    def update(
+        self, paths: Iterable[str], folders: dict[str, Any] | None = None
+    ) -> dict[str, bytes]:
         """Rehash ``paths`` (written, added or removed since the last look); returns the
-        new blobs by hash."""
+        new blobs by hash, but the folders' when ``folders`` takes their entries (a
+        checkpoint keeps them in its row rather than as blobs)."""
         blobs: dict[str, bytes] = {}
         dirty: set[str] = set()
         for path in paths:
             if self._look(path, blobs):
                 dirty.add(path)
         if dirty or not self.digest:
-            self._refold(dirty, blobs)
+            self._refold(dirty, blobs if folders is None else None, folders)
         return blobs
 
     def _look(self, path: str, blobs: dict[str, bytes]) -> bool:
@@ -94,7 +98,12 @@ class FileTree:
         blobs[digest] = data
         return True
 
-    def _refold(self, dirty: set[str], blobs: dict[str, bytes]) -> None:
+    def _refold(
+        self,
+        dirty: set[str],
+        blobs: dict[str, bytes] | None,
+        folders: dict[str, Any] | None,
+    ) -> None:
         """Rebuild the folders on the paths of ``dirty`` files, deepest first."""
         touched: set[str] = {""}
         for path in dirty:
@@ -123,7 +132,10 @@ class FileTree:
             self._digests[folder] = digest
             if folder:
                 self._folders.setdefault(parent, {})[name + "/"] = digest
-            blobs[digest] = data
+            if blobs is not None:
+                blobs[digest] = data
+            if folders is not None:
+                folders[digest] = dict(entries)
         self.digest = self._digests[""]
 
 
