@@ -111,7 +111,9 @@ def main() -> int:
             for checkpoints in (False, True):
                 results[checkpoints].append(run_once(job, checkpoints=checkpoints))
 
-        def med(checkpoints: bool, key: str) -> float:
+        def med(
+            checkpoints: bool, key: str, results: dict[bool, list[dict[str, float]]] = results
+        ) -> float:
             return statistics.median(r[key] for r in results[checkpoints])
 
         plain, checked = med(False, "us_per_turn"), med(True, "us_per_turn")

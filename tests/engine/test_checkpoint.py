@@ -127,7 +127,7 @@ def test_an_unchanged_file_costs_nothing(tmp_path: Path) -> None:
     finally:
         checkpoint_module.rows.write_checkpoint = write  # type: ignore[assignment]
     assert run.status == "completed"
-    first, after_write, after_read, after_same, after_small = written[:5]
+    _first, after_write, after_read, after_same, after_small = written[:5]
     assert after_write > len(big)  # the new file, once
     assert after_read < 10_000 and after_same < 10_000  # nothing of big.md again
     assert after_small < 10_000

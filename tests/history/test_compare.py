@@ -34,7 +34,7 @@ def test_a_fork_that_does_otherwise_diverges_at_its_turn(tmp_path: Path) -> None
     assert outcomes.loc["deliverables", "parent"] == "report.md"
     assert "they diverge at turn" in repr(comparison) and "<table" in comparison._repr_html_()
     figure = comparison.plot()
-    tokens, tasks = figure.axes
+    _tokens, tasks = figure.axes
     assert [line.get_label() for line in tasks.get_lines()][:2] == ["parent", "tight budget"]
     by_id = gr.compare(parent.run_id, fork.run_id, store=tmp_path / "s")
     assert by_id.diverged_at == comparison.diverged_at

@@ -82,7 +82,7 @@ def killed(root: Path, kill_at: int) -> str:
 def test_a_run_killed_before_its_first_turn_has_nothing_to_resume(tmp_path: Path) -> None:
     run_id = killed(tmp_path, -1)
     agent = gr.Agent(gr.SimulatedModel(), store=tmp_path / "store.sqlite")
-    with pytest.raises(gr.RunError, match="has no checkpoints .*before its first turn"):
+    with pytest.raises(gr.RunError, match=r"has no checkpoints .*before its first turn"):
         gr.resume(run_id, tmp_path / "store.sqlite", agent)
 
 
