@@ -90,7 +90,7 @@ class Checkpointer:
         self._parts: dict[str, tuple[Any, str | None]] = {}
         """name -> (the part at the last checkpoint, its blob's hash once written)."""
         self._last_call = 0
-        self._seen: set[int] = set()
+        self._seen = 0
         self._context: ContextManager | None = None
         self._generation = -1
         self._epoch = -1
@@ -219,18 +219,16 @@ class Checkpointer:
         return {**guardrails, "feedback": {**feedback, "recent": window}}
 
     def _pack_seen(self, tracker: Any, appended: dict[str, Any]) -> Any:
-        """The intervention tracker's calls seen so far, which only grow, as their count;
-        the new ones go to the log."""
-        if not isinstance(tracker, dict) or not isinstance(tracker.get("seen"), list):
+        """The calls the intervention tracker has seen (they only grow; the part has their
+        count): those it saw since the last checkpoint go to the log."""
+        engine = self.state.interventions
+        if engine is None or not isinstance(tracker, dict):
             return tracker
-        seen = tracker["seen"]
-        if len(seen) < len(self._seen):  # not the set this checkpointer followed
-            self._seen = set()
-        new = [key for key in seen if key not in self._seen]
-        if new:
-            appended[SEEN] = new
-            self._seen.update(new)
-        return {**tracker, "seen": len(seen)}
+        order = engine.tracker.seen_order
+        if len(order) > self._seen:
+            appended[SEEN] = order[self._seen :]
+            self._seen = len(order)
+        return tracker
 
     def _new_messages(self) -> dict[str, Any] | None:
         """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch

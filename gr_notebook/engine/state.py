@@ -188,9 +188,10 @@ class RunState:
     def snapshot(self, *, history: bool = True) -> dict[str, Any]:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
 
-        ``history=False`` leaves out what only grows, the events and layer 5's messages
-        (``"events"`` is None, ``"context"`` has no ``"messages"``): a checkpoint keeps
-        those by appending, and hands them back to :meth:`restore`."""
+        ``history=False`` leaves out what only grows, the events, layer 5's messages and
+        the calls the intervention tracker has seen (``"events"`` is None, ``"context"``
+        has no ``"messages"``, ``"seen"`` is a count): a checkpoint keeps those by
+        appending, and hands them back to :meth:`restore`."""
         detector = self.stuck_detector
         context = self.context.to_json() if history else self.context.summary_json()
         return {
@@ -211,7 +212,9 @@ class RunState:
             "context": context,
             "guardrails": self.guards.snapshot(),
             "regulation": self.regulation.to_json() if self.regulation else None,
-            "interventions": self.interventions.to_json() if self.interventions else None,
+            "interventions": (
+                self.interventions.to_json(seen=history) if self.interventions else None
+            ),
             "stuck_detector": _detector_json(detector),
             "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],

@@ -395,6 +395,8 @@ def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str
     for part in ("regulation", "interventions"):
         if (saved.get(part) is None) != (fresh.get(part) is None):
             fitted[part] = fresh.get(part)
+    if isinstance(fitted.get("interventions"), dict) and fitted["interventions"]["seen"] == 0:
+        fitted["interventions"] = {**fitted["interventions"], "seen": []}  # fresh: none
     if fresh.get("stuck_detector") is None or saved.get("stuck_detector") is None:
         fitted["stuck_detector"] = None
     return fitted
