@@ -16,11 +16,9 @@ needs to go on from there, in one row of the store
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-Before a write the path is noted in a journal, ``.gr/writes-<run id>.<n>``, removed once
-the next checkpoint is stored, so a resume after a kill tells the run's own writes since
-its last stored checkpoint (set aside) from changes made by hand (refused: resume on a
-copy). Rows are stored by a :class:`~gr_notebook.engine.checkpoint_writer.CheckpointWriter`
-on a thread of its own.
+Before a write the path is noted in ``.gr/writes-<run id>``, emptied at each checkpoint,
+so a resume after a kill tells the run's own writes since its last checkpoint (set aside)
+from changes made by hand (refused: resume on a copy).
 
 :func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
 :meth:`~gr_notebook.engine.state.RunState.restore`.
@@ -36,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from gr_notebook.engine.checkpoint_writer import CheckpointWriter
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, StoreError
@@ -48,7 +45,7 @@ from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
 from gr_notebook.workflow.workspace_files import FileTree, flatten
 
-__all__ = ["Checkpoint", "Checkpointer", "journals", "load_checkpoint", "writes_journal"]
+__all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal"]
 
 _COMPACT: Final = (",", ":")
 CALLS: Final = "calls"
@@ -61,16 +58,9 @@ _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
 
-def writes_journal(root: Path, run_id: str, index: int = 0) -> Path:
-    """Where a run notes each path it writes after its ``index``-th journal began; a new
-    one begins at each checkpoint after a write, and the old one goes once that
-    checkpoint is stored."""
-    return root / SYSTEM_DIR / f"writes-{run_id}.{index}"
-
-
-def journals(root: Path, run_id: str) -> list[Path]:
-    """Every journal of writes the run left in its workspace."""
-    return sorted((root / SYSTEM_DIR).glob(f"writes-{run_id}.*"))
+def writes_journal(root: Path, run_id: str) -> Path:
+    """Where a run notes each path it writes between two checkpoints."""
+    return root / SYSTEM_DIR / f"writes-{run_id}"
 
 
 def _text(value: Any) -> str:
@@ -91,6 +81,8 @@ class Checkpointer:
         self.store = store
         self.state = state
         self.run_id = state.run_id
+        self.bytes_written = 0
+        """What this run's checkpoints added to the store: rows and new blobs."""
         self.taken = 0
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
@@ -105,9 +97,9 @@ class Checkpointer:
         self._written = 0
         self._last: Message | None = None
         self._failed = False
-        self._journal_index = 0
+        self._journal_path = writes_journal(state.workspace.root, self.run_id)
         self._journal: IO[str] | None = None
-        self._writer = CheckpointWriter(store, self.run_id)
+        self._journaled = False
         self._unwatch = state.workspace.watch(self._will_write)
         self._unsubscribe = state.events.subscribe(self._on_event)
 
@@ -119,11 +111,11 @@ class Checkpointer:
         self._dirty.add(path)
         try:
             if self._journal is None:
-                where = writes_journal(self.state.workspace.root, self.run_id, self._journal_index)
-                where.parent.mkdir(exist_ok=True)
-                self._journal = open(where, "a", encoding="utf-8")  # noqa: SIM115
+                self._journal_path.parent.mkdir(exist_ok=True)
+                self._journal = open(self._journal_path, "a", encoding="utf-8")  # noqa: SIM115
             self._journal.write(json.dumps(path) + "\n")
             self._journal.flush()
+            self._journaled = True
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
 
@@ -139,8 +131,6 @@ class Checkpointer:
         if self._failed:
             return
         try:
-            if self._writer.error is not None:
-                raise self._writer.error
             self._take()
         except Exception as exc:
             self._failed = True
@@ -151,11 +141,6 @@ class Checkpointer:
                     message=f"checkpoints are off for the rest of this run: {exc}",
                 )
             )
-
-    @property
-    def bytes_written(self) -> int:
-        """What this run's checkpoints added to the store so far: rows and new blobs."""
-        return self._writer.bytes_written
 
     def _take(self) -> None:
         state = self.state
@@ -201,14 +186,12 @@ class Checkpointer:
             ),
             files=self._tree.digest,
         )
-        done: list[Path] = []
-        if self._journal is not None:  # writes since the last checkpoint: this one has them
-            self._journal.close()
-            self._journal = None
-            done.append(writes_journal(state.workspace.root, self.run_id, self._journal_index))
-            self._journal_index += 1
-        self._writer.put(row, blobs, done)
+        self.bytes_written += rows.write_checkpoint(self.store, row, blobs)
         self.taken += 1
+        if self._journaled and self._journal is not None:
+            self._journal.truncate(0)
+            self._journal.seek(0)
+            self._journaled = False
 
     def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
@@ -276,17 +259,14 @@ class Checkpointer:
         }
 
     def close(self) -> None:
-        """Store what is queued and stop following the run; its journals go (the run
-        ended: nothing is left to resume from them), its last checkpoint stands."""
+        """Stop following the run; the journal goes, its last checkpoint stands."""
         self._unwatch()
         self._unsubscribe()
-        self._writer.close()
         if self._journal is not None:
             self._journal.close()
             self._journal = None
-        for journal in journals(self.state.workspace.root, self.run_id):
-            with contextlib.suppress(OSError):
-                os.unlink(journal)
+        with contextlib.suppress(OSError):
+            os.unlink(self._journal_path)
 
 
 @dataclass(frozen=True, slots=True)
