@@ -16,8 +16,10 @@ needs to go on from there, in one row of the store
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-Before a write the path is noted in ``.gr/writes-<run id>``, emptied at each checkpoint,
-so a resume after a kill tells the run's own writes since its last checkpoint (set aside)
+The row is committed with the run's next event (one commit, not two), or on its own 50 ms
+later when none comes (a model call under way). Before a write the path is noted in a
+journal, ``.gr/writes-<run id>.<n>``, removed once the next checkpoint is committed, so a
+resume after a kill tells the run's own writes since its last stored checkpoint (set aside)
 from changes made by hand (refused: resume on a copy).
 
 :func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
@@ -26,9 +28,11 @@ from changes made by hand (refused: resume on a copy).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +49,12 @@ from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
 from gr_notebook.workflow.workspace_files import FileTree, flatten
 
-__all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal"]
+__all__ = ["Checkpoint", "Checkpointer", "journals", "load_checkpoint", "writes_journal"]
 
 _COMPACT: Final = (",", ":")
+FLUSH_AFTER_S: Final = 0.05
+"""A checkpoint is committed with the run's next event, or on its own this long after:
+a fast turn pays no commit of its own, and a model call in flight holds it back 50 ms."""
 CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
 FOLDERS: Final = "folders"
@@ -58,9 +65,16 @@ _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
 
-def writes_journal(root: Path, run_id: str) -> Path:
-    """Where a run notes each path it writes between two checkpoints."""
-    return root / SYSTEM_DIR / f"writes-{run_id}"
+def writes_journal(root: Path, run_id: str, index: int = 0) -> Path:
+    """Where a run notes each path it writes after its ``index``-th journal began; a new
+    one begins at each checkpoint after a write, and the old one goes once that
+    checkpoint is stored."""
+    return root / SYSTEM_DIR / f"writes-{run_id}.{index}"
+
+
+def journals(root: Path, run_id: str) -> list[Path]:
+    """Every journal of writes the run left in its workspace."""
+    return sorted((root / SYSTEM_DIR).glob(f"writes-{run_id}.*"))
 
 
 def _text(value: Any) -> str:
@@ -82,7 +96,7 @@ class Checkpointer:
         self.state = state
         self.run_id = state.run_id
         self.bytes_written = 0
-        """What this run's checkpoints added to the store: rows and new blobs."""
+        """What this run's checkpoints added (or will add) to the store: rows, new blobs."""
         self.taken = 0
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
@@ -90,6 +104,8 @@ class Checkpointer:
         self._parts: dict[str, tuple[Any, str | None]] = {}
         """name -> (the part at the last checkpoint, its blob's hash once written)."""
         self._last_call = 0
+        self._named: tuple[dict[str, str], str] = ({}, "{}")
+        """The parts named by hash at the last checkpoint, and their JSON text."""
         self._seen = 0
         self._context: ContextManager | None = None
         self._generation = -1
@@ -97,9 +113,10 @@ class Checkpointer:
         self._written = 0
         self._last: Message | None = None
         self._failed = False
-        self._journal_path = writes_journal(state.workspace.root, self.run_id)
+        self._journal_index = 0
         self._journal: IO[str] | None = None
-        self._journaled = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
         self._unsubscribe = state.events.subscribe(self._on_event)
 
@@ -111,11 +128,11 @@ class Checkpointer:
         self._dirty.add(path)
         try:
             if self._journal is None:
-                self._journal_path.parent.mkdir(exist_ok=True)
-                self._journal = open(self._journal_path, "a", encoding="utf-8")  # noqa: SIM115
+                where = writes_journal(self.state.workspace.root, self.run_id, self._journal_index)
+                where.parent.mkdir(exist_ok=True)
+                self._journal = open(where, "a", encoding="utf-8")  # noqa: SIM115
             self._journal.write(json.dumps(path) + "\n")
             self._journal.flush()
-            self._journaled = True
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
 
@@ -131,6 +148,8 @@ class Checkpointer:
         if self._failed:
             return
         try:
+            if self._store_failure is not None:
+                raise self._store_failure
             self._take()
         except Exception as exc:
             self._failed = True
@@ -176,22 +195,63 @@ class Checkpointer:
                 blobs[digest] = data
                 self._parts[name] = (part, digest)
             named[name] = digest
+        if named != self._named[0]:
+            self._named = (named, _text(named))
+        text = (
+            f'{{"counters":{_text(counters)},"inline":{_text(inline)},'
+            f'"named":{self._named[1]},"appended":{_text(appended)}}}'
+        )
         row = CheckpointRow(
             run_id=self.run_id,
             turn=state.turn + 1,
             seq=len(state.events) - 1,
             time=state.clock(),
-            state=_text(
-                {"counters": counters, "inline": inline, "named": named, "appended": appended}
-            ),
+            state=text,
             files=self._tree.digest,
         )
-        self.bytes_written += rows.write_checkpoint(self.store, row, blobs)
+        write, written = rows.checkpoint_writer(row, blobs)
+        self.bytes_written += written
+        done: list[Path] = []
+        if self._journal is not None:  # the writes since the last checkpoint: this one has them
+            self._journal.close()
+            self._journal = None
+            done.append(writes_journal(state.workspace.root, self.run_id, self._journal_index))
+            self._journal_index += 1
+        self.store.defer(self._guarded(write), lambda: self._stored(done))
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
         self.taken += 1
-        if self._journaled and self._journal is not None:
-            self._journal.truncate(0)
-            self._journal.seek(0)
-            self._journaled = False
+
+    def _guarded(self, write: Callable[[sqlite3.Connection], None]) -> Callable[..., None]:
+        """``write``, whose failure leaves the event it rides with to be stored (SQLite
+        undoes a failed statement, not its transaction) and is reported by the next
+        checkpoint."""
+
+        def guarded(conn: sqlite3.Connection) -> None:
+            try:
+                write(conn)
+            except sqlite3.Error as exc:
+                self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
+
+        return guarded
+
+    def _stored(self, done: list[Path]) -> None:
+        """The checkpoint is committed: the journals it made obsolete go."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for journal in done:
+            with contextlib.suppress(OSError):
+                os.unlink(journal)
+
+    def _flush(self) -> None:
+        """No event came soon after the checkpoint (a model call is under way): commit it
+        on its own."""
+        self._timer = None
+        try:
+            self.store.flush()
+        except StoreError as exc:
+            self._store_failure = exc
 
     def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
@@ -259,14 +319,21 @@ class Checkpointer:
         }
 
     def close(self) -> None:
-        """Stop following the run; the journal goes, its last checkpoint stands."""
+        """Store what waits, and stop following the run; its journals go (it ended:
+        nothing is left to resume), its last checkpoint stands."""
         self._unwatch()
         self._unsubscribe()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        with contextlib.suppress(StoreError):
+            self.store.flush()
         if self._journal is not None:
             self._journal.close()
             self._journal = None
-        with contextlib.suppress(OSError):
-            os.unlink(self._journal_path)
+        for journal in journals(self.state.workspace.root, self.run_id):
+            with contextlib.suppress(OSError):
+                os.unlink(journal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,9 @@ one row. The tables are created by the store's ``add_checkpoints`` migration (sc
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -28,6 +29,7 @@ __all__ = [
     "blob",
     "checkpoint",
     "checkpoint_turns",
+    "checkpoint_writer",
     "checkpoints_by_run",
     "copy_events",
     "digest_of",
@@ -79,25 +81,42 @@ class Lineage:
 def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
     """Record a checkpoint and its new blobs in one transaction: a kill mid-write leaves
     the previous checkpoint the latest. Returns the bytes written (blobs and row)."""
+    write, written = checkpoint_writer(row, blobs)
+    with store.transaction() as conn:
+        write(conn)
+    return written
+
+
+def checkpoint_writer(
+    row: CheckpointRow, blobs: Mapping[str, bytes]
+) -> tuple[Callable[[sqlite3.Connection], None], int]:
+    """What records ``row`` and its new ``blobs`` on a connection, inside a transaction
+    the caller commits (:meth:`Store.defer`), and the bytes it will write."""
     written = len(row.state) + len(row.files)
-    rows = []
+    packed_rows = []
     for digest, data in blobs.items():
         packed = zlib.compress(data, 1) if len(data) > COMPRESS_ABOVE else data
         compressed = len(packed) < len(data)
         stored = packed if compressed else data
         written += len(stored)
-        rows.append((digest, len(data), int(compressed), stored))
-    with store.transaction() as conn:
-        if rows:
+        packed_rows.append((digest, len(data), int(compressed), stored))
+    values = (row.run_id, row.turn, row.seq, row.time, row.state, row.files)
+
+    def write(conn: sqlite3.Connection) -> None:
+        if packed_rows:
             conn.executemany(
-                "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", rows
+                "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)",
+                packed_rows,
             )
-        conn.execute(
-            "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (row.run_id, row.turn, row.seq, row.time, row.state, row.files),
-        )
-    return written
+        conn.execute(_INSERT_CHECKPOINT, values)
+
+    return write, written
+
+
+_INSERT_CHECKPOINT: Final = (
+    "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 def blob(store: Store, digest: str) -> bytes:

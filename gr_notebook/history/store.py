@@ -192,6 +192,8 @@ class Store:
         self._path = Path(path).absolute()
         self._lock = threading.Lock()
         self._closed = False
+        self._deferred: list[tuple[Callable[[sqlite3.Connection], object], Callable[[], object]]]
+        self._deferred = []
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self._path, check_same_thread=False)
@@ -220,16 +222,47 @@ class Store:
         )
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
-        """Run one statement under the lock; a write is committed before this returns."""
+        """Run one statement under the lock; a write is committed before this returns,
+        with what was deferred (:meth:`defer`) in the same transaction."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
+            deferred, self._deferred = self._deferred, []
             try:
                 with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
                     cursor = self._conn.execute(sql, params)
-                    return cursor.fetchall(), cursor.rowcount
+                    found = cursor.fetchall(), cursor.rowcount
             except sqlite3.Error as exc:
                 raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
+        return found
+
+    def defer(
+        self, write: Callable[[sqlite3.Connection], object], then: Callable[[], object]
+    ) -> None:
+        """Run ``write`` in the transaction of the store's next statement, or at
+        :meth:`flush`, whichever comes first, and ``then`` once it is committed: a turn's
+        checkpoint rides with the turn's next event instead of a commit of its own."""
+        with self._lock:
+            self._deferred.append((write, then))
+
+    def flush(self) -> None:
+        """Commit what was deferred, now."""
+        with self._lock:
+            if self._closed or not self._deferred:
+                return
+            deferred, self._deferred = self._deferred, []
+            try:
+                with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
+            except sqlite3.Error as exc:
+                raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -238,11 +271,16 @@ class Store:
         with self._lock:
             if self._closed:
                 raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
+            deferred, self._deferred = self._deferred, []
             try:
                 with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
                     yield self._conn
             except sqlite3.Error as exc:
                 raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
 
     def record_run_started(
         self,
@@ -367,6 +405,7 @@ class Store:
         return [row[0] for row in rows]
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             if not self._closed:
                 self._closed = True

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent, _new_run_id, started_by
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.checkpoint import Checkpoint, load_checkpoint, writes_journal
+from gr_notebook.engine.checkpoint import Checkpoint, journals, load_checkpoint
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
@@ -150,11 +150,13 @@ def _resume_target(
 
 
 def _journal(root: Path, run_id: str) -> set[str]:
-    """The paths the run noted it was writing after its last checkpoint."""
-    try:
-        lines = writes_journal(root, run_id).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return set()
+    """The paths the run noted it was writing after its last stored checkpoint."""
+    lines: list[str] = []
+    for journal in journals(root, run_id):
+        try:
+            lines += journal.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
     paths = set()
     for line in lines:
         try:

@@ -115,17 +115,17 @@ def test_an_unchanged_file_costs_nothing(tmp_path: Path) -> None:
     store = gr.Store(tmp_path / "s.sqlite")
     agent = gr.Agent(model, workspace=tmp_path / "ws", store=store, self_regulation=False)
     written: list[int] = []
-    write = rows.write_checkpoint
+    writer = rows.checkpoint_writer
 
-    def counting(store: gr.Store, row: rows.CheckpointRow, blobs: dict[str, bytes]) -> int:
+    def counting(row: rows.CheckpointRow, blobs: dict[str, bytes]) -> Any:
         written.append(sum(len(b) for b in blobs.values()))
-        return write(store, row, blobs)
+        return writer(row, blobs)
 
-    checkpoint_module.rows.write_checkpoint = counting  # type: ignore[assignment]
+    checkpoint_module.rows.checkpoint_writer = counting  # type: ignore[assignment]
     try:
         run = agent.run_sync("Write big.md.")
     finally:
-        checkpoint_module.rows.write_checkpoint = write  # type: ignore[assignment]
+        checkpoint_module.rows.checkpoint_writer = writer  # type: ignore[assignment]
     assert run.status == "completed"
     _first, after_write, after_read, after_same, after_small = written[:5]
     assert after_write > len(big)  # the new file, once
@@ -163,10 +163,13 @@ def test_a_file_edited_by_hand_during_a_pause_is_in_the_next_checkpoint(tmp_path
 def test_a_failing_checkpoint_is_one_error_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: object) -> int:
-        raise gr.StoreError("disk full")
+    def broken(*args: object) -> tuple[Any, int]:
+        def write(conn: sqlite3.Connection) -> None:
+            raise sqlite3.OperationalError("disk full")
 
-    monkeypatch.setattr(checkpoint_module.rows, "write_checkpoint", broken)
+        return write, 0
+
+    monkeypatch.setattr(checkpoint_module.rows, "checkpoint_writer", broken)
     run = gr.Agent(
         gr.SimulatedModel(),
         workspace=tmp_path / "ws",
@@ -178,7 +181,11 @@ def test_a_failing_checkpoint_is_one_error_and_the_run_goes_on(
     assert [(e.data["source"], e.data["error_type"]) for e in errors] == [
         ("checkpoint", "StoreError")
     ]
-    assert "checkpoints are off for the rest of this run: disk full" in errors[0].data["message"]
+    assert "checkpoints are off for the rest of this run" in errors[0].data["message"]
+    assert errors[0].data["message"].endswith("failed: disk full")
+    with gr.Store(tmp_path / "s.sqlite") as store:  # every event was stored all the same
+        assert len(store.events(run.run_id)) == len(run.events)
+        assert rows.checkpoint_turns(store, run.run_id) == []
 
 
 def test_no_store_no_checkpoints_and_the_journal_goes_at_the_end(tmp_path: Path) -> None:
