@@ -36,6 +36,7 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
+from gr_notebook.history.checkpoint_store import RESUMABLE
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model, context_window_of
@@ -302,7 +303,7 @@ class Agent:
             return await self._execute_run(run, engine, store, failure, resumed=resumed)
         finally:
             if isinstance(engine.checkpoint, Checkpointer):
-                engine.checkpoint.close()
+                engine.checkpoint.close(keep_journal=run.status in RESUMABLE)
             lock.release()
 
     def _prepare(self, run: Run, engine: Loop) -> LoopOutcome | None:

@@ -18,8 +18,8 @@ needs to go on from there, in one row of the store
 
 The row is committed with the run's next event (one commit, not two), or on its own 50 ms
 later when none comes (a model call under way). Before a write the path is noted in a
-journal, ``.gr/writes-<run id>.<n>``, removed once the next checkpoint is committed, so a
-resume after a kill tells the run's own writes since its last stored checkpoint (set aside)
+journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a resume
+after a kill tells the run's own writes since the checkpoint it resumes from (set aside)
 from changes made by hand (refused: resume on a copy).
 
 :func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
@@ -49,7 +49,7 @@ from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
 from gr_notebook.workflow.workspace_files import FileTree, flatten
 
-__all__ = ["Checkpoint", "Checkpointer", "journals", "load_checkpoint", "writes_journal"]
+__all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
 _COMPACT: Final = (",", ":")
 FLUSH_AFTER_S: Final = 0.05
@@ -65,16 +65,27 @@ _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
 
-def writes_journal(root: Path, run_id: str, index: int = 0) -> Path:
-    """Where a run notes each path it writes after its ``index``-th journal began; a new
-    one begins at each checkpoint after a write, and the old one goes once that
-    checkpoint is stored."""
-    return root / SYSTEM_DIR / f"writes-{run_id}.{index}"
+def writes_journal(root: Path, run_id: str) -> Path:
+    """Where a run notes each path it writes, after the turn of its latest checkpoint."""
+    return root / SYSTEM_DIR / f"writes-{run_id}"
 
 
-def journals(root: Path, run_id: str) -> list[Path]:
-    """Every journal of writes the run left in its workspace."""
-    return sorted((root / SYSTEM_DIR).glob(f"writes-{run_id}.*"))
+def written_since(root: Path, run_id: str, turn: int) -> set[str]:
+    """The paths the run noted it wrote after its checkpoint of ``turn`` was taken."""
+    try:
+        lines = writes_journal(root, run_id).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    paths = set()
+    for line in lines:
+        after, _, name = line.partition("\t")
+        try:
+            path = json.loads(name)
+            if int(after) >= turn and isinstance(path, str):
+                paths.add(path)
+        except ValueError:
+            continue  # a line cut by the kill
+    return paths
 
 
 def _text(value: Any) -> str:
@@ -113,8 +124,9 @@ class Checkpointer:
         self._written = 0
         self._last: Message | None = None
         self._failed = False
-        self._journal_index = 0
         self._journal: IO[str] | None = None
+        self._turn = 0
+        """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
@@ -128,10 +140,10 @@ class Checkpointer:
         self._dirty.add(path)
         try:
             if self._journal is None:
-                where = writes_journal(self.state.workspace.root, self.run_id, self._journal_index)
+                where = writes_journal(self.state.workspace.root, self.run_id)
                 where.parent.mkdir(exist_ok=True)
                 self._journal = open(where, "a", encoding="utf-8")  # noqa: SIM115
-            self._journal.write(json.dumps(path) + "\n")
+            self._journal.write(f"{self._turn}\t{json.dumps(path)}\n")
             self._journal.flush()
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
@@ -211,13 +223,8 @@ class Checkpointer:
         )
         write, written = rows.checkpoint_writer(row, blobs)
         self.bytes_written += written
-        done: list[Path] = []
-        if self._journal is not None:  # the writes since the last checkpoint: this one has them
-            self._journal.close()
-            self._journal = None
-            done.append(writes_journal(state.workspace.root, self.run_id, self._journal_index))
-            self._journal_index += 1
-        self.store.defer(self._guarded(write), lambda: self._stored(done))
+        self._turn = row.turn
+        self.store.defer(self._guarded(write), self._stored)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
         self.taken += 1
@@ -235,14 +242,11 @@ class Checkpointer:
 
         return guarded
 
-    def _stored(self, done: list[Path]) -> None:
-        """The checkpoint is committed: the journals it made obsolete go."""
+    def _stored(self) -> None:
+        """The checkpoint is committed: no flush is needed."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for journal in done:
-            with contextlib.suppress(OSError):
-                os.unlink(journal)
 
     def _flush(self) -> None:
         """No event came soon after the checkpoint (a model call is under way): commit it
@@ -318,9 +322,9 @@ class Checkpointer:
             "items": [message.to_json() for message in tail],
         }
 
-    def close(self) -> None:
-        """Store what waits, and stop following the run; its journals go (it ended:
-        nothing is left to resume), its last checkpoint stands."""
+    def close(self, *, keep_journal: bool = False) -> None:
+        """Store what waits, and stop following the run; its journal goes, unless the run
+        can be resumed (it tells a resume which files the run wrote last)."""
         self._unwatch()
         self._unsubscribe()
         if self._timer is not None:
@@ -331,9 +335,9 @@ class Checkpointer:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
-        for journal in journals(self.state.workspace.root, self.run_id):
+        if not keep_journal:
             with contextlib.suppress(OSError):
-                os.unlink(journal)
+                os.unlink(writes_journal(self.state.workspace.root, self.run_id))
 
 
 @dataclass(frozen=True, slots=True)

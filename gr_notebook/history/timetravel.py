@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from typing import Any, Final
 
 from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent, _new_run_id, started_by
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.checkpoint import Checkpoint, journals, load_checkpoint
+from gr_notebook.engine.checkpoint import Checkpoint, load_checkpoint, written_since
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
@@ -136,7 +135,7 @@ def _resume_target(
         )
     now = hash_files(original)
     change = diff(now, checkpoint.files)
-    own = _journal(original, run_id)
+    own = written_since(original, run_id, checkpoint.turn)
     by_hand = [p for p in change.paths if p not in own]
     if by_hand:
         shown = ", ".join(by_hand[:5]) + (
@@ -147,25 +146,6 @@ def _resume_target(
             f"{turn} ({shown}); {copy_hint}, and leaves this folder as it is"
         )
     return original
-
-
-def _journal(root: Path, run_id: str) -> set[str]:
-    """The paths the run noted it was writing after its last stored checkpoint."""
-    lines: list[str] = []
-    for journal in journals(root, run_id):
-        try:
-            lines += journal.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-    paths = set()
-    for line in lines:
-        try:
-            path = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the kill
-        if isinstance(path, str):
-            paths.add(path)
-    return paths
 
 
 # -- fork -----------------------------------------------------------------------------------------

@@ -103,7 +103,8 @@ def test_files_written_after_the_checkpoint_are_kept_aside(tmp_path: Path) -> No
         turns = rows.checkpoint_turns(store, run.run_id)
     assert turns[-1] == 23
     # as if the killed turn had written a file after its checkpoint, and noted it first
-    writes_journal(root, run.run_id).write_text('"late.md"\n"notes.md"\n', encoding="utf-8")
+    with writes_journal(root, run.run_id).open("a", encoding="utf-8") as journal:
+        journal.write('23\t"late.md"\n23\t"notes.md"\n')
     (root / "late.md").write_text("written after the checkpoint\n", encoding="utf-8")
     notes_then = (root / "notes.md").read_bytes()
     (root / "notes.md").write_text("overwritten after the checkpoint\n", encoding="utf-8")
@@ -286,3 +287,35 @@ def test_the_job_is_the_parents(tmp_path: Path) -> None:
     parent = agent_in(tmp_path).run_sync(job.instructions)
     fork = parent.fork(5, workspace=tmp_path / "f")
     assert fork.instructions == parent.instructions == job.instructions
+
+
+def test_a_run_stopped_mid_turn_keeps_its_journal_and_resumes(tmp_path: Path) -> None:
+    """Ctrl-C inside a tool, after the turn wrote a file: the journal stays, and the resume
+    sets that file aside rather than calling it a change by hand."""
+    ws = tmp_path / "ws"
+
+    def note_then_stop(context: gr.ToolContext, params: Any) -> str:
+        context.workspace.write_text("late.md", "written in the stopped turn\n")
+        raise KeyboardInterrupt
+
+    stopper = gr.Tool(
+        "stopper",
+        "Writes late.md, then stops.",
+        {"type": "object", "properties": {}},
+        note_then_stop,
+    )
+    model = gr.ScriptedModel([gr.tool_call("list_files"), gr.tool_call("stopper")])
+    agent = gr.Agent(model, workspace=ws, store=tmp_path / "s.sqlite", tools=[stopper])
+    with pytest.raises(KeyboardInterrupt):
+        agent.run_sync("Stop in turn 2.")
+    run = gr.current_run()
+    assert run is not None and run.status == "interrupted"
+    assert writes_journal(ws, run.run_id).exists()
+    again = gr.Agent(
+        gr.ScriptedModel([gr.text("done")]), store=tmp_path / "s.sqlite", tools=[stopper]
+    )
+    resumed = gr.resume(run.run_id, tmp_path / "s.sqlite", again)
+    assert resumed.status == "completed"
+    (event,) = [e for e in resumed.events if e.kind == "run_resumed"]
+    assert event.parent_turn == 2 and list(event.kept_aside) == ["late.md"]
+    assert not (ws / "late.md").exists()
