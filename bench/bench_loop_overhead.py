@@ -12,10 +12,13 @@ Two views of the same runs:
     between two stamps minus the model time of the second call is one turn's overhead.
     Comparing turns 1-200 with turns 1801-2000 shows whether overhead grows with history.
 
-Both with ``store=False`` and with a SQLite store in a temporary directory.
+Three configurations: ``store=False``; a SQLite store in a temporary directory with
+``checkpoints=False``; and the same store with a checkpoint at every turn (the default).
+The two store configurations alternate run by run, so the machine's drift hits both alike.
 
-Goal: in each configuration, the median (over runs) of mean overhead per turn in turns
-1801-2000 divided by that in turns 1-200 is at most 1.5.
+Goals: in each configuration, the median (over runs) of mean overhead per turn in turns
+1801-2000 divided by that in turns 1-200 is at most 1.5; and checkpoints add at most 10%
+to the store's overhead per turn (medians of the per-run means).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ N_TURNS = 2000
 REPEATS = 7
 WINDOW = 200
 MAX_LATE_OVER_EARLY = 1.5
+MAX_CHECKPOINT_COST = 0.10
 INSTRUCTIONS = "# Loop overhead benchmark\n\nRead instructions.md again and again.\n"
 
 
@@ -121,7 +125,7 @@ async def _run(agent: gr.Agent, stamps: list[float]) -> gr.Run:
     return await run.wait()
 
 
-def run_once(*, with_store: bool) -> RunMeasure:
+def run_once(*, with_store: bool, checkpoints: bool = False) -> RunMeasure:
     clock = EntryClock()
     model = TimedModel(gr.ScriptedModel(build_script(clock)))
     stamps: list[float] = []
@@ -135,6 +139,7 @@ def run_once(*, with_store: bool) -> RunMeasure:
             max_iterations=2 * N_TURNS,
             compaction=True,
             store=store,
+            checkpoints=checkpoints,
             stuck_turns=None,
             # 2,000 reads of one file is a loop the engine would stop; it still checks every
             # 5 calls, so its cost is measured, but it never steps in.
@@ -168,11 +173,18 @@ def _us(value: float) -> str:
 
 def main() -> int:
     goals = _util.Goals()
-    configs = {"store=False": False, "SQLite store": True}
-    results: dict[str, list[RunMeasure]] = {}
+    configs = {
+        "store=False": {"with_store": False},
+        "SQLite store": {"with_store": True},
+        "store + checkpoints": {"with_store": True, "checkpoints": True},
+    }
+    results: dict[str, list[RunMeasure]] = {label: [] for label in configs}
     run_once(with_store=False)  # warm-up: imports, first-call caches
-    for label, with_store in configs.items():
-        results[label] = [run_once(with_store=with_store) for _ in range(REPEATS)]
+    run_once(with_store=True, checkpoints=True)
+    results["store=False"] = [run_once(with_store=False) for _ in range(REPEATS)]
+    for _ in range(REPEATS):  # side by side: the two store configurations alternate
+        for label in ("SQLite store", "store + checkpoints"):
+            results[label].append(run_once(**configs[label]))
 
     late_first = N_TURNS - WINDOW + 1
     _util.section(
@@ -256,6 +268,19 @@ def main() -> int:
             f"turns {late_first}-{N_TURNS} vs 1-{WINDOW}: ratio {growth:.2f} (median of "
             f"{REPEATS} runs)",
         )
+    plain = _util.median([r.mean_us for r in results["SQLite store"]])
+    checked = _util.median([r.mean_us for r in results["store + checkpoints"]])
+    added = checked / plain - 1
+    print(
+        f"checkpoints add {checked - plain:,.1f} µs per turn to the store's {plain:,.1f} µs "
+        f"({added:+.1%}); the loop without a store: "
+        f"{_util.median([r.mean_us for r in results['store=False']]):,.1f} µs"
+    )
+    goals.check(
+        f"checkpoints add <= {MAX_CHECKPOINT_COST:.0%} to the store's overhead per turn",
+        added <= MAX_CHECKPOINT_COST,
+        f"{checked:,.1f} µs vs {plain:,.1f} µs per turn ({added:+.1%}, medians of {REPEATS} runs)",
+    )
     return goals.report()
 
 

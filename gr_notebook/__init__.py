@@ -65,9 +65,12 @@ from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
 from gr_notebook.guidance import Directive
 from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
+from gr_notebook.history.compare import compare
 from gr_notebook.history.lint import GuidanceConflict, lint_guidance
 from gr_notebook.history.replay import replay_interventions, sweep_interventions
 from gr_notebook.history.store import Store
+from gr_notebook.history.timetravel import fork, resume
+from gr_notebook.history.timetravel import fork_run as _fork_run
 from gr_notebook.messages import (
     Message,
     RedactedThinkingBlock,
@@ -92,6 +95,7 @@ from gr_notebook.models import (
 from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.models.thinking import Thinking
 from gr_notebook.run import Limits, Run, current_run
+from gr_notebook.run import set_forker as _set_forker
 from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.workflow.phases import JobResult
@@ -226,9 +230,12 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "coding_tools",
+    "compare",
     "current_run",
+    "fork",
     "lint_guidance",
     "replay_interventions",
+    "resume",
     "runs_df",
     "sweep_interventions",
     "text",
@@ -244,6 +251,7 @@ _moved.install()  # module paths from before the packages' layout still import, 
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer (decision 160): the display layer draws the core's HTML reprs, and the
-# history layer answers Budget.suggest.
+# history layer answers Budget.suggest and Run.fork.
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
+_set_forker(_fork_run)

@@ -15,12 +15,14 @@ import contextvars
 import os
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gr_notebook.blocking import run_blocking
+from gr_notebook.engine.checkpoint import Checkpointer
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.loop import Loop, LoopOutcome, StuckDetector
 from gr_notebook.engine.state import RunState
@@ -34,6 +36,7 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
+from gr_notebook.history.checkpoint_store import RESUMABLE
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model, context_window_of
@@ -45,9 +48,11 @@ from gr_notebook.workflow.prompts import kickoff_prompt, system_prompt
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace, relative_path
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
-__all__ = ["DEFAULT_RUNS_DIR", "Agent"]
+__all__ = ["DEFAULT_RUNS_DIR", "Agent", "RunOrigin"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
+started_by: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
+"""The agent of each run this process started: ``gr.resume(run_id)`` needs no other."""
 INSTRUCTIONS_FILE = "instructions.md"
 
 
@@ -84,6 +89,7 @@ class Agent:
         stuck_detector: StuckDetector | None = None,
         clock: Callable[[], float] = time.time,
         name: str = "agent",
+        checkpoints: bool = True,
     ) -> None:
         self.budget = _budget_of(budget, max_iterations)
         try:  # exactly as a tool's path is checked, so every write of the plan succeeds
@@ -128,6 +134,10 @@ class Agent:
         self.name = name
         self._store_spec = store
         self._store: Store | None = None
+        if not isinstance(checkpoints, bool):
+            raise ConfigError(f"checkpoints takes True or False, got {checkpoints!r}")
+        self.checkpoints = checkpoints
+        """A checkpoint at every turn, in the store (none without one): resume and fork."""
 
     # -- running ----------------------------------------------------------------------------
 
@@ -155,37 +165,49 @@ class Agent:
         """
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise RunError(
-                "agent.start() needs a running event loop (a Jupyter cell or async code); "
-                "in a script use agent.run_sync(instructions)"
-            ) from None
+        loop = _running_loop("agent.start()", "agent.run_sync(instructions)")
         run_id = _new_run_id(self.clock)
-        workspace = self._workspace_for(run_id)
+        return self._launch(
+            run_id, self._workspace_for(run_id), instructions, loop, context, confirm, None
+        )
+
+    def _launch(
+        self,
+        run_id: str,
+        workspace: Workspace,
+        instructions: str,
+        loop: asyncio.AbstractEventLoop,
+        context: contextvars.Context | None,
+        confirm: ConfirmerLike | None,
+        origin: RunOrigin | None,
+        store: Store | None = None,
+    ) -> Run:
+        """Build the run and start its task: from the bootstrap, or from ``origin``, a
+        checkpoint (a resume or a fork; see :mod:`gr_notebook.history.timetravel`)."""
         try:
             workspace.resolve(self.plan_file)
         except WorkspaceError as exc:
             raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
         definition = self.definition(confirm=confirm)
         state = RunState(definition, workspace=workspace, clock=self.clock, run_id=run_id)
-        engine = Loop(definition, state)
-        run = Run(
-            run_id,
-            workspace=workspace,
-            events=state.events,
-            phases=state.phases,
-            instructions=instructions,
-            limits=Limits(
-                max_iterations=self.budget.max_iterations,
-                context_window=context_window_of(self.model),
-                token_budget=self.budget.max_tokens,
-            ),
-        )
         lock = WorkspaceLock.acquire(workspace.root, LockOwner.this_process(run_id, self.clock()))
         try:
-            store = self._open_store()
+            if origin is not None:
+                origin.restore(state)  # the files, then the state: refused whole, or done
+            engine = Loop(definition, state)
+            run = Run(
+                run_id,
+                workspace=workspace,
+                events=state.events,
+                phases=state.phases,
+                instructions=instructions,
+                limits=Limits(
+                    max_iterations=self.budget.max_iterations,
+                    context_window=context_window_of(self.model),
+                    token_budget=self.budget.max_tokens,
+                ),
+            )
+            store = store or self._open_store()
             if store is not None:
                 store.record_run_started(
                     run_id,
@@ -195,12 +217,21 @@ class Agent:
                     instructions=instructions,
                     config=self.config(),
                 )
+                if origin is not None:
+                    origin.record(store, run_id)
                 state.events.subscribe(lambda event: store.record_event(run_id, event))
+                if self.checkpoints:
+                    engine.checkpoint = Checkpointer(store, state)
+            run._bind(self, store)
+            started_by[run_id] = self
             # The run's initial state exists before start() returns, so a person's first
             # edit (%todo add, right after a background start) is made to it, not replaced.
-            failure = self._prepare(run, engine)
+            if origin is None:
+                failure = self._prepare(run, engine)
+            else:
+                failure = self._guarded(engine, lambda: origin.begin(state, self.registry))
             task = loop.create_task(
-                self._execute(run, engine, store, lock, failure),
+                self._execute(run, engine, store, lock, failure, resumed=origin is not None),
                 name=f"gr-run-{run_id}",
                 context=context,
             )
@@ -265,10 +296,14 @@ class Agent:
         store: Store | None,
         lock: WorkspaceLock,
         failure: LoopOutcome | None,
+        *,
+        resumed: bool = False,
     ) -> Run:
         try:
-            return await self._execute_run(run, engine, store, failure)
+            return await self._execute_run(run, engine, store, failure, resumed=resumed)
         finally:
+            if isinstance(engine.checkpoint, Checkpointer):
+                engine.checkpoint.close(keep_journal=run.status in RESUMABLE)
             lock.release()
 
     def _prepare(self, run: Run, engine: Loop) -> LoopOutcome | None:
@@ -293,16 +328,30 @@ class Agent:
             return self._failed(engine, exc)
         return None
 
+    def _guarded(self, engine: Loop, step: Callable[[], object]) -> LoopOutcome | None:
+        try:
+            step()
+        except Exception as exc:
+            return self._failed(engine, exc)
+        return None
+
     def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
         """A bug or an I/O failure: recorded, never lost."""
         engine.state.emit(ErrorEvent(source="run", error_type=type(exc).__name__, message=str(exc)))
         return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
 
     async def _execute_run(
-        self, run: Run, engine: Loop, store: Store | None, failure: LoopOutcome | None
+        self,
+        run: Run,
+        engine: Loop,
+        store: Store | None,
+        failure: LoopOutcome | None,
+        *,
+        resumed: bool = False,
     ) -> Run:
         try:
-            outcome = failure or await engine.run(kickoff_prompt())
+            go = engine.go_on() if resumed else engine.run(kickoff_prompt())
+            outcome = failure or await go
         except asyncio.CancelledError:
             outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")
         except (KeyboardInterrupt, SystemExit) as exc:  # recorded, then on its way up
@@ -428,6 +477,29 @@ def _regulation_of(
             )
         return None
     return RegulationSettings(table or BudgetTable(), confirm, above)
+
+
+class RunOrigin(Protocol):
+    """Where a run that does not start from the bootstrap comes from: a checkpoint."""
+
+    def restore(self, state: RunState) -> None:
+        """Bring the workspace and ``state`` (fresh, no events) back to the checkpoint."""
+
+    def record(self, store: Store, run_id: str) -> None:
+        """Give the new run's record what it stands on (events, lineage)."""
+
+    def begin(self, state: RunState, registry: ToolRegistry) -> None:
+        """The first events of the new run (``run_resumed``), before its task starts."""
+
+
+def _running_loop(what: str, instead: str) -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RunError(
+            f"{what} needs a running event loop (a Jupyter cell or async code); "
+            f"in a script use {instead}"
+        ) from None
 
 
 def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:

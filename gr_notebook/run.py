@@ -9,6 +9,7 @@ state is the loop's :class:`~gr_notebook.engine.state.RunState`; its end is
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from gr_notebook.events import (
     as_typed,
 )
 from gr_notebook.guardrails.policy import PolicyState
+from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.reprs import to_html
 from gr_notebook.workflow.phases import JobResult, PhaseController
@@ -39,9 +41,18 @@ if TYPE_CHECKING:
     from gr_notebook.engine.loop import Loop
     from gr_notebook.guardrails.runtime import Guardrails
 
-__all__ = ["Limits", "Run", "RunStatus", "current_run"]
+__all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
 
 _latest: Run | None = None
+
+Forker = Callable[["Run", int, object, "str | os.PathLike[str] | None"], "Run"]
+"""What :meth:`Run.fork` asks: filled by the facade (decision 160's extension points)."""
+_forker: Forker | None = None
+
+
+def set_forker(forker: Forker) -> None:
+    global _forker
+    _forker = forker
 
 
 def current_run() -> Run | None:
@@ -88,7 +99,11 @@ class Run:
         self._task: asyncio.Task[Run] | None = None
         self._totals = _Totals()
         self._released = False
+        for event in events:  # a run resumed from a checkpoint counts what came before
+            self._totals.add(event)
         events.subscribe(self._totals.add)
+        self._agent: object = None
+        self._store: Store | None = None
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -185,6 +200,23 @@ class Run:
         if not issue.strip():
             raise RunError("say what is wrong: run.rewind('the approach fails because …')")
         self._live_loop("rewind").request_rewind(issue, reset_policies=reset_policies)
+
+    # -- time travel ----------------------------------------------------------------------------
+
+    def fork(
+        self,
+        turn: int,
+        agent: object = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> Run:
+        """A new run from this run's checkpoint of ``turn`` (the state as that turn began),
+        in a new workspace holding the files as they were, under ``agent`` (default: the
+        agent that ran this one), which may have other policies, feedback, budget,
+        interventions or model. It records this run as its parent."""
+        if _forker is None:
+            raise RunError("forking needs the package: import gr_notebook first")
+        return _forker(self, turn, agent, workspace)
 
     # -- kernel hygiene -------------------------------------------------------------------------
 
@@ -357,6 +389,10 @@ class Run:
         return to_html(self)
 
     # -- wiring (used by Agent) -----------------------------------------------------------------
+
+    def _bind(self, agent: object, store: Store | None) -> None:
+        """The agent that runs it and the store that keeps its checkpoints: a fork's."""
+        self._agent, self._store = agent, store
 
     def _attach(self, loop: Loop, task: asyncio.Task[Run]) -> None:
         global _latest

@@ -157,6 +157,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "reprs",
         "events",
         "history.store",
+        "history.checkpoint_store",
     ),
     ("workflow",),
     # the parts the engine drives, and what reads their records

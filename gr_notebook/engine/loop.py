@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -96,8 +96,16 @@ class LoopOutcome:
 
 
 class Loop:
-    def __init__(self, definition: AgentDefinition, state: RunState) -> None:
+    def __init__(
+        self,
+        definition: AgentDefinition,
+        state: RunState,
+        *,
+        checkpoint: Callable[[], None] | None = None,
+    ) -> None:
         self.definition = definition
+        self.checkpoint = checkpoint
+        """Called at each turn boundary, before anything else: a run's checkpoint."""
         self.state = state
         self.model = definition.model
         self.registry = definition.registry
@@ -158,10 +166,17 @@ class Loop:
 
     async def run(self, kickoff: str) -> LoopOutcome:
         state = self.state
-        self.started = True
         state.direct(directive(kickoff))
         state.context.append_user([TextBlock(kickoff)])
+        return await self.go_on()
+
+    async def go_on(self) -> LoopOutcome:
+        """The turns, from the state as it is: after the kickoff, or a restored checkpoint."""
+        state = self.state
+        self.started = True
         while True:
+            if self.checkpoint is not None:
+                self.checkpoint()
             if not self._resume.is_set() and not self._stop_requested:
                 await self._pause()
             if self._stop_requested:

@@ -18,7 +18,7 @@ are the workspace's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -187,9 +187,15 @@ class RunState:
 
     # -- snapshots -------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """All of the run's state as JSON values, for :meth:`restore`; taken between turns."""
+    def snapshot(self, *, history: bool = True) -> dict[str, Any]:
+        """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
+
+        ``history=False`` leaves out what only grows, the events, layer 5's messages and
+        the calls the intervention tracker has seen (``"events"`` is None, ``"context"``
+        has no ``"messages"``, ``"seen"`` is a count): a checkpoint keeps those by
+        appending, and hands them back to :meth:`restore`."""
         detector = self.stuck_detector
+        context = self.context.to_json() if history else self.context.summary_json()
         return {
             "version": STATE_VERSION,
             "run": {
@@ -203,12 +209,14 @@ class RunState:
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
             },
-            "events": [_event_json(e) for e in self.events],
+            "events": [_event_json(e) for e in self.events] if history else None,
             "phases": self.phases.to_json(),
-            "context": self.context.to_json(),
+            "context": context,
             "guardrails": self.guards.snapshot(),
             "regulation": self.regulation.to_json() if self.regulation else None,
-            "interventions": self.interventions.to_json() if self.interventions else None,
+            "interventions": (
+                self.interventions.to_json(seen=history) if self.interventions else None
+            ),
             "stuck_detector": _detector_json(detector),
             "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
@@ -216,11 +224,14 @@ class RunState:
             },
         }
 
-    def restore(self, snapshot: Mapping[str, Any]) -> None:
+    def restore(
+        self, snapshot: Mapping[str, Any], *, events: Sequence[Event] | None = None
+    ) -> None:
         """Bring back a :meth:`snapshot` into this state, built from the same agent
         definition and with no events yet. The identity stays this run's (a fork is a new
-        run); everything else is the snapshot's. Refused whole, leaving the state as it
-        was, when the snapshot does not fit."""
+        run); everything else is the snapshot's. ``events``, when given, stand for the
+        snapshot's (a checkpoint reads them from the store). Refused whole, leaving the
+        state as it was, when the snapshot does not fit."""
         if len(self.events):
             raise RunError("restore a snapshot into a fresh run state, before its first event")
         try:
@@ -234,7 +245,8 @@ class RunState:
             counters = snapshot["counters"]
             turn, tokens = int(counters["turn"]), int(counters["tokens"])
             elapsed = float(counters["elapsed_s"])
-            events = [_event_of(e) for e in snapshot["events"]]
+            if events is None:
+                events = [_event_of(e) for e in snapshot["events"]]
             apply_phases = self.phases.load_json(snapshot["phases"])
             context = ContextManager()
             context.load_json(snapshot["context"])

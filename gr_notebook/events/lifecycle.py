@@ -39,7 +39,18 @@ class RunPausedEvent(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RunResumedEvent(Event):
+    """A paused run goes on; or (with ``parent_run_id``) a run starts from another run's
+    checkpoint: its resume after an interruption, or a fork under another agent."""
+
     kind: ClassVar[Literal["run_resumed"]] = "run_resumed"
+    parent_run_id: str | None = None
+    parent_turn: int | None = None
+    """The turn whose checkpoint it starts from: that turn is played again."""
+    relation: str | None = None
+    """``resume`` or ``fork``."""
+    kept_aside: Sequence[str] | None = None
+    """Files the interrupted run wrote after its checkpoint, moved into ``aside``."""
+    aside: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

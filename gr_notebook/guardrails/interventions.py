@@ -250,8 +250,12 @@ class ProgressTracker:
     seen: set[int] = field(default_factory=set)
     """Digests of the successful calls so far, tool and input: what makes a step ``novel``
     (stable across processes, so a restored run keeps them)."""
+    seen_order: list[int] = field(default_factory=list, repr=False, compare=False)
+    """``seen`` in the order it grew: a checkpoint per turn takes only the new ones."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, seen: bool = True) -> dict[str, Any]:
+        """The tracker as JSON; ``seen=False`` gives only how many calls it has seen (a
+        checkpoint keeps them as they grow)."""
         return {
             "last_start_over_step": self.last_start_over_step,
             "code_edit_count": self.code_edit_count,
@@ -262,7 +266,7 @@ class ProgressTracker:
             "tier": self.tier,
             "best_score": self.best_score,
             "fresh_window": self.fresh_window,
-            "seen": sorted(self.seen),
+            "seen": sorted(self.seen) if seen else len(self.seen),
         }
 
     @classmethod
@@ -279,6 +283,7 @@ class ProgressTracker:
             best_score=float(data["best_score"]),
             fresh_window=bool(data["fresh_window"]),
             seen={int(k) for k in data["seen"]},
+            seen_order=sorted({int(k) for k in data["seen"]}),
         )
 
 
@@ -321,14 +326,16 @@ class InterventionEngine:
             # Keyed as events record the input, so that a replay sees the same novelty.
             key = _digest(tool, json.dumps(clip_json(params), sort_keys=True, default=str))
             novel = key not in t.seen
-            t.seen.add(key)
+            if novel:
+                t.seen.add(key)
+                t.seen_order.append(key)
         self._read_progress(ToolStep(t.step, tool, params, result, is_error, novel))
         if t.step % c.check_every or self.stopped:
             return None
         return self._check()
 
-    def to_json(self) -> dict[str, Any]:
-        return self.tracker.to_json()
+    def to_json(self, *, seen: bool = True) -> dict[str, Any]:
+        return self.tracker.to_json(seen=seen)
 
     def note_reset(self) -> None:
         """A new strategy (start_over, a rewind): its grace period begins now."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.eventdata import plain_json
 from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import (
     Feedback,
@@ -52,6 +53,8 @@ class FeedbackRunner:
         self.prompt_name = run.name
         self.calls = 0
         self.recent: deque[ToolCallRecord] = deque(maxlen=RECENT_CALLS)
+        self._recent_json: deque[dict[str, Any]] = deque(maxlen=RECENT_CALLS)
+        """``recent`` as JSON, each built once: a checkpoint at every turn reads it."""
         self.last: Feedback | None = None
         self.last_by_provider: dict[str, Feedback] = {}
         started = self._clock()
@@ -67,7 +70,9 @@ class FeedbackRunner:
         """Count the call, then run every provider whose trigger fires; O(1) per config."""
         self.calls += 1
         now = self._clock()
-        self.recent.append(ToolCallRecord(self.calls, tool, params, is_error, turn, now))
+        record = ToolCallRecord(self.calls, tool, params, is_error, turn, now)
+        self.recent.append(record)
+        self._recent_json.append(_record_json(record))
         if not self._triggers:
             return []
         blocks: list[Feedback] = []
@@ -152,7 +157,7 @@ class FeedbackRunner:
             ],
             "last": self.last.to_json() if self.last else None,
             "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()},
-            "recent": [dataclasses.asdict(r) for r in self.recent],
+            "recent": list(self._recent_json),
         }
 
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
@@ -176,8 +181,20 @@ class FeedbackRunner:
             self.calls, self._triggers = calls, triggers
             self.last, self.last_by_provider = last, by_provider
             self.recent = deque(recent, maxlen=RECENT_CALLS)
+            self._recent_json = deque(map(_record_json, recent), maxlen=RECENT_CALLS)
 
         return apply
+
+
+def _record_json(record: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "call_index": record.call_index,
+        "tool": record.tool,
+        "params": plain_json(record.params),
+        "is_error": record.is_error,
+        "turn": record.turn,
+        "time": record.time,
+    }
 
 
 def _feedback_of(data: Mapping[str, Any]) -> Feedback:

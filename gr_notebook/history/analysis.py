@@ -316,15 +316,37 @@ def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame
 
     A run recorded as ``running`` whose process no longer holds its workspace (killed, or
     its kernel died) shows as ``interrupted``: the store alone cannot tell it from a live one.
+    A fork or a resumed run names its ``parent_run_id``, ``parent_turn`` and ``relation``;
+    ``checkpoints`` counts a run's turns that can be forked, and ``resumable`` marks the
+    interrupted runs ``gr.resume`` takes.
     """
     import pandas as pd
 
     from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 
     if isinstance(store, Store):
-        return pd.DataFrame(_live_status(store.runs()))
+        return pd.DataFrame(_time_travel(store, _live_status(store.runs())))
     with Store(DEFAULT_STORE_PATH if store is None else store) as opened:
-        return pd.DataFrame(_live_status(opened.runs()))
+        return pd.DataFrame(_time_travel(opened, _live_status(opened.runs())))
+
+
+def _time_travel(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from gr_notebook.history.checkpoint_store import RESUMABLE, checkpoints_by_run, lineage
+
+    links = lineage(store)
+    parents = {link.run_id: link for link in links}
+    resumed = {link.parent_run_id for link in links if link.relation == "resume"}
+    counts = checkpoints_by_run(store)
+    for run in runs:
+        link = parents.get(run["run_id"])
+        run["parent_run_id"] = link.parent_run_id if link else None
+        run["parent_turn"] = link.parent_turn if link else None
+        run["relation"] = link.relation if link else None
+        run["checkpoints"] = counts.get(run["run_id"], (0, 0))[0]
+        run["resumable"] = (
+            run["status"] in RESUMABLE and run["checkpoints"] > 0 and run["run_id"] not in resumed
+        )
+    return runs
 
 
 def _live_status(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,12 +17,13 @@ layout), which :func:`gr_notebook.events.as_typed` still reads leniently.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Final, Self
@@ -66,6 +67,33 @@ def create_runs_jobs_events(conn: sqlite3.Connection) -> None:
             time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))"""
     )
     conn.execute("CREATE INDEX events_run_id_kind ON events (run_id, kind)")
+
+
+@_migration
+def add_checkpoints(conn: sqlite3.Connection) -> None:
+    """Schema 2: a checkpoint per turn (:mod:`gr_notebook.history.checkpoint_store`).
+
+    ``blobs`` holds content by its hash (file contents, folders, state parts), so an
+    unchanged file or part is stored once; a ``checkpoints`` row holds the state that
+    changed since the last one, with what the run's logs (its messages, its recent tool
+    calls) gained; ``lineage`` links a forked or resumed run to its parent and turn.
+    """
+    conn.execute(
+        "CREATE TABLE blobs (digest TEXT PRIMARY KEY, size INTEGER NOT NULL,"
+        " zlib INTEGER NOT NULL, data BLOB NOT NULL)"
+    )
+    conn.execute(
+        """CREATE TABLE checkpoints (
+            run_id TEXT NOT NULL REFERENCES runs(run_id), turn INTEGER NOT NULL,
+            seq INTEGER NOT NULL, time REAL NOT NULL, state TEXT NOT NULL,
+            files TEXT NOT NULL, PRIMARY KEY (run_id, turn))"""
+    )
+    conn.execute(
+        """CREATE TABLE lineage (
+            run_id TEXT PRIMARY KEY REFERENCES runs(run_id), parent_run_id TEXT NOT NULL,
+            parent_turn INTEGER NOT NULL, relation TEXT NOT NULL)"""
+    )
+    conn.execute("CREATE INDEX lineage_parent ON lineage (parent_run_id)")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -164,6 +192,8 @@ class Store:
         self._path = Path(path).absolute()
         self._lock = threading.Lock()
         self._closed = False
+        self._deferred: list[tuple[Callable[[sqlite3.Connection], object], Callable[[], object]]]
+        self._deferred = []
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self._path, check_same_thread=False)
@@ -192,16 +222,65 @@ class Store:
         )
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
-        """Run one statement under the lock; a write is committed before this returns."""
+        """Run one statement under the lock; a write is committed before this returns,
+        with what was deferred (:meth:`defer`) in the same transaction."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
+            deferred, self._deferred = self._deferred, []
             try:
                 with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
                     cursor = self._conn.execute(sql, params)
-                    return cursor.fetchall(), cursor.rowcount
+                    found = cursor.fetchall(), cursor.rowcount
             except sqlite3.Error as exc:
                 raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
+        return found
+
+    def defer(
+        self, write: Callable[[sqlite3.Connection], object], then: Callable[[], object]
+    ) -> None:
+        """Run ``write`` in the transaction of the store's next statement, or at
+        :meth:`flush`, whichever comes first, and ``then`` once it is committed: a turn's
+        checkpoint rides with the turn's next event instead of a commit of its own."""
+        with self._lock:
+            self._deferred.append((write, then))
+
+    def flush(self) -> None:
+        """Commit what was deferred, now."""
+        with self._lock:
+            if self._closed or not self._deferred:
+                return
+            deferred, self._deferred = self._deferred, []
+            try:
+                with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
+            except sqlite3.Error as exc:
+                raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, for statements committed together or not at
+        all (a checkpoint's rows); failures raise :class:`StoreError`."""
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
+            deferred, self._deferred = self._deferred, []
+            try:
+                with self._conn:
+                    for write, _ in deferred:
+                        write(self._conn)
+                    yield self._conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"run store {self._path} failed: {exc}") from exc
+        for _, then in deferred:
+            then()
 
     def record_run_started(
         self,
@@ -326,6 +405,7 @@ class Store:
         return [row[0] for row in rows]
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             if not self._closed:
                 self._closed = True

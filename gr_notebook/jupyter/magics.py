@@ -65,11 +65,38 @@ def _agent_cell_args(line: str, cell: str) -> None:
 
 _PARSER = cast(Any, _agent_cell_args).parser
 _PARSER.prog = "%agent"  # IPython's help formatter adds the other %
+
+
+@magic_arguments()
+@argument("run_id", help="the id of the interrupted run (gr.runs_df() lists them)")
+@argument("--agent", dest="agent_var", help="the gr.Agent in this variable runs it on")
+@argument("--workspace", help="resume on a copy: an empty folder for the checkpoint's files")
+@argument("--store", help="the run store (default: gr_runs/store.sqlite)")
+@argument("--out", default="run", help="variable the resumed run is bound to (default: run)")
+def _resume_args(line: str) -> None:
+    pass
+
+
+@magic_arguments()
+@argument("--turn", type=int, required=True, help="the turn to play again under the agent")
+@argument("--agent", dest="agent_var", help="the gr.Agent in this variable (default: the same)")
+@argument("--workspace", help="an empty folder for the fork (default: gr_runs/<run id>)")
+@argument("--out", default="fork", help="variable the fork is bound to (default: fork)")
+def _fork_args(line: str) -> None:
+    pass
+
+
+_RESUME = cast(Any, _resume_args).parser
+_RESUME.prog = "%agent resume"
+_FORK = cast(Any, _fork_args).parser
+_FORK.prog = "%agent fork"
 AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instructions.
 
 {_PARSER.format_help().strip()}
 
 As a line magic, %agent controls a run: %agent status|stop|pause|resume [--run VAR].
+%agent resume RUN_ID [--agent VAR] continues an interrupted run from its last checkpoint;
+%agent fork --turn N [--agent VAR] [--run VAR] plays a run again from turn N under VAR.
 
 A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens unless set)
 waits for Approve or Deny in the dashboard; no answer in {CONFIRM_TIMEOUT_S:g} s denies. A cell
@@ -285,6 +312,14 @@ class AgentMagics(Magics):
     # -- %agent status|stop|pause|resume -------------------------------------------------------
 
     def _control(self, line: str) -> None:
+        match = _RUN_FIRST.match(line) or _RUN_LAST.search(line)
+        bare = (line[: match.start()] + " " + line[match.end() :] if match else line).split()
+        if bare[:1] == ["resume"] and len(bare) > 1 and not match:
+            self._resume_stored(line.strip().removeprefix("resume"))
+            return
+        if bare[:1] == ["fork"]:
+            self._fork(line)
+            return
         action, run = self._resolve_run(line, "%agent")
         if action not in AGENT_ACTIONS:
             raise UsageError(
@@ -308,6 +343,54 @@ class AgentMagics(Magics):
         else:
             run.resume()
             print(f"Run {run.run_id} resumed.")
+
+    # -- %agent resume RUN_ID, %agent fork --turn N ----------------------------------------------
+
+    def _resume_stored(self, rest: str) -> None:
+        from gr_notebook.history.timetravel import resume
+
+        args = _parse_line(_RESUME, rest, "%agent resume RUN_ID [--agent VAR]")
+        agent = self._agent_var(args.agent_var)
+        run = _person(
+            lambda: resume(args.run_id, args.store, agent, workspace=args.workspace or None)
+        )
+        self._show_started(run, args.out, f"Run {args.run_id} resumed as run {run.run_id}")
+
+    def _fork(self, line: str) -> None:
+        from gr_notebook.history.timetravel import fork
+
+        rest, parent = self._resolve_run(line, "%agent fork")
+        rest = rest.strip().removeprefix("fork").strip()
+        args = _parse_line(_FORK, rest, "%agent fork --turn N [--agent VAR]")
+        agent = self._agent_var(args.agent_var)
+        run = _person(lambda: fork(parent, args.turn, agent, workspace=args.workspace or None))
+        self._show_started(
+            run, args.out, f"Run {parent.run_id} forked at turn {args.turn} as run {run.run_id}"
+        )
+
+    def _agent_var(self, name: str | None) -> Agent | None:
+        if name is None:
+            return None
+        agent = self._lookup(name, "--agent")
+        if not isinstance(agent, Agent):
+            raise UsageError(
+                f"{name} is a {type(agent).__name__}, not a gr.Agent; build one with "
+                f"{name} = gr.Agent(...)"
+            )
+        return agent
+
+    def _show_started(self, run: Run, out: str, said: str) -> None:
+        if not out.isidentifier() or keyword.iskeyword(out):
+            raise UsageError(f"--out {out!r} is not a variable name; try --out run2")
+        self._namespace[out] = run
+        if run.done:  # no event loop kept running (a terminal): it ran to its end here
+            print(f"{said}: {run.status} after {run.turns} turns, as `{out}`.")
+            display(run)
+            return
+        from gr_notebook.jupyter.widgets import Dashboard
+
+        display(Dashboard.for_run(run))
+        print(f"{said}; it goes on in the background as `{out}`.")
 
     # -- shared ---------------------------------------------------------------------------------
 
@@ -364,6 +447,17 @@ def status_line(run: Run) -> str:
         f"Run {run.run_id}: {run.state}{reason}; {turns}; {where}; {tokens}{cost}; "
         f"context {summary['context_tokens']:,}/{limits.context_window:,}"
     )
+
+
+def _parse_line(parser: Any, line: str, usage: str) -> Any:
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the line ({exc}); check its quotes") from None
+    try:
+        return parser.parse_args(argv)
+    except UsageError as exc:
+        raise UsageError(f"{exc}; type {usage}") from None
 
 
 def _split_action(rest: str) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self, cast
 
 import ipywidgets as w
 
+from gr_notebook.agent import Agent
 from gr_notebook.display.live import LiveTurn, render_live
 from gr_notebook.display.render import (
     render_dashboard,
@@ -207,6 +208,16 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.issue = w.Text(placeholder="What is wrong? Type it, then press Rewind")
         self.issue.layout = w.Layout(flex="1 1 auto")
         self.rewind_button = w.Button(description="Rewind", icon="undo", button_style="warning")
+        self.fork_turn = w.Dropdown(options=[], layout=w.Layout(flex="1 1 auto"))
+        """Pick a turn from the timeline; the fork plays it again."""
+        self.fork_agent = w.Dropdown(
+            options=[("the same agent", "")], layout=w.Layout(width="auto")
+        )
+        """Which agent the fork runs under: the run's own, or a gr.Agent of the notebook."""
+        self.fork_button = w.Button(description="Fork", icon="code-branch")
+        self.fork_button.on_click(lambda _: self.fork())
+        self.on_fork: Callable[[Run], object] | None = None
+        """Called with the new run after a fork (the default binds it to ``fork``)."""
         self.stop_button.on_click(lambda _: self.stop())
         self.pause_button.on_click(lambda _: self.toggle_pause())
         self.rewind_button.on_click(lambda _: self.rewind())
@@ -214,6 +225,16 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         side = w.VBox([self.plan, self.meters], layout=w.Layout(flex="1 1 260px"))
         controls = w.HBox([self.stop_button, self.pause_button, self.issue, self.rewind_button])
         controls.add_class("gr-controls")
+        time_travel = w.HBox(
+            [
+                w.Label("Fork at"),
+                self.fork_turn,
+                w.Label("under"),
+                self.fork_agent,
+                self.fork_button,
+            ]
+        )
+        time_travel.add_class("gr-time-travel")
         super().__init__(
             [
                 self.header,
@@ -224,6 +245,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
                 self.timeline,
                 self.prompts,
                 controls,
+                time_travel,
                 self.log_panel,
             ],
             **kwargs,
@@ -287,6 +309,26 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         paused = state.state in ("paused", "pausing")
         self.pause_button.description = "Resume" if paused else "Pause"
         self.pause_button.icon = "play" if paused else "pause"
+        self._refresh_fork(state)
+
+    def _refresh_fork(self, state: DashboardState) -> None:
+        """The turns on the timeline (newest first) and the notebook's agents, to fork."""
+        turns: dict[int, str] = {}
+        for entry in state.timeline:  # the latest line of each turn names it
+            if entry.turn >= 1:
+                turns[entry.turn] = f"turn {entry.turn}: {entry.text}"[:80]
+        options = [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
+        if options != list(self.fork_turn.options):
+            chosen = self.fork_turn.value
+            self.fork_turn.options = options
+            if chosen in turns:
+                self.fork_turn.value = chosen
+        agents = [("the same agent", ""), *((name, name) for name in _notebook_agents())]
+        if agents != list(self.fork_agent.options):
+            chosen = self.fork_agent.value
+            self.fork_agent.options = agents
+            self.fork_agent.value = chosen if chosen in dict(agents).values() else ""
+        self.fork_button.disabled = not options
 
     def add_log(self, message: str) -> None:
         """A line in the dashboard's log: where a background run's messages go, not stdout."""
@@ -336,6 +378,24 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.issue.value = ""
         self.add_log(f"Rewind requested: {text}")
 
+    def fork(self, turn: int | None = None, agent: Agent | None = None) -> Run | None:
+        """Fork the run at ``turn`` (the picked one) under ``agent`` (the picked one; the
+        run's own by default): the new run goes on in the background."""
+        turn = self.fork_turn.value if turn is None else turn
+        if turn is None:
+            self.add_log("Pick a turn on the timeline first, then press Fork.")
+            return None
+        if agent is None and self.fork_agent.value:
+            agent = _notebook_agents().get(self.fork_agent.value)
+        try:
+            forked = self.run.fork(turn, agent)
+        except GrNotebookError as exc:
+            self.add_log(str(exc))
+            return None
+        (self.on_fork or _bind_fork)(forked)
+        self.add_log(f"Forked at turn {turn} as run {forked.run_id}: `fork` in the notebook.")
+        return forked
+
     # -- display ------------------------------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -355,3 +415,24 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             data["text/plain"] = f"Dashboard of run {self.run.run_id} (a live widget)"
             data["text/html"] = f"<div class='gr-dashboard'>{escape(data['text/plain'])}</div>"
         return data
+
+
+def _notebook_agents() -> dict[str, Agent]:
+    """The gr.Agent variables of the notebook, by name (none outside IPython)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    names = getattr(shell, "user_ns", {}) if shell is not None else {}
+    return {
+        name: value
+        for name, value in names.items()
+        if isinstance(value, Agent) and not name.startswith("_")
+    }
+
+
+def _bind_fork(run: Run) -> None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.user_ns["fork"] = run

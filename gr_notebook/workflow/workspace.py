@@ -11,7 +11,7 @@ import contextlib
 import os
 import secrets
 import stat as stat_module
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
@@ -211,6 +211,19 @@ class Workspace:
         root.mkdir(parents=True, exist_ok=True)
         self._root = root.resolve()
         self._root_text = str(self._root)
+        self._watchers: list[Callable[[str], object]] = []
+
+    def watch(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``callback(path)`` before each write made through this workspace, with the
+        file's workspace-relative POSIX path (a run's checkpoints hash only what changed);
+        returns a function that stops it."""
+        self._watchers.append(callback)
+
+        def unwatch() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return unwatch
 
     @property
     def root(self) -> Path:
@@ -295,6 +308,8 @@ class Workspace:
         *folders, name = path.relative_to(self._root).parts or ("",)
         if not name or path.is_dir():
             raise WorkspaceError(f"'{display_name(rel)}' is a directory; give a file path")
+        for watcher in self._watchers:
+            watcher("/".join((*folders, name)))
         parent = _open_folders(self._root, folders, rel)
         try:
             _replace_in(parent, name, data, rel)

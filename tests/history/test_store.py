@@ -42,12 +42,13 @@ def test_fresh_db_records_each_migration_once(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite"
     with Store(path):
         pass
-    assert migration_names(path) == ["create_runs_jobs_events"]
+    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints"]
     with sqlite3.connect(path) as conn:
-        (applied_at,) = conn.execute("SELECT applied_at FROM _migrations").fetchone()
+        stamps = [row[0] for row in conn.execute("SELECT applied_at FROM _migrations")]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert isinstance(applied_at, float)
+    assert stamps and all(isinstance(applied_at, float) for applied_at in stamps)
     assert {"runs", "jobs", "events", "events_run_id_kind"} <= tables
+    assert {"blobs", "checkpoints", "lineage"} <= tables
 
 
 def test_reopen_does_not_reapply_and_keeps_data(tmp_path: Path) -> None:
@@ -58,7 +59,7 @@ def test_reopen_does_not_reapply_and_keeps_data(tmp_path: Path) -> None:
     with Store(path) as store:
         assert store.run_ids() == ["r1"]
         assert store.events("r1") == [event(0)]
-    assert migration_names(path) == ["create_runs_jobs_events"]
+    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints"]
 
 
 def test_new_migration_is_applied_once_to_an_older_db(
@@ -78,7 +79,7 @@ def test_new_migration_is_applied_once_to_an_older_db(
         with Store(path) as store:
             assert store.run_ids() == ["old"]
     assert calls == ["add_runs_tags"]
-    assert migration_names(path) == ["create_runs_jobs_events", "add_runs_tags"]
+    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints", "add_runs_tags"]
     with sqlite3.connect(path) as conn:
         assert "tags" in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
 

@@ -1,0 +1,227 @@
+"""The checkpoint tables of the run store: blobs by hash, checkpoints, lineage.
+
+A checkpoint row keeps, as one JSON text, the run state's parts that changed since the
+run's last checkpoint (the others by the hash of a blob written once) and what the run's
+append-only logs gained since then (layer 5's new messages, the feedback's new tool calls);
+and the hash of the workspace's root folder. Reading a checkpoint back replays the
+logs of the rows up to it. Every blob is keyed by the hash of its content, so what did not
+change (a file, a folder, a part of the state) is never written twice, and a turn costs
+one row. The tables are created by the store's ``add_checkpoints`` migration (schema 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from gr_notebook.errors import StoreError
+from gr_notebook.history.store import Store
+
+__all__ = [
+    "CHECKPOINTS_MIGRATION",
+    "RESUMABLE",
+    "CheckpointRow",
+    "Lineage",
+    "blob",
+    "checkpoint",
+    "checkpoint_turns",
+    "checkpoint_writer",
+    "checkpoints_by_run",
+    "copy_events",
+    "digest_of",
+    "lineage",
+    "migrated_at",
+    "record_lineage",
+    "states_upto",
+    "write_checkpoint",
+]
+
+CHECKPOINTS_MIGRATION: Final = "add_checkpoints"
+RESUMABLE: Final = frozenset({"interrupted", "cancelled", "failed"})
+"""The statuses ``gr.resume`` takes (``running`` too, once its process is gone)."""
+COMPRESS_ABOVE: Final = 1024
+"""Blobs longer than this many bytes are stored zlib-compressed (level 1: cheap)."""
+
+
+def digest_of(data: bytes) -> str:
+    """The content address of ``data``: BLAKE2b, 128 bits, as 32 hex digits."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    """One turn's checkpoint: the state when the turn began, before its model call."""
+
+    run_id: str
+    turn: int
+    seq: int
+    """The seq of the run's last event at the checkpoint."""
+    time: float
+    state: str
+    """JSON: the counters, the parts that changed inline, the others by blob hash, and
+    what the run's logs gained since its previous checkpoint."""
+    files: str
+    """The hash of the workspace's root folder blob."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A run started from another run's checkpoint: a fork, or a resume."""
+
+    run_id: str
+    parent_run_id: str
+    parent_turn: int
+    relation: str
+
+
+def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
+    """Record a checkpoint and its new blobs in one transaction: a kill mid-write leaves
+    the previous checkpoint the latest. Returns the bytes written (blobs and row)."""
+    write, written = checkpoint_writer(row, blobs)
+    with store.transaction() as conn:
+        write(conn)
+    return written
+
+
+def checkpoint_writer(
+    row: CheckpointRow, blobs: Mapping[str, bytes]
+) -> tuple[Callable[[sqlite3.Connection], None], int]:
+    """What records ``row`` and its new ``blobs`` on a connection, inside a transaction
+    the caller commits (:meth:`Store.defer`), and the bytes it will write."""
+    written = len(row.state) + len(row.files)
+    packed_rows = []
+    for digest, data in blobs.items():
+        packed = zlib.compress(data, 1) if len(data) > COMPRESS_ABOVE else data
+        compressed = len(packed) < len(data)
+        stored = packed if compressed else data
+        written += len(stored)
+        packed_rows.append((digest, len(data), int(compressed), stored))
+    values = (row.run_id, row.turn, row.seq, row.time, row.state, row.files)
+
+    def write(conn: sqlite3.Connection) -> None:
+        if packed_rows:
+            conn.executemany(
+                "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)",
+                packed_rows,
+            )
+        conn.execute(_INSERT_CHECKPOINT, values)
+
+    return write, written
+
+
+_INSERT_CHECKPOINT: Final = (
+    "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def blob(store: Store, digest: str) -> bytes:
+    """The content stored under ``digest``; StoreError if it is missing or damaged."""
+    with store.transaction() as conn:
+        found = conn.execute(
+            "SELECT size, zlib, data FROM blobs WHERE digest = ?", (digest,)
+        ).fetchone()
+    if found is None:
+        raise StoreError(
+            f"run store {store.path} lacks blob {digest} that a checkpoint names; the store "
+            "is damaged: restore it from a copy"
+        )
+    size, compressed, data = found
+    try:
+        content = zlib.decompress(data) if compressed else bytes(data)
+    except zlib.error as exc:
+        raise StoreError(f"blob {digest} in run store {store.path} is damaged ({exc})") from None
+    if len(content) != size or digest_of(content) != digest:
+        raise StoreError(f"blob {digest} in run store {store.path} is damaged (wrong content)")
+    return content
+
+
+_CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files"
+
+
+def checkpoint(store: Store, run_id: str, turn: int | None = None) -> CheckpointRow | None:
+    """The checkpoint of ``turn``, or the run's latest when ``turn`` is None."""
+    sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = ?"
+    params: tuple[object, ...] = (run_id,)
+    if turn is None:
+        sql += " ORDER BY turn DESC LIMIT 1"
+    else:
+        sql += " AND turn = ?"
+        params = (run_id, turn)
+    with store.transaction() as conn:
+        found = conn.execute(sql, params).fetchone()
+    return CheckpointRow(*found) if found is not None else None
+
+
+def states_upto(store: Store, row: CheckpointRow) -> list[str]:
+    """The ``state`` JSON of the run's checkpoints up to ``row``'s, in turn order."""
+    with store.transaction() as conn:
+        rows = conn.execute(
+            "SELECT state FROM checkpoints WHERE run_id = ? AND turn <= ? ORDER BY turn",
+            (row.run_id, row.turn),
+        ).fetchall()
+    return [text for (text,) in rows]
+
+
+def checkpoint_turns(store: Store, run_id: str) -> list[int]:
+    with store.transaction() as conn:
+        rows = conn.execute(
+            "SELECT turn FROM checkpoints WHERE run_id = ? ORDER BY turn", (run_id,)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def checkpoints_by_run(store: Store) -> dict[str, tuple[int, int]]:
+    """``run_id -> (checkpoints, latest turn)`` for every run that has any."""
+    with store.transaction() as conn:
+        rows = conn.execute(
+            "SELECT run_id, COUNT(*), MAX(turn) FROM checkpoints GROUP BY run_id"
+        ).fetchall()
+    return {run_id: (count, last) for run_id, count, last in rows}
+
+
+def copy_events(store: Store, source: str, target: str, upto_seq: int) -> None:
+    """Give ``target`` the events of ``source`` up to ``upto_seq``, so a resumed or forked
+    run's record is whole on its own."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO events (run_id, seq, kind, turn, phase, time, data)"
+            " SELECT ?, seq, kind, turn, phase, time, data FROM events"
+            " WHERE run_id = ? AND seq <= ? ORDER BY seq",
+            (target, source, upto_seq),
+        )
+
+
+def record_lineage(store: Store, link: Lineage) -> None:
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO lineage (run_id, parent_run_id, parent_turn, relation)"
+            " VALUES (?, ?, ?, ?)",
+            (link.run_id, link.parent_run_id, link.parent_turn, link.relation),
+        )
+
+
+def lineage(store: Store, run_ids: Iterable[str] | None = None) -> list[Lineage]:
+    """Every link in the store (or those of ``run_ids``, as child or parent)."""
+    with store.transaction() as conn:
+        rows = conn.execute(
+            "SELECT run_id, parent_run_id, parent_turn, relation FROM lineage ORDER BY rowid"
+        ).fetchall()
+    links = [Lineage(*row) for row in rows]
+    if run_ids is None:
+        return links
+    wanted = set(run_ids)
+    return [x for x in links if x.run_id in wanted or x.parent_run_id in wanted]
+
+
+def migrated_at(store: Store, name: str = CHECKPOINTS_MIGRATION) -> float | None:
+    """When this store gained a migration: runs started before it have no checkpoints."""
+    with store.transaction() as conn:
+        found = conn.execute(
+            "SELECT applied_at FROM _migrations WHERE name = ?", (name,)
+        ).fetchone()
+    return float(found[0]) if found and found[0] is not None else None

@@ -1,0 +1,234 @@
+"""``gr.compare(run_a, run_b)``: where two runs diverge, and how their outcomes differ.
+
+Made for a fork and its parent (they share every turn before the fork), it reads any two
+runs from their events alone: live runs, finished ones, or runs in a store by id. A turn is
+the same in both when the model made the same tool calls with the same inputs (or wrote the
+same text); the first turn that is not is where they diverge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.errors import ConfigError
+from gr_notebook.events import (
+    Event,
+    JobCompleteEvent,
+    ModelCallEvent,
+    PhaseTransitionEvent,
+    PolicyDecisionEvent,
+    RunFinishedEvent,
+    TodoCompletedEvent,
+    ToolCallEvent,
+    as_typed,
+)
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = ["Comparison", "compare"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    signature: str
+    tools: str
+    tokens: int
+    tasks_done: int
+    denials: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    label: str
+    turns: dict[int, _Turn]
+    outcome: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two runs side by side. ``turns`` has one row per turn (``a_*`` and ``b_*``
+    columns, and ``same``); ``outcomes`` one row per measure; ``diverged_at`` is the first
+    turn that differs (None when none does)."""
+
+    labels: tuple[str, str]
+    turns: pd.DataFrame
+    outcomes: pd.DataFrame
+    diverged_at: int | None
+
+    def plot(self) -> Figure:
+        """Tokens used and tasks completed, turn by turn, with the divergence marked."""
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(9, 3.2), layout="constrained")
+        tokens, tasks = figure.subplots(1, 2)
+        for side, style in zip(("a", "b"), ("-", "--"), strict=True):
+            label = self.labels[0 if side == "a" else 1]
+            frame = self.turns.dropna(subset=[f"{side}_tokens"])
+            tokens.plot(frame["turn"], frame[f"{side}_tokens"], style, label=label)
+            tasks.plot(frame["turn"], frame[f"{side}_tasks_done"], style, label=label)
+        for axes, title in ((tokens, "tokens used"), (tasks, "tasks completed")):
+            if self.diverged_at is not None:
+                axes.axvline(self.diverged_at, color="#9e9e9e", linestyle=":", linewidth=1)
+            axes.set_title(title, fontsize=10)
+            axes.set_xlabel("turn")
+        tasks.legend(fontsize=8, loc="upper left")
+        return figure
+
+    def describe(self) -> str:
+        a, b = self.labels
+        where = (
+            f"they diverge at turn {self.diverged_at}"
+            if self.diverged_at is not None
+            else "no turn differs"
+        )
+        ends = self.outcomes.loc["status"]
+        return f"{a} ({ends[a]}) and {b} ({ends[b]}): {where}"
+
+    def __repr__(self) -> str:
+        return f"{self.describe()}\n{self.outcomes.to_string()}"
+
+    def _repr_html_(self) -> str:
+        return f"<p>{escape(self.describe())}</p>{self.outcomes.to_html()}"
+
+
+def compare(
+    run_a: object,
+    run_b: object,
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> Comparison:
+    """Compare two runs: each a :class:`~gr_notebook.run.Run`, a run id in ``store``
+    (default ``gr_runs/store.sqlite``), or a run's events."""
+    import pandas as pd
+
+    names = list(labels) if labels is not None else []
+    if labels is not None and len(names) != 2:
+        raise ConfigError("labels takes two names, one per run")
+    sides = [_side(run, names[i] if names else None, store) for i, run in enumerate((run_a, run_b))]
+    if sides[0].label == sides[1].label:
+        sides = [
+            _Side(f"{s.label} ({c})", s.turns, s.outcome) for s, c in zip(sides, "ab", strict=True)
+        ]
+    a, b = sides
+    rows = []
+    diverged = None
+    for turn in range(1, max([*a.turns, *b.turns, 0]) + 1):
+        ta, tb = a.turns.get(turn), b.turns.get(turn)
+        same = ta is not None and tb is not None and ta.signature == tb.signature
+        if not same and diverged is None:
+            diverged = turn
+        row: dict[str, Any] = {"turn": turn}
+        for side, t in (("a", ta), ("b", tb)):
+            row[f"{side}_tools"] = t.tools if t else None
+            row[f"{side}_tokens"] = t.tokens if t else None
+            row[f"{side}_tasks_done"] = t.tasks_done if t else None
+            row[f"{side}_denials"] = t.denials if t else None
+            row[f"{side}_errors"] = t.errors if t else None
+        row["same"] = same
+        rows.append(row)
+    turns = pd.DataFrame(rows, columns=_COLUMNS)
+    outcomes = pd.DataFrame(
+        {a.label: a.outcome, b.label: b.outcome}, index=list(a.outcome), dtype=object
+    )
+    return Comparison((a.label, b.label), turns, outcomes, diverged)
+
+
+_COLUMNS = [
+    "turn",
+    *(
+        f"{side}_{name}"
+        for side in "ab"
+        for name in ("tools", "tokens", "tasks_done", "denials", "errors")
+    ),
+    "same",
+]
+
+
+def _side(run: object, label: str | None, store: Store | str | os.PathLike[str] | None) -> _Side:
+    if isinstance(run, str):
+        if isinstance(store, Store):
+            events = store.events(run)
+        else:
+            with Store(store or DEFAULT_STORE_PATH) as opened:
+                events = opened.events(run)
+        if not events:
+            raise ConfigError(f"no run {run!r} in the store; gr.runs_df() lists the runs")
+        name = run
+    else:
+        found = getattr(run, "events", run)
+        if not isinstance(found, Iterable) or isinstance(found, (str, bytes)):
+            raise ConfigError(
+                f"compare takes runs, run ids or runs' events, not {type(run).__name__}"
+            )
+        events = list(found)
+        if not all(isinstance(e, Event) for e in events):
+            raise ConfigError("compare takes runs, run ids or runs' events")
+        name = str(getattr(run, "run_id", "run"))
+    return _read(label or name, events)
+
+
+def _read(label: str, events: Iterable[Event]) -> _Side:
+    turns: dict[int, _Turn] = {}
+    calls: dict[int, list[str]] = {}
+    texts: dict[int, str] = {}
+    tokens = tasks = denials = errors = phases = 0
+    outcome: dict[str, Any] = {
+        "status": "running",
+        "turns": 0,
+        "tokens_used": 0,
+        "phases_completed": 0,
+        "tasks_completed": 0,
+        "policy_denials": 0,
+        "tool_errors": 0,
+        "job": None,
+        "deliverables": None,
+    }
+    for e in map(as_typed, events):
+        if isinstance(e, ModelCallEvent):
+            tokens = e.tokens_used
+            texts[e.turn] = e.text
+        elif isinstance(e, ToolCallEvent):
+            calls.setdefault(e.turn, []).append(
+                f"{e.tool}({json.dumps(e.input, sort_keys=True, default=str)})"
+            )
+            errors += e.is_error
+        elif isinstance(e, TodoCompletedEvent):
+            tasks += 1
+        elif isinstance(e, PolicyDecisionEvent):
+            denials += not e.allowed
+        elif isinstance(e, PhaseTransitionEvent):
+            phases += e.todo_kind == "phase" and e.outcome == "complete"
+        elif isinstance(e, JobCompleteEvent):
+            outcome["job"] = e.summary
+            outcome["deliverables"] = ", ".join(e.deliverables)
+        elif isinstance(e, RunFinishedEvent):
+            outcome["status"] = e.status
+        if e.turn > 0:
+            done = calls.get(e.turn, [])
+            turns[e.turn] = _Turn(
+                signature="\n".join(done) if done else f"text:{texts.get(e.turn, '')}",
+                tools=", ".join(c.split("(", 1)[0] for c in done),
+                tokens=tokens,
+                tasks_done=tasks,
+                denials=denials,
+                errors=errors,
+            )
+    outcome.update(
+        turns=max(turns, default=0),
+        tokens_used=tokens,
+        phases_completed=phases,
+        tasks_completed=tasks,
+        policy_denials=denials,
+        tool_errors=errors,
+    )
+    return _Side(label, turns, outcome)

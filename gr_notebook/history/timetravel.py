@@ -1,0 +1,404 @@
+"""Resume an interrupted run, or fork a run at a turn under another agent.
+
+Both start a *new* run from a checkpoint (:mod:`gr_notebook.engine.checkpoint`), linked to
+its parent in the store's ``lineage`` table and by its first event, ``run_resumed``:
+
+- :func:`resume` continues an interrupted run (a kill, a dead kernel, Ctrl-C, a stop, a
+  failed model) from its latest checkpoint, in its own workspace brought back to that
+  checkpoint's files; what the run wrote after it is moved into ``.gr/aside/<new run>/``,
+  never deleted. The new run has its own id (decision 231): the interrupted run's record
+  stays as it happened, and the new one's events start with a copy of the parent's up to
+  the checkpoint, so each run reads whole on its own.
+- :func:`fork` starts from any turn's checkpoint, in a new workspace, under any agent;
+  policies, feedback, self-regulation and interventions the other agent lacks are dropped,
+  and those it adds start fresh (:func:`fit_snapshot`).
+
+Every refusal is one line that says what to do instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent, _new_run_id, started_by
+from gr_notebook.blocking import run_blocking
+from gr_notebook.engine.checkpoint import Checkpoint, load_checkpoint, written_since
+from gr_notebook.engine.state import RunState
+from gr_notebook.errors import RunError, WorkspaceError
+from gr_notebook.events import RunResumedEvent
+from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.checkpoint_store import RESUMABLE, Lineage
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.run import Run
+from gr_notebook.tools import ToolRegistry
+from gr_notebook.workflow.workspace import SYSTEM_DIR, TOOL_DOCS_DIR, Workspace
+from gr_notebook.workflow.workspace_files import diff, hash_files, restore_files
+from gr_notebook.workflow.workspace_lock import live_owner
+
+__all__ = ["fit_snapshot", "fork", "fork_run", "resume"]
+
+_OWN_ENDS: Final = frozenset({"budget_exhausted", "incomplete", "stuck"})
+
+
+# -- resume ---------------------------------------------------------------------------------------
+
+
+def resume(
+    run_id: str,
+    store: Store | str | os.PathLike[str] | None = None,
+    agent: Agent | None = None,
+    *,
+    workspace: str | os.PathLike[str] | None = None,
+) -> Run:
+    """Continue the interrupted run ``run_id`` from its latest checkpoint, as a new run
+    linked to it. In its own workspace (brought back to the checkpoint's files; the run's
+    later writes set aside), or in ``workspace``, an empty folder: a copy.
+
+    Inside a running event loop (a notebook cell) this returns the live run; in a script,
+    the finished one.
+    """
+    with _opened(store) as opened:
+        row = _run_row(opened, run_id)
+        _check_resumable(opened, row)
+        chosen = _agent_for(run_id, agent, "gr.resume")
+        checkpoint = _checkpoint(opened, row, None)
+        original = Path(row["workspace"] or "")
+        target = _resume_target(row, checkpoint, original, workspace)
+        origin = _FromCheckpoint(
+            checkpoint,
+            parent=row["run_id"],
+            relation="resume",
+            target=target,
+            mark_parent=row["status"] == "running",
+        )
+        return _start(chosen, opened, origin, row["instructions"] or "", target)
+
+
+def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
+    run_id, status = row["run_id"], row["status"]
+    later = [x for x in rows.lineage(store, [run_id]) if x.parent_run_id == run_id]
+    resumed = [x for x in later if x.relation == "resume"]
+    if resumed:
+        raise RunError(
+            f"run {run_id} was already resumed as run {resumed[-1].run_id}; resume that one "
+            f"(gr.resume({resumed[-1].run_id!r})), or fork this one at a turn"
+        )
+    if status == "running":
+        owner = live_owner(row["workspace"]) if row["workspace"] else None
+        if owner is not None and owner.run_id in ("", run_id):
+            raise RunError(
+                f"run {run_id} is still live ({owner.describe()}); it needs no resume: steer "
+                "it, or stop it first (run.cancel() or %agent stop) and then resume it"
+            )
+        return
+    if status == "completed":
+        raise RunError(
+            f"run {run_id} completed; there is nothing to resume. To try it another way, fork "
+            f"it at a turn: gr.fork({run_id!r}, turn=N, agent=other_agent)"
+        )
+    if status in _OWN_ENDS:
+        raise RunError(
+            f"run {run_id} ended {status} by its own limits and checks, and would end so "
+            f"again; fork it at a turn with another agent instead: gr.fork({run_id!r}, "
+            "turn=N, agent=other_agent)"
+        )
+    if status not in RESUMABLE:  # a status this version does not know
+        raise RunError(f"run {run_id} has status {status!r}, which cannot be resumed")
+
+
+def _resume_target(
+    row: Mapping[str, Any],
+    checkpoint: Checkpoint,
+    original: Path,
+    workspace: str | os.PathLike[str] | None,
+) -> Path:
+    run_id, turn = row["run_id"], checkpoint.turn
+    copy_hint = (
+        f"resume on a copy: gr.resume({run_id!r}, workspace='{original.name or 'ws'}-copy') "
+        f"restores turn {turn}'s files there"
+    )
+    if workspace is not None:
+        target = Path(workspace).expanduser().absolute()
+        if target.resolve() != original.resolve():
+            _check_new(target, checkpoint, "resume")
+            return target
+    if not original.is_dir():
+        raise WorkspaceError(
+            f"the workspace {original} of run {run_id} is gone (moved or deleted); {copy_hint}"
+        )
+    now = hash_files(original)
+    change = diff(now, checkpoint.files)
+    own = written_since(original, run_id, checkpoint.turn)
+    by_hand = [p for p in change.paths if p not in own]
+    if by_hand:
+        shown = ", ".join(by_hand[:5]) + (
+            f" and {len(by_hand) - 5} more" if len(by_hand) > 5 else ""
+        )
+        raise WorkspaceError(
+            f"the workspace {original} changed by hand since run {run_id}'s checkpoint of turn "
+            f"{turn} ({shown}); {copy_hint}, and leaves this folder as it is"
+        )
+    return original
+
+
+# -- fork -----------------------------------------------------------------------------------------
+
+
+def fork(
+    run: Run | str,
+    turn: int,
+    agent: Agent | None = None,
+    *,
+    workspace: str | os.PathLike[str] | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
+) -> Run:
+    """A new run from the checkpoint of ``turn`` of ``run`` (a run, or a stored run's id):
+    that turn is played again, under ``agent`` (default: the run's own), in ``workspace``
+    (default ``gr_runs/<new run id>``), which must be new or empty. The new run records its
+    parent and the turn. Inside a running event loop this returns the live run; in a
+    script, the finished one."""
+    if isinstance(run, Run):
+        if store is None:
+            store = run._store
+        if store is None:
+            raise RunError(
+                f"run {run.run_id} kept no store, so it has no checkpoints to fork from; give "
+                "its agent a store (the default) and run it again"
+            )
+        chosen = agent if agent is not None else _agent_for(run.run_id, None, "run.fork")
+        run_id = run.run_id
+    else:
+        run_id = run
+        chosen = _agent_for(run_id, agent, "gr.fork")
+    if isinstance(turn, bool) or not isinstance(turn, int):
+        raise RunError(f"turn takes a turn number, e.g. turn=12; got {turn!r}")
+    with _opened(store) as opened:
+        row = _run_row(opened, run_id)
+        checkpoint = _checkpoint(opened, row, turn)
+        new_id = _new_run_id(chosen.clock)
+        target = (
+            Path(workspace).expanduser().absolute()
+            if workspace is not None
+            else (DEFAULT_RUNS_DIR / new_id).absolute()
+        )
+        _check_new(target, checkpoint, "fork")
+        origin = _FromCheckpoint(checkpoint, parent=run_id, relation="fork", target=target)
+        return _start(chosen, opened, origin, row["instructions"] or "", target, run_id=new_id)
+
+
+def fork_run(run: Run, turn: int, agent: object, workspace: str | os.PathLike[str] | None) -> Run:
+    """:meth:`Run.fork`, as the facade hands it to the run (decision 160)."""
+    if agent is not None and not isinstance(agent, Agent):
+        raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
+    return fork(run, turn, agent, workspace=workspace)
+
+
+def _check_new(target: Path, checkpoint: Checkpoint, what: str) -> None:
+    if target.exists() and not target.is_dir():
+        raise WorkspaceError(f"{target} is a file; give a new or empty folder to {what} into")
+    busy = target.is_dir() and any(p.name != SYSTEM_DIR for p in target.iterdir())
+    if busy and hash_files(target) != checkpoint.files:  # a moved workspace is welcome
+        raise WorkspaceError(
+            f"{target} is not empty; a {what} starts in a new workspace: give a new or empty folder"
+        )
+
+
+# -- shared ---------------------------------------------------------------------------------------
+
+
+class _opened:
+    """The store given, or opened from a path (and closed after) or the default."""
+
+    def __init__(self, store: Store | str | os.PathLike[str] | None) -> None:
+        self._given = store if isinstance(store, Store) else None
+        self._path = None if isinstance(store, Store) else (store or DEFAULT_STORE_PATH)
+        self._opened: Store | None = None
+
+    def __enter__(self) -> Store:
+        if self._given is not None:
+            return self._given
+        assert self._path is not None
+        if not Path(self._path).exists():
+            raise RunError(f"there is no run store at {self._path}; pass store= the one you used")
+        self._opened = Store(self._path)
+        return self._opened
+
+    def __exit__(self, failed: type[BaseException] | None, *exc: object) -> None:
+        if failed is not None and self._opened is not None:
+            self._opened.close()  # else the new run records into it: it stays open
+
+
+def _run_row(store: Store, run_id: str) -> dict[str, Any]:
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise RunError(f"give a run id, e.g. gr.resume('20250101-120000-abc123'); got {run_id!r}")
+    for row in store.runs():
+        if row["run_id"] == run_id:
+            return row
+    raise RunError(f"no run {run_id!r} in run store {store.path}; gr.runs_df() lists its runs")
+
+
+def _checkpoint(store: Store, row: Mapping[str, Any], turn: int | None) -> Checkpoint:
+    run_id = row["run_id"]
+    turns = rows.checkpoint_turns(store, run_id)
+    if not turns:
+        since = rows.migrated_at(store)
+        started = row["started_at"]
+        if since is not None and started is not None and started < since - 1:
+            raise RunError(
+                f"run {run_id} was recorded before this store kept checkpoints (an older "
+                "gr_notebook), so it cannot be resumed or forked; run the job again"
+            )
+        raise RunError(
+            f"run {run_id} has no checkpoints (its agent had checkpoints=False, or it ended "
+            "before its first turn); run the job again"
+        )
+    if turn is not None and turn not in turns:
+        raise RunError(
+            f"run {run_id} has no turn {turn}: its checkpoints are of turns {turns[0]}–"
+            f"{turns[-1]}; fork at one of those"
+        )
+    return load_checkpoint(store, run_id, turn)
+
+
+def _agent_for(run_id: str, agent: Agent | None, call: str) -> Agent:
+    if agent is not None:
+        if not isinstance(agent, Agent):
+            raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
+        return agent
+    known = started_by.get(run_id)
+    if known is None:
+        raise RunError(
+            f"run {run_id} was started by an agent this process does not have (a new kernel?); "
+            f"build it again and pass it: {call}({run_id!r}, agent=my_agent)"
+        )
+    return known
+
+
+def _start(
+    agent: Agent,
+    store: Store,
+    origin: _FromCheckpoint,
+    instructions: str,
+    target: Path,
+    *,
+    run_id: str | None = None,
+) -> Run:
+    new_id = run_id or _new_run_id(agent.clock)
+    origin.run_id = new_id
+
+    def launch(loop: asyncio.AbstractEventLoop, context: contextvars.Context | None) -> Run:
+        # the new run records into its parent's store, whatever store its agent names
+        return agent._launch(
+            new_id, Workspace(target), instructions, loop, context, None, origin, store
+        )
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+
+        async def to_the_end() -> Run:
+            return await launch(asyncio.get_running_loop(), None).wait()
+
+        return run_blocking(to_the_end())
+    return launch(loop, None)
+
+
+@dataclass
+class _FromCheckpoint:
+    """A run's :class:`~gr_notebook.agent.RunOrigin`: a checkpoint of another run."""
+
+    checkpoint: Checkpoint
+    parent: str
+    relation: str
+    target: Path
+    mark_parent: bool = False
+    run_id: str = ""
+    kept_aside: tuple[str, ...] = ()
+
+    @property
+    def aside(self) -> Path:
+        return self.target / SYSTEM_DIR / "aside" / self.run_id
+
+    def restore(self, state: RunState) -> None:
+        ck = self.checkpoint
+        snapshot = fit_snapshot(ck.snapshot, state.snapshot(history=False))
+        self.kept_aside = restore_files(self.target, ck.files, ck.read, aside=self.aside)
+        state.restore(snapshot, events=ck.events)
+
+    def record(self, store: Store, run_id: str) -> None:
+        rows.copy_events(store, self.parent, run_id, self.checkpoint.row.seq)
+        rows.record_lineage(
+            store, Lineage(run_id, self.parent, self.checkpoint.turn, self.relation)
+        )
+        if self.mark_parent:  # its process died: its record says so from now on
+            store.record_run_finished(
+                self.parent,
+                status="interrupted",
+                finished_at=self.checkpoint.row.time,
+                error=f"interrupted; resumed as run {run_id} from turn {self.checkpoint.turn}",
+            )
+
+    def begin(self, state: RunState, registry: ToolRegistry) -> None:
+        workspace = state.workspace
+        for tool in registry:  # a fork's agent may have other tools: its docs are its own
+            rel = f"{TOOL_DOCS_DIR}/{tool.name}.md"
+            text = tool.docs_markdown()
+            try:
+                same = workspace.read_text(rel) == text
+            except WorkspaceError:
+                same = False
+            if not same:
+                workspace.write_text(rel, text)
+        state.emit(
+            RunResumedEvent(
+                parent_run_id=self.parent,
+                parent_turn=self.checkpoint.turn,
+                relation=self.relation,
+                kept_aside=list(self.kept_aside) or None,
+                aside=str(self.aside) if self.kept_aside else None,
+            )
+        )
+
+
+def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
+    """``saved`` made to fit the agent whose fresh state is ``fresh``: what it shares with
+    the saved agent carries over (policy memories by name, feedback by provider, the
+    refusal streak, self-regulation, the intervention tracker); what it lacks is dropped,
+    and what it adds starts as in a fresh run, counting from the fork."""
+    fitted = dict(saved)
+    fitted["guardrails"] = _fit_guardrails(saved["guardrails"], fresh["guardrails"])
+    for part in ("regulation", "interventions"):
+        if (saved.get(part) is None) != (fresh.get(part) is None):
+            fitted[part] = fresh.get(part)
+    if isinstance(fitted.get("interventions"), dict) and fitted["interventions"]["seen"] == 0:
+        fitted["interventions"] = {**fitted["interventions"], "seen": []}  # fresh: none
+    if fresh.get("stuck_detector") is None or saved.get("stuck_detector") is None:
+        fitted["stuck_detector"] = None
+    return fitted
+
+
+def _fit_guardrails(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
+    policies = {
+        key: saved["policies"].get(key, memory) for key, memory in fresh["policies"].items()
+    }
+    feedback = dict(saved["feedback"])
+    names = [t["provider"] for t in feedback["triggers"]]
+    if names != [t["provider"] for t in fresh["feedback"]["triggers"]]:
+        now = time.time()
+        feedback["triggers"] = [
+            {**t, "last_call": feedback["calls"], "last_time": now}
+            for t in fresh["feedback"]["triggers"]
+        ]
+        feedback["last_by_provider"] = {
+            name: block
+            for name, block in feedback["last_by_provider"].items()
+            if name in {t["provider"] for t in fresh["feedback"]["triggers"]}
+        }
+    return {**saved, "policies": policies, "feedback": feedback}

@@ -1,0 +1,128 @@
+"""``%agent resume RUN_ID`` and ``%agent fork --turn N --agent VAR``, and the dashboard's
+fork controls, through IPython's testing shell: no kernel, no browser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing import globalipapp
+from IPython.utils.capture import capture_output
+
+import gr_notebook as gr
+from gr_notebook.agent import started_by
+from gr_notebook.examples import QUICKSTART
+from gr_notebook.jupyter.widgets import Dashboard
+from tests.history.test_timetravel import Interrupt
+
+
+@pytest.fixture
+def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.chdir(tmp_path)
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "gr_notebook")
+    before = set(shell.user_ns)
+    yield shell
+    for name in set(shell.user_ns) - before:
+        del shell.user_ns[name]
+
+
+def agent(root: Path, model: Any = None, **kwargs: Any) -> gr.Agent:
+    return gr.Agent(
+        model or gr.SimulatedModel(),
+        workspace=root / "ws",
+        store=root / "store.sqlite",
+        max_iterations=200,
+        **kwargs,
+    )
+
+
+def line(ip: InteractiveShell, text: str) -> Any:
+    with capture_output() as shown:
+        ip.run_line_magic("agent", text)
+    return shown
+
+
+def test_agent_resume_run_id_continues_an_interrupted_run(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        agent(tmp_path, Interrupt(17)).run_sync(QUICKSTART)
+    stopped = gr.current_run()
+    assert stopped is not None and stopped.status == "interrupted"
+    del started_by[stopped.run_id]  # a new kernel: the agent must be named
+    ip.user_ns["again"] = agent(tmp_path)
+    with pytest.raises(UsageError, match="pass it"):
+        ip.run_line_magic("agent", f"resume {stopped.run_id} --store store.sqlite")
+    shown = line(ip, f"resume {stopped.run_id} --agent again --store store.sqlite --out back")
+    resumed = ip.user_ns["back"]
+    assert resumed.status == "completed" and resumed.run_id != stopped.run_id
+    assert f"Run {stopped.run_id} resumed as run {resumed.run_id}: completed" in shown.stdout
+    assert shown.outputs and "completed" in shown.outputs[-1].data["text/plain"]
+
+
+def test_agent_fork_plays_a_turn_again_under_another_agent(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    parent = agent(tmp_path).run_sync(QUICKSTART)
+    ip.user_ns["parent"] = parent
+    ip.user_ns["strict"] = gr.Agent(
+        gr.SimulatedModel(), max_iterations=200, policies=[gr.ReadBeforeWritePolicy()]
+    )
+    shown = line(ip, "fork --turn 12 --agent strict --workspace forked --run parent")
+    fork = ip.user_ns["fork"]
+    assert f"Run {parent.run_id} forked at turn 12 as run {fork.run_id}" in shown.stdout
+    assert fork.status == "completed" and fork.workspace.root == (tmp_path / "forked").resolve()
+    (event,) = [e for e in fork.events if e.kind == "run_resumed"]
+    assert (event.parent_run_id, event.parent_turn, event.relation) == (parent.run_id, 12, "fork")
+    assert fork.events[0].kind == "run_started"
+
+
+MISUSE = [
+    ("fork", "the following arguments are required: --turn; type %agent fork --turn N"),
+    ("fork --turn twelve", "invalid int value"),
+    ("fork --turn 99", "has no turn 99: its checkpoints are of turns 1–"),
+    ("fork --turn 3 --agent nobody", "no variable named 'nobody'"),
+    ("fork --turn 3 --agent number", "number is a int, not a gr.Agent"),
+    ("fork --turn 3 --out 9lives", "not a variable name"),
+    ("resume no-such-run", "there is no run store at gr_runs/store.sqlite; pass store="),
+    ("resume no-such-run --store store.sqlite", "no run 'no-such-run' in run store"),
+    ("resume no-such-run --frob", "unrecognized arguments: --frob; type %agent resume RUN_ID"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MISUSE)
+def test_misuse_is_one_line(ip: InteractiveShell, tmp_path: Path, text: str, message: str) -> None:
+    agent(tmp_path).run_sync(QUICKSTART)  # the latest run: %agent fork forks it
+    ip.user_ns["number"] = 3
+    with capture_output() as captured:
+        result = ip.run_cell(f"%agent {text}")
+    assert isinstance(result.error_in_exec or result.error_before_exec, UsageError)
+    shown = captured.stderr.strip()
+    assert message in shown, shown
+    assert shown.startswith("UsageError: ") and "\n" not in shown
+
+
+def test_the_dashboard_forks_at_a_turn_picked_on_its_timeline(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    parent = agent(tmp_path).run_sync(QUICKSTART)
+    ip.user_ns["strict"] = gr.Agent(gr.SimulatedModel(), max_iterations=200)
+    dash = Dashboard(parent)
+    turns = [turn for _, turn in dash.fork_turn.options]
+    assert turns and turns == sorted(turns, reverse=True)  # the timeline's, newest first
+    assert ("strict", "strict") in dash.fork_agent.options
+    dash.fork_turn.value = turns[-1]
+    dash.fork_agent.value = "strict"
+    dash.fork_button.click()
+    fork = ip.user_ns["fork"]
+    assert fork.status == "completed"
+    (event,) = [e for e in fork.events if e.kind == "run_resumed"]
+    assert event.parent_turn == turns[-1]
+    assert f"Forked at turn {turns[-1]} as run {fork.run_id}" in dash.log_panel.value
+    assert dash.fork(turn=999) is None
+    assert "has no turn 999" in dash.log_panel.value
