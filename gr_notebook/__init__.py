@@ -28,6 +28,8 @@ from gr_notebook.errors import (
     WorkspaceError,
 )
 from gr_notebook.events import Event, EventLog
+from gr_notebook.experiments import Experiment
+from gr_notebook.experiments.progress import set_notebook_progress as _set_notebook_progress
 from gr_notebook.guardrails import (
     Budget,
     BudgetSuggestion,
@@ -111,6 +113,13 @@ def unload_ipython_extension(ipython: typing.Any) -> None:
     unload(ipython)
 
 
+def _notebook_progress() -> typing.Any:
+    """An experiment's live table in a Jupyter kernel (ipywidgets loads only then)."""
+    from gr_notebook.jupyter.experiment_progress import notebook_progress
+
+    return notebook_progress()
+
+
 def __getattr__(name: str) -> typing.Any:
     if name == "Dashboard":  # ipywidgets loads on first use, never on import gr_notebook
         from gr_notebook.jupyter.widgets import Dashboard
@@ -146,6 +155,7 @@ __all__ = [
     "Directive",
     "Event",
     "EventLog",
+    "Experiment",
     "FakeClock",
     "Feedback",
     "FeedbackContext",
@@ -232,6 +242,7 @@ _moved.install()  # module paths from before the packages' layout still import, 
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer (decision 160): the display layer draws the core's HTML reprs, and the
-# history layer answers Budget.suggest.
+# history layer answers Budget.suggest, and the notebook face draws an experiment's progress.
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
+_set_notebook_progress(_notebook_progress)

@@ -163,7 +163,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("guardrails", "tools", "models", "testing", "history.analysis", "history.adaptive"),
     ("engine",),
     ("agent", "run", "examples", "demo", "__main__"),
-    ("history", "display"),
+    ("history", "display", "experiments"),
     ("jupyter",),
     ("_moved",),
 )

@@ -17,7 +17,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
 
 from gr_notebook.agent import Agent
 from gr_notebook.errors import ConfigError
@@ -105,6 +104,8 @@ def process_pool(workers: int) -> cf.ProcessPoolExecutor:
 def payload(name: str, agent: Agent, job_name: str, job: ExampleJob) -> bytes:
     """``(agent, job)`` as bytes a worker can load, or a one-line refusal naming what in
     the agent cannot be sent and what to do."""
+    import cloudpickle
+
     template = agent.replace(store=False, workspace=None)
     try:
         return bytes(cloudpickle.dumps((template, job)))
@@ -155,6 +156,8 @@ def _culprit(
 ) -> tuple[str, str]:
     """The deepest attribute on the way to what failed to pickle, e.g.
     ``agent.model._client`` — found only on failure, so its cost does not matter."""
+    import cloudpickle
+
     if depth < 8:
         for name, child in _children(value):
             try:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import cloudpickle
 
 from gr_notebook.agent import Agent
 from gr_notebook.examples import ExampleJob
@@ -66,6 +65,8 @@ def run_task(task: RunTask) -> RunRecord:
     root = Path(task.root)
     started = time.perf_counter()
     try:
+        import cloudpickle
+
         agent, job = cloudpickle.loads(task.payload)
         store = worker_store(root)
         return asyncio.run(
