@@ -251,21 +251,22 @@ class Experiment:
                     error = future.exception()
                     if error is None:
                         self._accept(future.result(), ledger)
-                    elif dead_worker(error) and task.spec.key not in died:
-                        died.add(task.spec.key)  # retried once, on a fresh pool if need be
+                        continue
+                    if dead_worker(error) and used is executor and _broken(executor):
+                        executor = process_pool(placement.workers)  # the old one is unusable
+                        owned.append(executor)
+                    if dead_worker(error) and task.spec.key not in died:
+                        died.add(task.spec.key)  # retried once
                         queue.append(replace(task, attempt=task.attempt + 1))
-                        if used is executor and _broken(executor):
-                            executor = process_pool(placement.workers)
-                            owned.append(executor)
-                    else:
-                        why = (
-                            f"its worker died twice ({type(error).__name__}: {error}); "
-                            "a run that kills its process (memory, a native crash) "
-                            "needs fixing before it can run"
-                            if dead_worker(error)
-                            else error
-                        )
-                        self._accept(failed_record(task.spec, why, attempts=task.attempt), ledger)
+                        continue
+                    why = (
+                        f"its worker died twice ({type(error).__name__}: {error}); a run that "
+                        "kills its process (memory, a crash in native code) needs fixing before "
+                        "it can run"
+                        if dead_worker(error)
+                        else error
+                    )
+                    self._accept(failed_record(task.spec, why, attempts=task.attempt), ledger)
         finally:
             for pool in owned:
                 pool.shutdown(wait=True, cancel_futures=True)

@@ -9,6 +9,7 @@ worker through a marker file under the root, which any worker that shares the ro
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import shutil
 import signal
@@ -27,7 +28,8 @@ from gr_notebook.experiments.limiter import RateLimiter, gated
 from gr_notebook.experiments.record import RunRecord, failed_record, record_of
 from gr_notebook.experiments.stores import worker_store
 from gr_notebook.history.store import Store
-from gr_notebook.models.simulated.model import SimulatedModel
+from gr_notebook.models.base import Model
+from gr_notebook.models.simulated.model import PROFILES, SimulatedModel
 
 __all__ = [
     "CANCEL_FILE",
@@ -35,6 +37,7 @@ __all__ = [
     "RunTask",
     "execute",
     "ignore_sigint",
+    "reseeded",
     "run_task",
     "worker_name",
 ]
@@ -107,9 +110,7 @@ async def execute(
     folder = root / RUNS_DIR / spec.folder / f"attempt-{attempt}"
     if folder.exists():  # left by an experiment that was killed before it recorded the row
         shutil.rmtree(folder)
-    model = agent.model
-    if isinstance(model, SimulatedModel):
-        model = SimulatedModel(model.profile.name, spec.seed, latency=model.latency)
+    model = reseeded(agent.model, spec.seed)
     if limiter is not None:
         model = gated(model, limiter)
     run_agent = agent.replace(
@@ -133,6 +134,17 @@ async def execute(
         worker=worker_name(),
         store=str(store.path),
     )
+
+
+def reseeded(model: Model, seed: int) -> Model:
+    """The simulated agent (a subclass too) with the run's seed and a fresh profile; any
+    other model as it is."""
+    if not isinstance(model, SimulatedModel):
+        return model
+    fresh = copy.copy(model)
+    fresh.profile = PROFILES[model.profile.name](seed)
+    fresh.seed = seed
+    return fresh
 
 
 async def _watch(cancel: Callable[..., None], should_stop: StopSignal) -> None:
