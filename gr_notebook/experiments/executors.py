@@ -17,7 +17,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-
 from gr_notebook.agent import Agent
 from gr_notebook.errors import ConfigError
 from gr_notebook.examples import ExampleJob

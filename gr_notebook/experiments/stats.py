@@ -49,7 +49,7 @@ def t_quantile(p: float, dof: int) -> float:
         (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
         (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
     )
-    return z + sum(term / dof ** (k + 1) for k, term in enumerate(terms))
+    return float(z + sum(term / dof ** (k + 1) for k, term in enumerate(terms)))
 
 
 def mean_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float, float]:

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from gr_notebook.agent import Agent
 from gr_notebook.examples import ExampleJob
 from gr_notebook.experiments.grid import RunSpec

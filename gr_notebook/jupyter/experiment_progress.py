@@ -7,8 +7,8 @@ finished, and then carries the final table, so a saved notebook is the same on e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import ipywidgets as w
 
@@ -52,8 +52,9 @@ class NotebookProgress:
         self.view = ExperimentView()
 
     def start(self, total: int, agents: Sequence[str], done: Sequence[RunRecord]) -> None:
-        from IPython.display import display
+        from IPython import display as ipython_display
 
+        display = cast(Callable[..., None], ipython_display.display)
         view = self.view
         view.counts = StatusCounts(agents)
         for record in done:

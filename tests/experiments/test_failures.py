@@ -42,8 +42,11 @@ class Calls:
 def test_a_run_that_raises_is_a_failed_row_and_the_others_go_on(tmp_path: Path) -> None:
     broken = ExampleJob(JOB, {"../outside.md": "escapes the workspace"})
     exp = gr.Experiment(
-        {"a": gr.Agent(max_iterations=60)}, {"broken": broken, "fine": JOB}, repeats=2,
-        root=tmp_path / "exp", store=tmp_path / "store.sqlite",
+        {"a": gr.Agent(max_iterations=60)},
+        {"broken": broken, "fine": JOB},
+        repeats=2,
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
     )
     for executor in ("loop", "processes"):
         results = exp.run(executor, progress=False, retry_failed=True)
@@ -61,7 +64,9 @@ def test_a_failing_model_is_a_failed_row_with_its_reason(tmp_path: Path) -> None
         raise RuntimeError("the provider is down")
 
     results = gr.Experiment(
-        {"down": gr.Agent(gr.FunctionModel(broken))}, {"x": JOB}, root=tmp_path / "exp",
+        {"down": gr.Agent(gr.FunctionModel(broken))},
+        {"x": JOB},
+        root=tmp_path / "exp",
         store=tmp_path / "store.sqlite",
     ).run(progress=False)
     (row,) = results.records
@@ -73,7 +78,9 @@ def test_a_worker_that_dies_is_retried_once(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     exp = gr.Experiment(
         {"dies": gr.Agent(KillsItsWorker(str(marks), times=1), max_iterations=60)},
-        {"x": JOB}, root=tmp_path / "exp", store=tmp_path / "store.sqlite",
+        {"x": JOB},
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
     )
     (row,) = exp.run("processes", max_concurrency=1, progress=False).records
     assert row.status == "completed" and row.attempts == 2
@@ -86,9 +93,13 @@ def test_a_worker_that_dies_is_retried_once(tmp_path: Path) -> None:
 def test_a_worker_that_dies_twice_gives_a_failed_row(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     exp = gr.Experiment(
-        {"dies": gr.Agent(KillsItsWorker(str(marks), times=5), max_iterations=60),
-         "fine": gr.Agent(max_iterations=60)},
-        {"x": JOB}, root=tmp_path / "exp", store=tmp_path / "store.sqlite",
+        {
+            "dies": gr.Agent(KillsItsWorker(str(marks), times=5), max_iterations=60),
+            "fine": gr.Agent(max_iterations=60),
+        },
+        {"x": JOB},
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
     )
     results = exp.run("processes", max_concurrency=1, progress=False)
     rows = {r.agent: r for r in results.records}
@@ -102,8 +113,13 @@ def test_cancel_stops_cleanly_keeps_what_finished_and_resume_runs_the_rest(
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "store.sqlite"
-    exp = gr.Experiment({"a": slow_agent(), "b": slow_agent()}, {"x": JOB}, repeats=4,
-                        root=tmp_path / "exp", store=store)
+    exp = gr.Experiment(
+        {"a": slow_agent(), "b": slow_agent()},
+        {"x": JOB},
+        repeats=4,
+        root=tmp_path / "exp",
+        store=store,
+    )
     results = exp.run(max_concurrency=2, progress=Calls(after=2, then=exp.cancel))
     assert exp.stopped == "cancelled"
     finished = [r for r in results.records if r.status == "completed"]
@@ -114,21 +130,34 @@ def test_cancel_stops_cleanly_keeps_what_finished_and_resume_runs_the_rest(
     stored = gr.runs_df(store)
     assert set(stored.status) <= {"completed", "cancelled"} and len(stored) == len(results)
     # a new process (a new Experiment on the same root) runs only the rest
-    again = gr.Experiment({"a": slow_agent(), "b": slow_agent()}, {"x": JOB}, repeats=4,
-                          root=tmp_path / "exp", store=store)
+    again = gr.Experiment(
+        {"a": slow_agent(), "b": slow_agent()},
+        {"x": JOB},
+        repeats=4,
+        root=tmp_path / "exp",
+        store=store,
+    )
     done_before = {r.run_id for r in finished}
     rerun = again.run(max_concurrency=2, progress=False)
     assert rerun.complete and {r.status for r in rerun.records} == {"completed"}
     assert done_before <= {r.run_id for r in rerun.records}
     cancelled_before = [r for r in results.records if r.status == "cancelled"]
-    assert all(rerun.records[i].attempts == 1 for i, r in enumerate(rerun.records)
-               if r.run_id in done_before)
+    assert all(
+        rerun.records[i].attempts == 1
+        for i, r in enumerate(rerun.records)
+        if r.run_id in done_before
+    )
     assert len(gr.runs_df(store)) == 8 + len(cancelled_before)
 
 
 def test_ctrl_c_stops_every_run_keeps_what_finished_then_raises(tmp_path: Path) -> None:
-    exp = gr.Experiment({"a": slow_agent()}, {"x": JOB}, repeats=4,
-                        root=tmp_path / "exp", store=tmp_path / "store.sqlite")
+    exp = gr.Experiment(
+        {"a": slow_agent()},
+        {"x": JOB},
+        repeats=4,
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
+    )
     press = Calls(after=1, then=lambda: os.kill(os.getpid(), signal.SIGINT))
     with pytest.raises(KeyboardInterrupt):
         exp.run(max_concurrency=2, progress=press)
@@ -142,8 +171,13 @@ def test_ctrl_c_stops_every_run_keeps_what_finished_then_raises(tmp_path: Path) 
 
 
 def test_a_cancelled_process_experiment_keeps_what_finished(tmp_path: Path) -> None:
-    exp = gr.Experiment({"a": gr.Agent(max_iterations=60)}, {"x": JOB, "y": gr.examples.QUICKSTART},
-                        repeats=3, root=tmp_path / "exp", store=tmp_path / "store.sqlite")
+    exp = gr.Experiment(
+        {"a": gr.Agent(max_iterations=60)},
+        {"x": JOB, "y": gr.examples.QUICKSTART},
+        repeats=3,
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
+    )
     results = exp.run("processes", progress=Calls(after=1, then=exp.cancel))
     assert 1 <= len(results) < 6
     assert len(gr.runs_df(tmp_path / "store.sqlite")) == len(results)

@@ -20,12 +20,18 @@ def agent(profile: str = "diligent", **kwargs: object) -> gr.Agent:
 
 def test_the_grid_is_every_agent_on_every_job_with_a_seed_per_repeat(tmp_path: Path) -> None:
     exp = gr.Experiment(
-        {"a": agent(), "b": agent("reckless")}, {"x": JOB, "y": JOB}, repeats=3, seed=10,
+        {"a": agent(), "b": agent("reckless")},
+        {"x": JOB, "y": JOB},
+        repeats=3,
+        seed=10,
         root=tmp_path,
     )
     assert len(exp.grid) == 12
     assert [(s.agent, s.job, s.repeat, s.seed) for s in exp.grid[:4]] == [
-        ("a", "x", 0, 10), ("a", "x", 1, 11), ("a", "x", 2, 12), ("a", "y", 0, 10),
+        ("a", "x", 0, 10),
+        ("a", "x", 1, 11),
+        ("a", "x", 2, 12),
+        ("a", "y", 0, 10),
     ]
     # every variant meets the same seeds on a job: the comparison is paired
     seeds = {(s.job, s.repeat): s.seed for s in exp.grid if s.agent == "a"}
@@ -81,8 +87,11 @@ def test_an_agent_that_cannot_be_sent_to_a_process_is_refused_before_any_run(
     tmp_path: Path,
 ) -> None:
     exp = gr.Experiment(
-        {"locked": agent(policies=[LockedPolicy()])}, {"x": JOB}, repeats=2,
-        root=tmp_path / "exp", store=tmp_path / "store.sqlite",
+        {"locked": agent(policies=[LockedPolicy()])},
+        {"x": JOB},
+        repeats=2,
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
     )
     with pytest.raises(gr.ConfigError) as caught:
         exp.run("processes", progress=False)
@@ -119,7 +128,7 @@ def test_a_multiprocessing_pool_is_named_with_its_replacement(tmp_path: Path) ->
     pool = multiprocessing.get_context("spawn").Pool(1)
     try:
         exp = gr.Experiment({"a": agent()}, {"x": JOB}, root=tmp_path / "exp")
-        with pytest.raises(gr.ConfigError, match="use concurrent.futures.ProcessPoolExecutor"):
+        with pytest.raises(gr.ConfigError, match=r"use concurrent\.futures\.ProcessPoolExecutor"):
             exp.run(pool, progress=False)
     finally:
         pool.terminate()
@@ -140,9 +149,7 @@ def test_the_simulated_agent_goes_to_processes_and_a_model_that_waits_to_the_loo
 
 def test_a_root_holding_another_experiment_is_refused(tmp_path: Path) -> None:
     root, store = tmp_path / "exp", tmp_path / "store.sqlite"
-    gr.Experiment({"a": agent()}, {"x": JOB}, root=root, store=store).run(
-        "loop", progress=False
-    )
+    gr.Experiment({"a": agent()}, {"x": JOB}, root=root, store=store).run("loop", progress=False)
     changed = gr.Experiment({"a": agent("reckless")}, {"x": JOB}, root=root, store=store)
     with pytest.raises(gr.ConfigError, match="agent 'a' differs from this one's"):
         changed.run("loop", progress=False)

@@ -26,8 +26,12 @@ def grid(tmp_path: Path, repeats: int = 2, **kwargs: object) -> gr.Experiment:
         ),
     }
     return gr.Experiment(
-        agents, {"short": JOB, "guide": gr.examples.QUICKSTART}, repeats,
-        root=tmp_path / "exp", store=tmp_path / "store.sqlite", **kwargs,  # type: ignore[arg-type]
+        agents,
+        {"short": JOB, "guide": gr.examples.QUICKSTART},
+        repeats,
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -109,7 +113,7 @@ def test_summary_gives_rates_and_means_with_intervals(tmp_path: Path) -> None:
     assert row.denials > 0 and row.failed == 0.0
     by_job = results.summary(0.9, by=["agent", "job"])
     assert len(by_job) == 4
-    with pytest.raises(gr.ConfigError, match="summary\\(by=...\\) takes columns"):
+    with pytest.raises(gr.ConfigError, match=r"summary\(by=...\) takes columns"):
         results.summary(by="colour")
 
 
@@ -121,6 +125,6 @@ def test_plot_draws_each_agent_with_its_interval(tmp_path: Path) -> None:
     grouped = results.plot("job_done", by_job=True)
     assert len(grouped.patches) == 4
     assert [t.get_text() for t in grouped.get_xticklabels()] == ["short", "guide"]
-    with pytest.raises(gr.ConfigError, match="plot\\(\\) takes one of"):
+    with pytest.raises(gr.ConfigError, match=r"plot\(\) takes one of"):
         results.plot("colour")
     assert not math.isnan(results.summary().tokens.iloc[0])
