@@ -28,8 +28,6 @@ from gr_notebook.errors import (
     WorkspaceError,
 )
 from gr_notebook.events import Event, EventLog
-from gr_notebook.experiments import Experiment
-from gr_notebook.experiments.progress import set_notebook_progress as _set_notebook_progress
 from gr_notebook.guardrails import (
     Budget,
     BudgetSuggestion,
@@ -93,6 +91,7 @@ from gr_notebook.workflow.todos import TodoItem, TodoList
 from gr_notebook.workflow.workspace import Workspace
 
 if typing.TYPE_CHECKING:
+    from gr_notebook.experiments import Experiment
     from gr_notebook.jupyter.widgets import Dashboard
     from gr_notebook.models.anthropic_model import AnthropicModel
     from gr_notebook.models.openai_model import OpenAIModel
@@ -129,6 +128,13 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.anthropic_model import AnthropicModel
 
         return AnthropicModel
+    if name == "Experiment":  # and the experiments, with their notebook progress hooked up
+        from gr_notebook.experiments import Experiment
+        from gr_notebook.experiments.progress import set_notebook_progress
+
+        set_notebook_progress(_notebook_progress)
+        globals()["Experiment"] = Experiment
+        return Experiment
     if name == "OpenAIModel":  # and the openai SDK
         from gr_notebook.models.openai_model import OpenAIModel
 
@@ -242,7 +248,7 @@ _moved.install()  # module paths from before the packages' layout still import, 
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer (decision 160): the display layer draws the core's HTML reprs, and the
-# history layer answers Budget.suggest, and the notebook face draws an experiment's progress.
+# history layer answers Budget.suggest (and `gr.Experiment`, loaded on first use, gets the
+# notebook face's progress widget the same way).
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
-_set_notebook_progress(_notebook_progress)

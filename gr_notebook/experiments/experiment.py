@@ -155,17 +155,22 @@ class Experiment:
                     )
                 ),
             ]
+            everything = asyncio.gather(*drivers, return_exceptions=True)
             try:
-                await asyncio.shield(asyncio.gather(*drivers))
+                outcomes = await asyncio.shield(everything)
             except asyncio.CancelledError:  # a kernel's interrupt of an awaiting cell
                 self.cancel(interrupted=True)
-                await asyncio.gather(*drivers, return_exceptions=True)
+                await everything
                 raise
+            for outcome in outcomes:  # both drivers have ended, whatever either raised
+                if isinstance(outcome, BaseException):
+                    raise outcome
         finally:
             self._sweep()
             store.close()
             reporter.close()
             self._progress = None
+            self._loop = None
         return self.results()
 
     def cancel(self, *, interrupted: bool = False) -> None:

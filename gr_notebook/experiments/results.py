@@ -42,7 +42,8 @@ class Results:
         self, records: Sequence[RunRecord], *, grid: Sequence[RunSpec], store: Path
     ) -> None:
         order = {spec.key: i for i, spec in enumerate(grid)}
-        self.records = tuple(sorted(records, key=lambda r: order.get(r.spec.key, len(order))))
+        mine = (r for r in records if r.spec.key in order)  # a shrunk grid leaves rows behind
+        self.records = tuple(sorted(mine, key=lambda r: order[r.spec.key]))
         done = {r.spec.key for r in self.records}
         self.missing = tuple(spec for spec in grid if spec.key not in done)
         self.store = store
