@@ -129,10 +129,10 @@ def _add(named: dict[str, T], name: str, value: T, what: str) -> None:
     key = slug(name).lower()
     for other in named:
         if slug(other).lower() == key:
-            same = "twice" if other == name else f"as {other!r} and {name!r}, which name one folder"
-            raise ConfigError(
-                f"{what} names a variant {name!r} {same}; give each variant a distinct name"
+            same = (
+                f"a variant {name!r} twice"
                 if other == name
-                else f"{what} names two variants {same}; give each variant a distinct name"
+                else f"two variants, {other!r} and {name!r}, that name one folder"
             )
+            raise ConfigError(f"{what} names {same}; give each variant a distinct name")
     named[name] = value

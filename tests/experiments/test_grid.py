@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -49,9 +50,9 @@ def test_agents_may_be_a_list_named_by_their_names(tmp_path: Path) -> None:
         ({}, {"x": JOB}, 1, "grid is empty (agents empty)"),
         ({"a": agent()}, {}, 1, "grid is empty (jobs empty)"),
         ({"a": agent()}, {"x": JOB}, 0, "grid is empty (repeats=0)"),
-        ([agent(name="same"), agent(name="same")], {"x": JOB}, 1, "'same' twice"),
-        ({"a b": agent(), "a_b": agent()}, {"x": JOB}, 1, "which name one folder"),
-        ({"a": agent()}, {"x": JOB, " x ": JOB}, 1, "'x' twice"),
+        ([agent(name="same"), agent(name="same")], {"x": JOB}, 1, "a variant 'same' twice"),
+        ({"a b": agent(), "a_b": agent()}, {"x": JOB}, 1, "that name one folder"),
+        ({"a": agent()}, {"x": JOB, " x ": JOB}, 1, "a variant 'x' twice"),
         ({"a": "simulated"}, {"x": JOB}, 1, "not a gr.Agent"),
         ({"a": agent()}, {"x": "  "}, 1, "empty instructions"),
         ({"a": agent()}, {"x": 3}, 1, "as a str or a gr.examples.ExampleJob"),
@@ -144,7 +145,11 @@ def test_the_simulated_agent_goes_to_processes_and_a_model_that_waits_to_the_loo
     fast, slow = agent(), gr.Agent(gr.SimulatedModel(latency=0.01))
     assert cpu_bound(fast) and not cpu_bound(slow)
     placement = place(None, {"fast": fast, "slow": slow}, None, cpu_runs=4)
-    assert placement.on_loop == {"slow"} or placement.workers == 1
+    cores = os.cpu_count() or 1
+    assert placement.on_loop == ({"slow"} if cores > 1 else {"fast", "slow"})
+    assert placement.executor is None and placement.owned and placement.workers == cores
+    assert place(None, {"fast": fast}, None, cpu_runs=1).on_loop == {"fast"}  # one run: no pool
+    assert place("loop", {"fast": fast}, 3, cpu_runs=4).loop_concurrency == 3
 
 
 def test_a_root_holding_another_experiment_is_refused(tmp_path: Path) -> None:
