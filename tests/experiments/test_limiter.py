@@ -157,3 +157,49 @@ def test_model_bound_runs_overlap_on_one_loop_up_to_max_concurrency(tmp_path: Pa
 def test_max_concurrency_is_checked(bad: object) -> None:
     with pytest.raises(gr.ConfigError, match="max_concurrency must be a whole number"):
         RateLimiter(bad)  # type: ignore[arg-type]
+
+
+def test_a_429_from_the_messages_api_slows_every_run(tmp_path: Path) -> None:
+    """The real Anthropic adapter against the local Messages API server: once one run's
+    request is answered 429 (retry-after 0.4 s), no run sends another request until the
+    delay has passed; only requests already in flight are served meanwhile."""
+    from gr_notebook.models.anthropic_model import AnthropicModel
+    from gr_notebook.models.retry import RetryPolicy
+    from gr_notebook.testing import Fault, MessagesServer
+
+    delay = 0.4
+    served: list[float] = []
+    limited: list[float] = []
+
+    def rate_limited(body: dict[str, object]) -> Fault:
+        limited.append(time.monotonic())
+        return Fault.rate_limited(delay)
+
+    def answer(body: dict[str, object]) -> gr.ModelResponse:
+        served.append(time.monotonic())
+        if len(body["messages"]) < 5:  # type: ignore[arg-type]
+            return gr.tool_call("read_file", path="instructions.md")
+        return gr.text("done")
+
+    with MessagesServer([rate_limited, *[answer] * 20]) as server:
+        model = AnthropicModel(
+            "claude-sonnet-4-6",
+            api_key="sk-ant-test",
+            base_url=server.url,
+            retry=RetryPolicy(max_retries=3, base_s=0.01, max_s=0.05),
+        )
+        exp = gr.Experiment(
+            {"claude": gr.Agent(model, max_iterations=10)},
+            {"x": JOB},
+            repeats=3,
+            root=tmp_path / "exp",
+            store=tmp_path / "store.sqlite",
+        )
+        results = exp.run(max_concurrency=3, progress=False)
+    assert [r.status for r in results.records] == ["completed"] * 3
+    assert exp.limiter is not None and exp.limiter.rate_limits == 1
+    (t429,) = limited
+    in_flight = [t for t in served if t429 <= t < t429 + 0.1]
+    assert len(in_flight) <= 2  # the other runs' requests sent before the 429 came back
+    assert [t for t in served if t429 + 0.1 <= t < t429 + delay * 0.9] == []
+    assert len([t for t in served if t >= t429 + delay * 0.9]) >= 6
