@@ -147,10 +147,8 @@ def test_model_bound_runs_overlap_on_one_loop_up_to_max_concurrency(tmp_path: Pa
         root=tmp_path / "exp",
         store=tmp_path / "store.sqlite",
     )
-    started = time.perf_counter()
     results = exp.run(max_concurrency=3, progress=False)
-    assert len(results) == 9 and peak == 3
-    assert time.perf_counter() - started < 9 * 0.05  # they overlapped
+    assert len(results) == 9 and peak == 3  # they overlapped, three at a time and no more
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])
@@ -161,13 +159,13 @@ def test_max_concurrency_is_checked(bad: object) -> None:
 
 def test_a_429_from_the_messages_api_slows_every_run(tmp_path: Path) -> None:
     """The real Anthropic adapter against the local Messages API server: once one run's
-    request is answered 429 (retry-after 0.4 s), no run sends another request until the
+    request is answered 429 (retry-after 0.5 s), no run sends another request until the
     delay has passed; only requests already in flight are served meanwhile."""
     from gr_notebook.models.anthropic_model import AnthropicModel
     from gr_notebook.models.retry import RetryPolicy
     from gr_notebook.testing import Fault, MessagesServer
 
-    delay = 0.4
+    delay = 0.5
     served: list[float] = []
     limited: list[float] = []
 
@@ -199,7 +197,7 @@ def test_a_429_from_the_messages_api_slows_every_run(tmp_path: Path) -> None:
     assert [r.status for r in results.records] == ["completed"] * 3
     assert exp.limiter is not None and exp.limiter.rate_limits == 1
     (t429,) = limited
-    in_flight = [t for t in served if t429 <= t < t429 + 0.1]
-    assert len(in_flight) <= 2  # the other runs' requests sent before the 429 came back
-    assert [t for t in served if t429 + 0.1 <= t < t429 + delay * 0.9] == []
+    # while the pause lasts, only the other runs' requests sent before the 429 came back are
+    # served (without the pause, every run goes on turning: a request every few ms)
+    assert len([t for t in served if t429 <= t < t429 + delay * 0.9]) <= 2
     assert len([t for t in served if t >= t429 + delay * 0.9]) >= 6
