@@ -242,20 +242,23 @@ class Experiment:
         ]
         in_flight: dict[asyncio.Future[RunRecord], tuple[RunTask, Any]] = {}
         died: set[str] = set()
+
+        def refill() -> None:
+            while queue and len(in_flight) < placement.workers and self._stop is None:
+                task = queue.pop()
+                future = asyncio.wrap_future(executor.submit(run_task, task))
+                in_flight[future] = (task, executor)
+
         try:
-            while queue or in_flight:
-                while queue and len(in_flight) < placement.workers and self._stop is None:
-                    task = queue.pop()
-                    future = asyncio.wrap_future(executor.submit(run_task, task))
-                    in_flight[future] = (task, executor)
-                if not in_flight:
-                    break
+            refill()
+            while in_flight:
                 done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                rows: list[RunRecord] = []
                 for future in done:
                     task, used = in_flight.pop(future)
                     error = future.exception()
                     if error is None:
-                        self._accept(future.result(), ledger)
+                        rows.append(future.result())
                         continue
                     if dead_worker(error) and used is executor and _broken(executor):
                         executor = process_pool(placement.workers)  # the old one is unusable
@@ -271,7 +274,10 @@ class Experiment:
                         if dead_worker(error)
                         else error
                     )
-                    self._accept(failed_record(task.spec, why, attempts=task.attempt), ledger)
+                    rows.append(failed_record(task.spec, why, attempts=task.attempt))
+                refill()  # the workers go on while the rows are merged
+                for row in rows:
+                    self._accept(row, ledger)
         finally:
             for pool in owned:
                 pool.shutdown(wait=True, cancel_futures=True)
