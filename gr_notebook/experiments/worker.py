@@ -29,6 +29,7 @@ from gr_notebook.experiments.stores import worker_store
 from gr_notebook.history.store import Store
 from gr_notebook.models.base import Model
 from gr_notebook.models.simulated.model import PROFILES, SimulatedModel
+from gr_notebook.tools.toolset import Toolset
 
 __all__ = [
     "CANCEL_FILE",
@@ -116,7 +117,7 @@ async def execute(
         model=model,
         workspace=job.prepare(folder),
         store=store,
-        tools=(*agent.user_tools, *job.toolsets),
+        tools=(*agent.user_tools, *_missing(agent, job)),
         name=spec.agent,
     )
     run = run_agent.start(job.instructions)
@@ -133,6 +134,12 @@ async def execute(
         worker=worker_name(),
         store=str(store.path),
     )
+
+
+def _missing(agent: Agent, job: ExampleJob) -> tuple[Toolset, ...]:
+    """The job's toolsets, less any the agent was already given (``tools=job.toolsets``)."""
+    have = {tool.name for tool in agent.registry}
+    return tuple(t for t in job.toolsets if not {tool.name for tool in t.tools} <= have)
 
 
 def reseeded(model: Model, seed: int) -> Model:

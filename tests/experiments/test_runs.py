@@ -128,3 +128,23 @@ def test_plot_draws_each_agent_with_its_interval(tmp_path: Path) -> None:
     with pytest.raises(gr.ConfigError, match=r"plot\(\) takes one of"):
         results.plot("colour")
     assert not math.isnan(results.summary().tokens.iloc[0])
+
+
+def test_a_jobs_toolsets_join_the_agent_once(tmp_path: Path) -> None:
+    coding = gr.examples.coding_job()
+    exp = gr.Experiment(
+        {
+            "plain": gr.Agent("simulated:implementer", max_iterations=80),
+            "given": gr.Agent("simulated:implementer", tools=coding.toolsets, max_iterations=80),
+        },
+        {"cells": coding},
+        root=tmp_path / "exp",
+        store=tmp_path / "store.sqlite",
+    )
+    results = exp.run("loop", progress=False)
+    assert [r.status for r in results.records] == ["completed", "completed"]
+    for record in results.records:
+        tools = {
+            e.tool for e in map(gr.events.as_typed, results.events(record)) if e.kind == "tool_call"
+        }
+        assert "run_tests" in tools
