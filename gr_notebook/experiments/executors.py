@@ -54,6 +54,14 @@ class Placement:
     workers: int
     loop_concurrency: int
     owned: bool
+    ahead: int = 0
+    """Runs sent beyond ``workers``, so a worker never waits on the round trip to the
+    parent: none for a process pool, which would count a queued run's pool breaking against
+    that run; as many as there are workers elsewhere (Dask reschedules on its own)."""
+
+    @property
+    def in_flight(self) -> int:
+        return self.workers + self.ahead
 
 
 def cpu_bound(agent: Agent) -> bool:
@@ -83,10 +91,10 @@ def place(
         client: Any = executor
         executor = client.get_executor(pure=False)
     if isinstance(executor, cf.Executor):
-        workers = _workers_of(executor) or cores
-        return Placement(
-            frozenset(), executor, min(limit or workers, workers), loop_concurrency, False
-        )
+        found = _workers_of(executor) or cores
+        workers = min(limit or found, found)
+        ahead = 0 if isinstance(executor, cf.ProcessPoolExecutor) else workers
+        return Placement(frozenset(), executor, workers, loop_concurrency, False, ahead)
     raise ConfigError(f"executor takes {_KINDS}; got {_described(executor)}")
 
 

@@ -38,7 +38,7 @@ from gr_notebook.experiments.limiter import RateLimiter
 from gr_notebook.experiments.progress import Progress, ProgressLike, choose_progress
 from gr_notebook.experiments.record import RunRecord, failed_record
 from gr_notebook.experiments.results import Results
-from gr_notebook.experiments.stores import STORES_DIR, merge_runs
+from gr_notebook.experiments.stores import STORES_DIR, Merger, merge_runs
 from gr_notebook.experiments.worker import CANCEL_FILE, RunTask, execute, run_task
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 
@@ -82,6 +82,7 @@ class Experiment:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._rows: dict[str, RunRecord] = {}
         self._progress: Progress | None = None
+        self._merger: Merger | None = None
 
     # -- running ---------------------------------------------------------------------------
 
@@ -139,6 +140,7 @@ class Experiment:
         )
         self._progress = reporter
         store = Store(self.store)
+        self._merger = Merger(self.store)
         try:
             drivers = [
                 asyncio.ensure_future(
@@ -167,6 +169,8 @@ class Experiment:
                     raise outcome
         finally:
             self._sweep()
+            self._merger.close()
+            self._merger = None
             store.close()
             reporter.close()
             self._progress = None
@@ -221,7 +225,8 @@ class Experiment:
                     )
                 except Exception as exc:
                     record = failed_record(spec, exc, attempts=attempt)
-                self._accept(record, ledger)
+                if record is not None:
+                    self._accept(record, ledger)
 
         await asyncio.gather(*(one(s) for s in specs))
 
@@ -240,11 +245,11 @@ class Experiment:
             RunTask(s, payloads[s.agent, s.job], str(self.root), self._attempt(s))
             for s in reversed(specs)
         ]
-        in_flight: dict[asyncio.Future[RunRecord], tuple[RunTask, Any]] = {}
+        in_flight: dict[asyncio.Future[RunRecord | None], tuple[RunTask, Any]] = {}
         died: set[str] = set()
 
         def refill() -> None:
-            while queue and len(in_flight) < placement.workers and self._stop is None:
+            while queue and len(in_flight) < placement.in_flight and self._stop is None:
                 task = queue.pop()
                 future = asyncio.wrap_future(executor.submit(run_task, task))
                 in_flight[future] = (task, executor)
@@ -258,7 +263,9 @@ class Experiment:
                     task, used = in_flight.pop(future)
                     error = future.exception()
                     if error is None:
-                        rows.append(future.result())
+                        row = future.result()
+                        if row is not None:  # None: it was due to start after a stop
+                            rows.append(row)
                         continue
                     if dead_worker(error) and used is executor and _broken(executor):
                         executor = process_pool(placement.workers)  # the old one is unusable
@@ -308,7 +315,7 @@ class Experiment:
 
     def _accept(self, record: RunRecord, ledger: Ledger) -> None:
         if record.store and record.run_id and Path(record.store) != self.store:
-            merge_runs(self.store, Path(record.store), [record.run_id])
+            self._merge(Path(record.store), [record.run_id])
         ledger.append(record)
         self._rows[record.spec.key] = record
         if self._progress is not None:
@@ -319,7 +326,13 @@ class Experiment:
         folder = self.root / STORES_DIR
         if folder.is_dir():
             for source in sorted(folder.glob("*.sqlite")):
-                merge_runs(self.store, source)
+                self._merge(source)
+
+    def _merge(self, source: Path, run_ids: list[str] | None = None) -> None:
+        if self._merger is not None:
+            self._merger.merge(source, run_ids)
+        else:
+            merge_runs(self.store, source, run_ids)
 
     def _check_fingerprint(self) -> None:
         """A root holds one experiment: a variant, job or seed changed under the same name

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gr_notebook.history.store import Store
 
-__all__ = ["STORES_DIR", "merge_runs", "worker_store", "worker_store_path"]
+__all__ = ["STORES_DIR", "Merger", "merge_runs", "worker_store", "worker_store_path"]
 
 STORES_DIR = "stores"
 
@@ -44,56 +44,94 @@ def worker_store(root: Path) -> Store:
         return store
 
 
+class Merger:
+    """One connection to the experiment's store, each worker store attached once and its
+    tables' copy statements built once: merging a run as its row arrives costs the copy."""
+
+    MAX_ATTACHED = 8
+    """SQLite attaches at most 10 databases to a connection by default."""
+
+    def __init__(self, target: Path) -> None:
+        Store(target).close()  # the target exists and is migrated
+        self.target = target
+        self._conn = sqlite3.connect(target, timeout=30)
+        self._conn.execute("PRAGMA synchronous = NORMAL")  # as the store's own connection
+        self._sources: dict[Path, tuple[str, list[tuple[str, str]]]] = {}
+        self._count = 0
+
+    def merge(self, source: Path, run_ids: list[str] | None = None) -> int:
+        """Copy ``run_ids`` (every run when None) from the store at ``source``; returns how
+        many runs ``source`` held of them. Idempotent."""
+        if not source.exists() or source.resolve() == self.target.resolve():
+            return 0
+        alias, plan = self._attach(source)
+        where = "" if run_ids is None else f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+        params = () if run_ids is None else tuple(run_ids)
+        with self._conn:  # one transaction: a reader sees the whole run or none of it
+            for _, sql in plan:
+                self._conn.execute(sql.format(where=where or " WHERE true"), params)
+            found = self._conn.execute(f"SELECT COUNT(*) FROM {alias}.runs{where}", params)
+            return int(found.fetchone()[0])
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Merger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _attach(self, source: Path) -> tuple[str, list[tuple[str, str]]]:
+        known = self._sources.get(source)
+        if known is not None:
+            return known
+        if len(self._sources) >= self.MAX_ATTACHED:
+            oldest = next(iter(self._sources))
+            self._conn.execute(f"DETACH DATABASE {self._sources.pop(oldest)[0]}")
+        self._count += 1
+        alias = f"src{self._count}"
+        self._conn.execute(f"ATTACH DATABASE ? AS {alias}", (str(source),))
+        self._sources[source] = alias, _plan(self._conn, alias)
+        return self._sources[source]
+
+
 def merge_runs(target: Path, source: Path, run_ids: list[str] | None = None) -> int:
-    """Copy ``run_ids`` (every run when None) from the store at ``source`` into the store at
-    ``target``; returns how many runs ``source`` held of them. Idempotent."""
-    if not source.exists() or source.resolve() == target.resolve():
-        return 0
-    Store(target).close()  # the target exists and is migrated
-    conn = sqlite3.connect(target, timeout=30)
-    try:
-        conn.execute("ATTACH DATABASE ? AS src", (str(source),))
-        try:
-            return _copy(conn, run_ids)
-        finally:
-            conn.execute("DETACH DATABASE src")
-    finally:
-        conn.close()
+    """:meth:`Merger.merge`, once."""
+    with Merger(target) as merger:
+        return merger.merge(source, run_ids)
 
 
-def _copy(conn: sqlite3.Connection, run_ids: list[str] | None) -> int:
+def _plan(conn: sqlite3.Connection, alias: str) -> list[tuple[str, str]]:
+    """``(table, statement)`` for each table with a ``run_id`` column, ``runs`` first; each
+    statement upserts by the table's primary key, with ``{where}`` left to fill."""
     tables = [
         row[0]
         for row in conn.execute(
-            "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            " AND name != '_migrations' ORDER BY name != 'runs', name"
+            f"SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE "
+            "'sqlite_%' AND name != '_migrations' ORDER BY name != 'runs', name"
         )
     ]
-    wanted = "" if run_ids is None else f" WHERE run_id IN ({', '.join('?' for _ in run_ids)})"
-    params = () if run_ids is None else tuple(run_ids)
-    found = 0
-    with conn:  # one transaction: a reader sees the whole run or none of it
-        for table in tables:
-            info = list(conn.execute(f"PRAGMA src.table_info({_quoted(table)})"))
-            columns = [row[1] for row in info]
-            if "run_id" not in columns:
-                continue
-            keys = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]]
-            names = ", ".join(map(_quoted, columns))
-            sql = (
-                f"INSERT INTO main.{_quoted(table)} ({names}) SELECT {names} "
-                f"FROM src.{_quoted(table)}{wanted or ' WHERE true'}"
-            )
-            updates = [c for c in columns if c not in keys]
-            if keys and updates:
-                sets = ", ".join(f"{_quoted(c)} = excluded.{_quoted(c)}" for c in updates)
-                sql += f" ON CONFLICT ({', '.join(map(_quoted, keys))}) DO UPDATE SET {sets}"
-            else:
-                sql = sql.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
-            conn.execute(sql, params)
-            if table == "runs":
-                found = conn.execute(f"SELECT COUNT(*) FROM src.runs{wanted}", params).fetchone()[0]
-    return int(found)
+    plan = []
+    for table in tables:
+        info = list(conn.execute(f"PRAGMA {alias}.table_info({_quoted(table)})"))
+        columns = [row[1] for row in info]
+        if "run_id" not in columns:
+            continue
+        keys = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]]
+        names = ", ".join(map(_quoted, columns))
+        sql = (
+            f"INSERT INTO main.{_quoted(table)} ({names}) SELECT {names} "
+            f"FROM {alias}.{_quoted(table)}{{where}}"
+        )
+        updates = [c for c in columns if c not in keys]
+        if keys and updates:
+            sets = ", ".join(f"{_quoted(c)} = excluded.{_quoted(c)}" for c in updates)
+            sql += f" ON CONFLICT ({', '.join(map(_quoted, keys))}) DO UPDATE SET {sets}"
+        else:
+            sql = sql.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+        plan.append((table, sql))
+    return plan
 
 
 def _quoted(name: str) -> str:

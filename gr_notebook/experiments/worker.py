@@ -62,9 +62,10 @@ class RunTask:
     attempt: int = 1
 
 
-def run_task(task: RunTask) -> RunRecord:
+def run_task(task: RunTask) -> RunRecord | None:
     """A worker's entry point: run the task on a fresh event loop, into this process's
-    store under the root. Anything the run raises comes back as a failed row."""
+    store under the root. Anything the run raises comes back as a failed row; a task that
+    starts after the experiment was stopped runs nothing and returns None."""
     root = Path(task.root)
     started = time.perf_counter()
     try:
@@ -103,9 +104,12 @@ async def execute(
     store: Store,
     should_stop: StopSignal,
     limiter: RateLimiter | None = None,
-) -> RunRecord:
+) -> RunRecord | None:
     """Run one cell to its end and return its row; a stop asked of the experiment cancels
-    the run (or interrupts it, for Ctrl-C) at its next safe point."""
+    the run (or interrupts it, for Ctrl-C) at its next safe point, and one asked before it
+    started leaves it unrun (None)."""
+    if should_stop() is not None:
+        return None
     started = time.perf_counter()
     folder = root / RUNS_DIR / spec.folder / f"attempt-{attempt}"
     if folder.exists():  # left by an experiment that was killed before it recorded the row
