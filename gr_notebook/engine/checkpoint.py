@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, StoreError
 from gr_notebook.events import ErrorEvent, Event, RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history.checkpoint_store import CheckpointRow, digest_of
+from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
 from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
@@ -51,14 +52,13 @@ from gr_notebook.workflow.workspace_files import FileTree, flatten
 
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
-_COMPACT: Final = (",", ":")
 FLUSH_AFTER_S: Final = 0.05
 """A checkpoint is committed with the run's next event, or on its own this long after:
 a fast turn pays no commit of its own, and a model call in flight holds it back 50 ms."""
 CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
 FOLDERS: Final = "folders"
-"""The workspace's folders that changed, by hash: their entries, kept in the row."""
+"""Rows written before decision 275 kept the folders that changed in the row, by hash."""
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
@@ -88,9 +88,9 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
-def _text(value: Any) -> str:
-    """JSON text, ASCII (a lone surrogate still stores); a value JSON cannot hold fails."""
-    return json.dumps(value, separators=_COMPACT, default=_plain)
+def _committed() -> None:
+    """A checkpoint's row is committed: nothing more to do (the flush timer, when one is
+    set, finds nothing deferred)."""
 
 
 def _plain(value: object) -> Any:
@@ -112,11 +112,9 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
-        self._parts: dict[str, tuple[Any, str | None]] = {}
-        """name -> (the part at the last checkpoint, its blob's hash once written)."""
+        self._parts: dict[str, Any] = {}
+        """name -> the part at the last checkpoint (a row holds the parts that differ)."""
         self._last_call = 0
-        self._named: tuple[dict[str, str], str] = ({}, "{}")
-        """The parts named by hash at the last checkpoint, and their JSON text."""
         self._seen = 0
         self._context: ContextManager | None = None
         self._generation = -1
@@ -128,6 +126,10 @@ class Checkpointer:
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
+        self._pending: list[Callable[[sqlite3.Connection], None]] = []
+        """The checkpoints taken since the last commit (all but a run's first)."""
+        self._since = 0.0
+        """When the timer was set (monotonic): the first pending checkpoint was taken."""
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
         self._unsubscribe = state.events.subscribe(self._on_event)
@@ -176,82 +178,78 @@ class Checkpointer:
     def _take(self) -> None:
         state = self.state
         blobs: dict[str, bytes] = {}
-        folders: dict[str, Any] = {}
         if self._rescan:
             self._rescan = False
             self._dirty.clear()
-            blobs.update(self._tree.scan(folders))
+            blobs = self._tree.scan()
         elif self._dirty:
             dirty, self._dirty = self._dirty, set()
-            blobs.update(self._tree.update(dirty, folders))
+            blobs = self._tree.update(dirty)
         snapshot = state.snapshot(history=False)
         counters = snapshot.pop("counters")
-        appended: dict[str, Any] = {FOLDERS: folders} if folders else {}
+        appended: dict[str, Any] = {}
         snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
         snapshot["interventions"] = self._pack_seen(snapshot["interventions"], appended)
         messages = self._new_messages()
         if messages is not None:
             appended["messages"] = messages
         inline: dict[str, Any] = {}
-        named: dict[str, str] = {}
+        parts = self._parts
         for name, part in snapshot.items():
-            previous = self._parts.get(name)
-            if previous is None or previous[0] != part or name in _ALWAYS_INLINE:
-                inline[name] = part
-                self._parts[name] = (part, None)
-                continue
-            digest = previous[1]
-            if digest is None:  # unchanged since the last checkpoint: stored once, named
-                data = _text(part).encode()
-                digest = digest_of(data)
-                blobs[digest] = data
-                self._parts[name] = (part, digest)
-            named[name] = digest
-        if named != self._named[0]:
-            self._named = (named, _text(named))
-        text = (
-            f'{{"counters":{_text(counters)},"inline":{_text(inline)},'
-            f'"named":{self._named[1]},"appended":{_text(appended)}}}'
-        )
+            if name not in parts or parts[name] != part or name in _ALWAYS_INLINE:
+                inline[name] = parts[name] = part
         row = CheckpointRow(
             run_id=self.run_id,
             turn=state.turn + 1,
             seq=len(state.events) - 1,
             time=state.clock(),
-            state=text,
+            state=rows.json_text(
+                {"counters": counters, "inline": inline, "appended": appended}, _plain
+            ),
             files=self._tree.digest,
         )
         write, written = rows.checkpoint_writer(row, blobs)
         self.bytes_written += written
         self._turn = row.turn
-        self.store.defer(self._guarded(write), self._stored)
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
         self.taken += 1
+        if self.taken == 1:  # the run can be resumed from its first event on
+            self.store.defer(self._guarded([write]), _committed)
+            return
+        self._pending.append(write)
+        if self._timer is None:
+            self._since = time.monotonic()
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
+        elif time.monotonic() - self._since >= FLUSH_AFTER_S:  # the loop did not yield
+            self._commit()
 
-    def _guarded(self, write: Callable[[sqlite3.Connection], None]) -> Callable[..., None]:
-        """``write``, whose failure leaves the event it rides with to be stored (SQLite
-        undoes a failed statement, not its transaction) and is reported by the next
-        checkpoint."""
+    def _guarded(self, writes: list[Callable[[sqlite3.Connection], None]]) -> Callable[..., None]:
+        """``writes`` in turn order, whose failure leaves the event they ride with to be
+        stored (SQLite undoes a failed statement, not its transaction) and is reported by
+        the next checkpoint; the rows after a failed one are dropped, as a row stands on
+        the rows before it."""
 
         def guarded(conn: sqlite3.Connection) -> None:
-            try:
-                write(conn)
-            except sqlite3.Error as exc:
-                self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
+            for write in writes:
+                try:
+                    write(conn)
+                except sqlite3.Error as exc:
+                    path = self.store.path
+                    self._store_failure = StoreError(f"run store {path} failed: {exc}")
+                    return
 
         return guarded
 
-    def _stored(self) -> None:
-        """The checkpoint is committed: no flush is needed."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
     def _flush(self) -> None:
-        """No event came soon after the checkpoint (a model call is under way): commit it
-        on its own."""
+        """The timer: what waits is committed 50 ms after the first of it was taken."""
         self._timer = None
+        self._commit()
+
+    def _commit(self) -> None:
+        """Commit the checkpoints taken since the last commit, together: one transaction
+        for all the turns of the last 50 ms (those of a model call under way: one)."""
+        if self._pending:
+            writes, self._pending = self._pending, []
+            self.store.defer(self._guarded(writes), _committed)
         try:
             self.store.flush()
         except StoreError as exc:
@@ -330,6 +328,9 @@ class Checkpointer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._pending:
+            self.store.defer(self._guarded(self._pending), _committed)
+            self._pending = []
         with contextlib.suppress(StoreError):
             self.store.flush()
         if self._journal is not None:
@@ -385,18 +386,19 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
 
 
 def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
-    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it."""
-    state = json.loads(row.state)
-    snapshot: dict[str, Any] = dict(state["inline"])
-    for name, digest in state["named"].items():
-        snapshot[name] = json.loads(read(digest))
-    snapshot["counters"] = state["counters"]
+    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it: a
+    part is the latest row's that holds it inline (a row holds the parts that changed), or
+    the blob ``row`` names (rows written before decision 274 named the unchanged parts)."""
+    snapshot: dict[str, Any] = {}
     messages: list[Any] = []
     calls: dict[int, Any] = {}
     seen: set[int] = set()
     folders: dict[str, Any] = {}
+    state: dict[str, Any] = {}
     for text in rows.states_upto(store, row):
-        appended = json.loads(text)["appended"]
+        state = json.loads(text)
+        snapshot.update(state["inline"])
+        appended = state["appended"]
         gained = appended.get("messages")
         if gained is not None:
             if gained["start"] == 0:
@@ -408,6 +410,9 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
             calls[record["call_index"]] = record
         seen.update(appended.get(SEEN, ()))
         folders.update(appended.get(FOLDERS, {}))
+    for name, digest in state.get("named", {}).items():
+        snapshot[name] = json.loads(read(digest))
+    snapshot["counters"] = state["counters"]
     snapshot["context"] = {**snapshot["context"], "messages": messages}
     feedback = snapshot["guardrails"].get("feedback")
     if isinstance(feedback, dict) and "recent" in feedback:

@@ -20,10 +20,9 @@ import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.history.checkpoint_store import digest_of
+from gr_notebook.history.checkpoint_store import digest_of, json_text
 
 __all__ = ["FileTree", "Stamp", "WorkspaceDiff", "diff", "flatten", "hash_files", "restore_files"]
 
@@ -44,9 +43,9 @@ class FileTree:
         self.digest = ""
         """The root folder's hash: the whole workspace."""
 
-    def scan(self, folders: dict[str, Any] | None = None) -> dict[str, bytes]:
+    def scan(self) -> dict[str, bytes]:
         """Look at every file (a stat each; bytes only of what changed); returns the new
-        blobs (files and folders) by hash, or the folders' entries into ``folders``."""
+        blobs (files and folders) by hash."""
         found: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -54,21 +53,18 @@ class FileTree:
             for name in filenames:
                 if not (name.startswith(".") and name.endswith(".tmp")):
                     found.add(name if base == "." else f"{base}/{name}".replace(os.sep, "/"))
-        return self.update(found | set(self.files), folders)
+        return self.update(found | set(self.files))
 
-    def update(
-        self, paths: Iterable[str], folders: dict[str, Any] | None = None
-    ) -> dict[str, bytes]:
+    def update(self, paths: Iterable[str]) -> dict[str, bytes]:
         """Rehash ``paths`` (written, added or removed since the last look); returns the
-        new blobs by hash, but the folders' when ``folders`` takes their entries (a
-        checkpoint keeps them in its row rather than as blobs)."""
+        new blobs (files and the folders on their paths) by hash."""
         blobs: dict[str, bytes] = {}
         dirty: set[str] = set()
         for path in paths:
             if self._look(path, blobs):
                 dirty.add(path)
         if dirty or not self.digest:
-            self._refold(dirty, blobs if folders is None else None, folders)
+            self._refold(dirty, blobs)
         return blobs
 
     def _look(self, path: str, blobs: dict[str, bytes]) -> bool:
@@ -98,12 +94,7 @@ class FileTree:
         blobs[digest] = data
         return True
 
-    def _refold(
-        self,
-        dirty: set[str],
-        blobs: dict[str, bytes] | None,
-        folders: dict[str, Any] | None,
-    ) -> None:
+    def _refold(self, dirty: set[str], blobs: dict[str, bytes]) -> None:
         """Rebuild the folders on the paths of ``dirty`` files, deepest first."""
         touched: set[str] = {""}
         for path in dirty:
@@ -127,15 +118,12 @@ class FileTree:
                 self._digests.pop(folder, None)
                 self._folders.get(parent, {}).pop(name + "/", None)
                 continue
-            data = json.dumps(entries, sort_keys=True, separators=(",", ":")).encode()
+            data = json_text(entries, checked=False, sort_keys=True).encode()
             digest = digest_of(data)
             self._digests[folder] = digest
             if folder:
                 self._folders.setdefault(parent, {})[name + "/"] = digest
-            if blobs is not None:
-                blobs[digest] = data
-            if folders is not None:
-                folders[digest] = dict(entries)
+            blobs[digest] = data
         self.digest = self._digests[""]
 
 
