@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -52,8 +53,7 @@ COMPRESS_ABOVE: Final = 1024
 
 
 _ORJSON_OPTIONS: Final = (
-    orjson.OPT_NON_STR_KEYS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
@@ -69,17 +69,38 @@ def json_text(
 ) -> str:
     """Compact JSON text that ``json.loads`` reads back as ``value``: orjson's, which costs a
     sixth of ``json.dumps``, unless orjson refuses the value (an int over 64 bits, a lone
-    surrogate) or, when ``checked``, would change it (a NaN or an infinity becomes null, a
-    tuple a list): then ``json.dumps``'s, as before. ``checked=False`` is for values of
-    strings only (a folder's names and hashes)."""
+    surrogate, a key that is not a string) or, when ``checked``, would change it (it writes
+    a NaN or an infinity as null, with no option to refuse them: ijl/orjson#441): then
+    ``json.dumps``'s, as before. ``checked=False`` is for values of strings only (a folder's
+    names and hashes)."""
     try:
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
-        if not checked or orjson.loads(data) == value:
+        if not checked or _finite(value) or orjson.loads(data) == value:
             return data.decode()
     except TypeError:  # orjson.JSONEncodeError
         pass
     return json.dumps(value, separators=(",", ":"), default=default, sort_keys=sort_keys)
+
+
+def _finite(value: Any) -> bool:
+    """True when ``value`` surely holds no NaN and no infinity (False: look closer).
+
+    ``marshal`` walks the value in C and writes each float as its 8 bytes, little-endian: a
+    NaN or an infinity has every exponent bit set, so its last two bytes are 0xF0-0xFF then
+    0x7F or 0xFF, a pair that UTF-8 text never holds. Other bytes (an int, a length) may
+    look so too, rarely; then the caller compares a round trip instead."""
+    try:
+        data = marshal.dumps(value, 4)
+    except ValueError:  # a type marshal does not know
+        return False
+    for mark in (0x7F, 0xFF):
+        at = data.find(mark, 1)
+        while at != -1:
+            if data[at - 1] >= 0xF0:
+                return False
+            at = data.find(mark, at + 1)
+    return True
 
 
 def digest_of(data: bytes) -> str:
