@@ -114,6 +114,9 @@ class Checkpointer:
         self._rescan = True
         self._parts: dict[str, Any] = {}
         """name -> the part at the last checkpoint (a row holds the parts that differ)."""
+        self._keys: dict[str, object] = {}
+        """The keys of the parts that have them (``RunState.part_keys``) at the last
+        checkpoint: a part whose key did not change is not built again."""
         self._last_call = 0
         self._seen = 0
         self._context: ContextManager | None = None
@@ -185,7 +188,11 @@ class Checkpointer:
         elif self._dirty:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
-        snapshot = state.snapshot(history=False)
+        keys = state.part_keys()
+        before = self._keys
+        unchanged = [name for name, key in keys.items() if name in before and before[name] == key]
+        self._keys = keys
+        snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
         appended: dict[str, Any] = {}
         snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
