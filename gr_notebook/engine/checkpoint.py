@@ -112,6 +112,8 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
+        self._seq = -1
+        """The seq of the last event at the last checkpoint."""
         self._parts: dict[str, Any] = {}
         """name -> the part at the last checkpoint (a row holds the parts that differ)."""
         self._keys: dict[str, object] = {}
@@ -135,7 +137,6 @@ class Checkpointer:
         """When the timer was set (monotonic): the first pending checkpoint was taken."""
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
-        self._unsubscribe = state.events.subscribe(self._on_event)
 
     # -- between checkpoints --------------------------------------------------------------------
 
@@ -152,10 +153,6 @@ class Checkpointer:
             self._journal.flush()
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
-
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, RunResumedEvent):  # after a pause a person may have edited
-            self._rescan = True
 
     # -- the checkpoint -------------------------------------------------------------------------
 
@@ -180,6 +177,13 @@ class Checkpointer:
 
     def _take(self) -> None:
         state = self.state
+        events = state.events
+        seq = len(events) - 1
+        if not self._rescan and any(
+            isinstance(e, RunResumedEvent) for e in events[self._seq + 1 :]
+        ):
+            self._rescan = True  # after a pause a person may have edited
+        self._seq = seq
         blobs: dict[str, bytes] = {}
         if self._rescan:
             self._rescan = False
@@ -208,9 +212,9 @@ class Checkpointer:
         row = CheckpointRow(
             run_id=self.run_id,
             turn=state.turn + 1,
-            seq=len(state.events) - 1,
+            seq=seq,
             time=state.clock(),
-            state=rows.json_text(
+            state=rows.json_bytes(
                 {"counters": counters, "inline": inline, "appended": appended}, _plain
             ),
             files=self._tree.digest,
@@ -331,7 +335,6 @@ class Checkpointer:
         """Store what waits, and stop following the run; its journal goes, unless the run
         can be resumed (it tells a resume which files the run wrote last)."""
         self._unwatch()
-        self._unsubscribe()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

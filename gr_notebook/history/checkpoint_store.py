@@ -37,7 +37,7 @@ __all__ = [
     "checkpoints_by_run",
     "copy_events",
     "digest_of",
-    "json_text",
+    "json_bytes",
     "lineage",
     "migrated_at",
     "record_lineage",
@@ -60,14 +60,14 @@ _ORJSON_OPTIONS: Final = (
 """What ``json`` would refuse (a subclass, a dataclass, a datetime) goes to ``default``."""
 
 
-def json_text(
+def json_bytes(
     value: Any,
     default: Callable[[Any], Any] | None = None,
     *,
     checked: bool = True,
     sort_keys: bool = False,
-) -> str:
-    """Compact JSON text that ``json.loads`` reads back as ``value``: orjson's, which costs a
+) -> bytes:
+    """Compact JSON, UTF-8, that ``json.loads`` reads back as ``value``: orjson's, which costs a
     sixth of ``json.dumps``, unless orjson refuses the value (an int over 64 bits, a lone
     surrogate, a key that is not a string) or, when ``checked``, would change it (it writes
     a NaN or an infinity as null, with no option to refuse them: ijl/orjson#441): then
@@ -77,10 +77,11 @@ def json_text(
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
         if not checked or _finite(value) or orjson.loads(data) == value:
-            return data.decode()
+            return data
     except TypeError:  # orjson.JSONEncodeError
         pass
-    return json.dumps(value, separators=(",", ":"), default=default, sort_keys=sort_keys)
+    text = json.dumps(value, separators=(",", ":"), default=default, sort_keys=sort_keys)
+    return text.encode()
 
 
 def _finite(value: Any) -> bool:
@@ -117,9 +118,9 @@ class CheckpointRow:
     seq: int
     """The seq of the run's last event at the checkpoint."""
     time: float
-    state: str
-    """JSON: the counters, the parts that changed inline, the others by blob hash, and
-    what the run's logs gained since its previous checkpoint."""
+    state: str | bytes
+    """JSON (UTF-8 bytes as a checkpoint writes it, text as it is read back): the counters,
+    the parts that changed, and what the run's logs gained since its previous checkpoint."""
     files: str
     """The hash of the workspace's root folder blob."""
 
@@ -171,8 +172,10 @@ def checkpoint_writer(
 
 _INSERT_CHECKPOINT: Final = (
     "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, files)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?)"
 )
+"""``state`` goes in as the UTF-8 bytes orjson wrote and is kept as text: no decoding to
+a ``str`` and encoding back for SQLite."""
 
 
 def blob(store: Store, digest: str) -> bytes:

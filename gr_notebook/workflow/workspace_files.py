@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.history.checkpoint_store import digest_of, json_text
+from gr_notebook.history.checkpoint_store import digest_of, json_bytes
 
 __all__ = ["FileTree", "Stamp", "WorkspaceDiff", "diff", "flatten", "hash_files", "restore_files"]
 
@@ -118,7 +118,7 @@ class FileTree:
                 self._digests.pop(folder, None)
                 self._folders.get(parent, {}).pop(name + "/", None)
                 continue
-            data = json_text(entries, checked=False, sort_keys=True).encode()
+            data = json_bytes(entries, checked=False, sort_keys=True)
             digest = digest_of(data)
             self._digests[folder] = digest
             if folder:
