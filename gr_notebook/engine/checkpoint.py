@@ -88,6 +88,11 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
+_Taken = tuple[int, int, float, bytes, str, dict[str, bytes] | None]
+"""A checkpoint taken and not written yet: turn, seq, time, state, files, new blobs. A
+tuple of plain values, which the garbage collector stops tracking."""
+
+
 def _committed() -> None:
     """A checkpoint's row is committed: nothing more to do (the flush timer, when one is
     set, finds nothing deferred)."""
@@ -131,7 +136,7 @@ class Checkpointer:
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
-        self._pending: list[Callable[[sqlite3.Connection], None]] = []
+        self._pending: list[_Taken] = []
         """The checkpoints taken since the last commit (all but a run's first)."""
         self._since = 0.0
         """When the timer was set (monotonic): the first pending checkpoint was taken."""
@@ -209,29 +214,29 @@ class Checkpointer:
         for name, part in snapshot.items():
             if name not in parts or parts[name] != part or name in _ALWAYS_INLINE:
                 inline[name] = parts[name] = part
-        row = CheckpointRow(
-            run_id=self.run_id,
-            turn=state.turn + 1,
-            seq=seq,
-            time=state.clock(),
-            state=rows.json_bytes(
-                {"counters": counters, "inline": inline, "appended": appended}, _plain
-            ),
-            files=self._tree.digest,
+        text = rows.json_bytes(
+            {"counters": counters, "inline": inline, "appended": appended}, _plain
         )
-        write, written = rows.checkpoint_writer(row, blobs)
-        self.bytes_written += written
-        self._turn = row.turn
+        taken = (state.turn + 1, seq, state.clock(), text, self._tree.digest, blobs or None)
+        self._turn = state.turn + 1
         self.taken += 1
         if self.taken == 1:  # the run can be resumed from its first event on
-            self.store.defer(self._guarded([write]), _committed)
+            self.store.defer(self._guarded([self._writer(taken)]), _committed)
             return
-        self._pending.append(write)
+        self._pending.append(taken)
         if self._timer is None:
             self._since = time.monotonic()
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
         elif time.monotonic() - self._since >= FLUSH_AFTER_S:  # the loop did not yield
             self._commit()
+
+    def _writer(self, taken: _Taken) -> Callable[[sqlite3.Connection], None]:
+        """What writes a checkpoint taken (its row, its new blobs)."""
+        turn, seq, at, text, files, blobs = taken
+        row = CheckpointRow(self.run_id, turn, seq, at, text, files)
+        write, written = rows.checkpoint_writer(row, blobs or {})
+        self.bytes_written += written
+        return write
 
     def _guarded(self, writes: list[Callable[[sqlite3.Connection], None]]) -> Callable[..., None]:
         """``writes`` in turn order, whose failure leaves the event they ride with to be
@@ -259,8 +264,8 @@ class Checkpointer:
         """Commit the checkpoints taken since the last commit, together: one transaction
         for all the turns of the last 50 ms (those of a model call under way: one)."""
         if self._pending:
-            writes, self._pending = self._pending, []
-            self.store.defer(self._guarded(writes), _committed)
+            pending, self._pending = self._pending, []
+            self.store.defer(self._guarded([self._writer(t) for t in pending]), _committed)
         try:
             self.store.flush()
         except StoreError as exc:
@@ -338,11 +343,7 @@ class Checkpointer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._pending:
-            self.store.defer(self._guarded(self._pending), _committed)
-            self._pending = []
-        with contextlib.suppress(StoreError):
-            self.store.flush()
+        self._commit()
         if self._journal is not None:
             self._journal.close()
             self._journal = None
