@@ -59,6 +59,9 @@ CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
 FOLDERS: Final = "folders"
 """Rows written before decision 275 kept the folders that changed in the row, by hash."""
+CHANGED: Final = "changed"
+"""The parts of which only some keys changed: those keys, to lay over the part as it was."""
+_MISSING: Final = object()
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
@@ -210,13 +213,23 @@ class Checkpointer:
         if messages is not None:
             appended["messages"] = messages
         inline: dict[str, Any] = {}
+        changed: dict[str, Any] = {}
         parts = self._parts
         for name, part in snapshot.items():
-            if name not in parts or parts[name] != part or name in _ALWAYS_INLINE:
+            previous = parts.get(name, _MISSING)
+            if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
                 inline[name] = parts[name] = part
-        text = rows.json_bytes(
-            {"counters": counters, "inline": inline, "appended": appended}, _plain
-        )
+            elif type(part) is dict and type(previous) is dict and part.keys() == previous.keys():
+                delta = {k: v for k, v in part.items() if previous[k] != v}
+                if delta:
+                    changed[name] = delta
+                    parts[name] = part
+            elif previous != part:
+                inline[name] = parts[name] = part
+        row: dict[str, Any] = {"counters": counters, "inline": inline, "appended": appended}
+        if changed:
+            row[CHANGED] = changed
+        text = rows.json_bytes(row, _plain)
         taken = (state.turn + 1, seq, state.clock(), text, self._tree.digest, blobs or None)
         self._turn = state.turn + 1
         self.taken += 1
@@ -409,6 +422,8 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
     for text in rows.states_upto(store, row):
         state = json.loads(text)
         snapshot.update(state["inline"])
+        for name, delta in state.get(CHANGED, {}).items():
+            snapshot[name] = {**snapshot[name], **delta}
         appended = state["appended"]
         gained = appended.get("messages")
         if gained is not None:
