@@ -91,9 +91,27 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
-_Taken = tuple[int, int, float, bytes, str, dict[str, bytes] | None]
-"""A checkpoint taken and not written yet: turn, seq, time, state, files, new blobs. A
-tuple of plain values, which the garbage collector stops tracking."""
+_Taken = tuple[int, int, float, bytes, str, dict[str, bytes] | None, dict[str, Any] | None]
+"""A checkpoint taken and not written yet: turn, seq, time, state, files, new blobs, and
+the logs' new entries (frozen: the feedback's call records, layer 5's messages), which are
+encoded with the rows of the next 50 ms, together, rather than one by one between turns."""
+
+
+def _with_logs(text: bytes, logs: dict[str, Any]) -> bytes:
+    """``text``, a row that ends ``"appended":{}}``, with the logs' entries there. In them
+    only a tool's input and a call's time can be a float (the rest is text, ints and
+    flags), so only those are looked at for a NaN before orjson writes the lot."""
+    floats: list[Any] = []
+    messages = logs.get("messages")
+    if messages is not None:
+        epoch, start, items = messages
+        encoded = [m.to_json() for m in items]
+        floats += [b["input"] for m in encoded for b in m["content"] if b["type"] == "tool_use"]
+        logs = {**logs, "messages": {"epoch": epoch, "start": start, "items": encoded}}
+    for record in logs.get(CALLS, ()):
+        floats += (record["params"], record["time"])
+    data = rows.json_bytes(logs, _plain, checked=not rows.finite(floats))
+    return text[:-3] + data[:-1] + b"}}"
 
 
 def _committed() -> None:
@@ -206,12 +224,12 @@ class Checkpointer:
         self._keys = keys
         snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
-        appended: dict[str, Any] = {}
-        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
-        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], appended)
+        logs: dict[str, Any] = {}  # frozen values, encoded when the row is written
+        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], logs)
+        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], logs)
         messages = self._new_messages()
         if messages is not None:
-            appended["messages"] = messages
+            logs["messages"] = messages
         inline: dict[str, Any] = {}
         changed: dict[str, Any] = {}
         parts = self._parts
@@ -226,11 +244,20 @@ class Checkpointer:
                     parts[name] = part
             elif previous != part:
                 inline[name] = parts[name] = part
-        row: dict[str, Any] = {"counters": counters, "inline": inline, "appended": appended}
+        row: dict[str, Any] = {"counters": counters, "inline": inline}
         if changed:
             row[CHANGED] = changed
+        row["appended"] = {}  # last: the logs' new entries are spliced in (_with_logs)
         text = rows.json_bytes(row, _plain)
-        taken = (state.turn + 1, seq, state.clock(), text, self._tree.digest, blobs or None)
+        taken = (
+            state.turn + 1,
+            seq,
+            state.clock(),
+            text,
+            self._tree.digest,
+            blobs or None,
+            logs or None,
+        )
         self._turn = state.turn + 1
         self.taken += 1
         if self.taken == 1:  # the run can be resumed from its first event on
@@ -245,7 +272,9 @@ class Checkpointer:
 
     def _writer(self, taken: _Taken) -> Callable[[sqlite3.Connection], None]:
         """What writes a checkpoint taken (its row, its new blobs)."""
-        turn, seq, at, text, files, blobs = taken
+        turn, seq, at, text, files, blobs, logs = taken
+        if logs is not None:
+            text = _with_logs(text, logs)
         row = CheckpointRow(self.run_id, turn, seq, at, text, files)
         write, written = rows.checkpoint_writer(row, blobs or {})
         self.bytes_written += written
@@ -284,9 +313,10 @@ class Checkpointer:
         except StoreError as exc:
             self._store_failure = exc
 
-    def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
+    def _pack_calls(self, guardrails: dict[str, Any], logs: dict[str, Any]) -> dict[str, Any]:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
-        range of their indexes; the calls not recorded yet go to the log."""
+        range of their indexes; the calls not recorded yet go to the log (the records are
+        the runner's own, built once per call and never changed)."""
         feedback = guardrails.get("feedback")
         if not isinstance(feedback, dict) or not isinstance(feedback.get("recent"), list):
             return guardrails
@@ -303,13 +333,13 @@ class Checkpointer:
                     break
                 new.append(record)
             if new:
-                appended[CALLS] = new[::-1]
+                logs[CALLS] = new[::-1]
                 self._last_call = last
             if not contiguous:
                 window = {"indexes": window}
         return {**guardrails, "feedback": {**feedback, "recent": window}}
 
-    def _pack_seen(self, tracker: Any, appended: dict[str, Any]) -> Any:
+    def _pack_seen(self, tracker: Any, logs: dict[str, Any]) -> Any:
         """The calls the intervention tracker has seen (they only grow; the part has their
         count): those it saw since the last checkpoint go to the log."""
         engine = self.state.interventions
@@ -317,11 +347,11 @@ class Checkpointer:
             return tracker
         order = engine.tracker.seen_order
         if len(order) > self._seen:
-            appended[SEEN] = order[self._seen :]
+            logs[SEEN] = order[self._seen :]
             self._seen = len(order)
         return tracker
 
-    def _new_messages(self) -> dict[str, Any] | None:
+    def _new_messages(self) -> tuple[int, int, list[Message]] | None:
         """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch
         from the first message when one already recorded changed."""
         context = self.state.context
@@ -343,11 +373,7 @@ class Checkpointer:
         if tail:
             self._last = tail[-1]
         self._written = written + len(tail)
-        return {
-            "epoch": self._epoch,
-            "start": written,
-            "items": [message.to_json() for message in tail],
-        }
+        return self._epoch, written, tail
 
     def close(self, *, keep_journal: bool = False) -> None:
         """Store what waits, and stop following the run; its journal goes, unless the run

@@ -37,6 +37,7 @@ __all__ = [
     "checkpoints_by_run",
     "copy_events",
     "digest_of",
+    "finite",
     "json_bytes",
     "lineage",
     "migrated_at",
@@ -71,12 +72,12 @@ def json_bytes(
     sixth of ``json.dumps``, unless orjson refuses the value (an int over 64 bits, a lone
     surrogate, a key that is not a string) or, when ``checked``, would change it (it writes
     a NaN or an infinity as null, with no option to refuse them: ijl/orjson#441): then
-    ``json.dumps``'s, as before. ``checked=False`` is for values of strings only (a folder's
-    names and hashes)."""
+    ``json.dumps``'s, as before. ``checked=False`` is for values known to hold no float that
+    is not finite (a folder's names and hashes; what :func:`finite` passed)."""
     try:
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
-        if not checked or _finite(value) or orjson.loads(data) == value:
+        if not checked or finite(value) or orjson.loads(data) == value:
             return data
     except TypeError:  # orjson.JSONEncodeError
         pass
@@ -84,7 +85,7 @@ def json_bytes(
     return text.encode()
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
     """True when ``value`` surely holds no NaN and no infinity (False: look closer).
 
     ``marshal`` walks the value in C and writes each float as its 8 bytes, little-endian: a
