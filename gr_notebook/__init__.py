@@ -104,6 +104,7 @@ from gr_notebook.workflow.todos import TodoItem, TodoList
 from gr_notebook.workflow.workspace import Workspace
 
 if typing.TYPE_CHECKING:
+    from gr_notebook.experiments import Experiment
     from gr_notebook.jupyter.widgets import Dashboard
     from gr_notebook.models.anthropic_model import AnthropicModel
     from gr_notebook.models.openai_model import OpenAIModel
@@ -124,6 +125,13 @@ def unload_ipython_extension(ipython: typing.Any) -> None:
     unload(ipython)
 
 
+def _notebook_progress() -> typing.Any:
+    """An experiment's live table in a Jupyter kernel (ipywidgets loads only then)."""
+    from gr_notebook.jupyter.experiment_progress import notebook_progress
+
+    return notebook_progress()
+
+
 def __getattr__(name: str) -> typing.Any:
     if name == "Dashboard":  # ipywidgets loads on first use, never on import gr_notebook
         from gr_notebook.jupyter.widgets import Dashboard
@@ -133,6 +141,13 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.anthropic_model import AnthropicModel
 
         return AnthropicModel
+    if name == "Experiment":  # and the experiments, with their notebook progress hooked up
+        from gr_notebook.experiments import Experiment
+        from gr_notebook.experiments.progress import set_notebook_progress
+
+        set_notebook_progress(_notebook_progress)
+        globals()["Experiment"] = Experiment
+        return Experiment
     if name == "OpenAIModel":  # and the openai SDK
         from gr_notebook.models.openai_model import OpenAIModel
 
@@ -159,6 +174,7 @@ __all__ = [
     "Directive",
     "Event",
     "EventLog",
+    "Experiment",
     "FakeClock",
     "Feedback",
     "FeedbackContext",
@@ -251,7 +267,8 @@ _moved.install()  # module paths from before the packages' layout still import, 
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer (decision 160): the display layer draws the core's HTML reprs, and the
-# history layer answers Budget.suggest and Run.fork.
+# history layer answers Budget.suggest and Run.fork (and `gr.Experiment`, loaded on first
+# use, gets the notebook face's progress widget the same way).
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
 _set_forker(_fork_run)

@@ -16,7 +16,7 @@ import os
 import secrets
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,6 +91,16 @@ class Agent:
         name: str = "agent",
         checkpoints: bool = True,
     ) -> None:
+        options = {k: v for k, v in locals().items() if k != "self"}
+        for key in ("tools", "policies", "feedback_providers"):  # a generator reads once
+            if isinstance(options[key], Iterator):
+                options[key] = tuple(options[key])
+        tools, policies, feedback_providers = (
+            options["tools"],
+            options["policies"],
+            options["feedback_providers"],
+        )
+        self._options: dict[str, Any] = options
         self.budget = _budget_of(budget, max_iterations)
         try:  # exactly as a tool's path is checked, so every write of the plan succeeds
             plan_file = relative_path(plan_file)
@@ -286,6 +296,18 @@ class Agent:
     @property
     def max_iterations(self) -> int:
         return self.budget.max_iterations
+
+    def replace(self, **changes: Any) -> Agent:
+        """A new agent built from this one's arguments with ``changes`` applied, as
+        :func:`dataclasses.replace` does: an experiment gives each run its own model seed,
+        workspace and store this way."""
+        unknown = sorted(set(changes) - set(self._options))
+        if unknown:
+            raise ConfigError(
+                f"Agent.replace() got {', '.join(unknown)}; it takes gr.Agent's own arguments: "
+                f"{', '.join(self._options)}"
+            )
+        return Agent(**{**self._options, **changes})
 
     # -- internals --------------------------------------------------------------------------
 

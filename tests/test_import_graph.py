@@ -164,7 +164,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("guardrails", "tools", "models", "testing", "history.analysis", "history.adaptive"),
     ("engine",),
     ("agent", "run", "examples", "demo", "__main__"),
-    ("history", "display", "integrations"),
+    ("history", "display", "integrations", "experiments"),
     ("jupyter",),
     ("_moved",),
 )

@@ -68,9 +68,18 @@ def _run(*cmd: str | Path, cwd: Path = ROOT) -> str:
 
 
 def _dev_group() -> list[str]:
+    """The dev group's distributions; ``gr-notebook[extra]`` stands for the extra's own."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    dev = pyproject["dependency-groups"]["dev"]
-    return [re.split(r"[\s<>=!~;\[]", req.strip(), maxsplit=1)[0] for req in dev]
+    project, extras = pyproject["project"]["name"], pyproject["project"]["optional-dependencies"]
+    names = []
+    for req in pyproject["dependency-groups"]["dev"]:
+        name = re.split(r"[\s<>=!~;\[]", req.strip(), maxsplit=1)[0]
+        if name != project:
+            names.append(name)
+            continue
+        for extra in re.findall(r"\[([^\]]+)\]", req)[0].split(","):
+            names += [re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0] for r in extras[extra.strip()]]
+    return names
 
 
 @pytest.fixture(scope="module")

@@ -208,14 +208,10 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.issue = w.Text(placeholder="What is wrong? Type it, then press Rewind")
         self.issue.layout = w.Layout(flex="1 1 auto")
         self.rewind_button = w.Button(description="Rewind", icon="undo", button_style="warning")
-        self.fork_turn = w.Dropdown(options=[], layout=w.Layout(flex="1 1 auto"))
-        """Pick a turn from the timeline; the fork plays it again."""
-        self.fork_agent = w.Dropdown(
-            options=[("the same agent", "")], layout=w.Layout(width="auto")
-        )
-        """Which agent the fork runs under: the run's own, or a gr.Agent of the notebook."""
-        self.fork_button = w.Button(description="Fork", icon="code-branch")
-        self.fork_button.on_click(lambda _: self.fork())
+        self.fork_open = w.Button(description="Fork…", icon="code-branch")
+        """Shows the fork controls: built on first use, as most dashboards never fork."""
+        self.fork_open.on_click(lambda _: self._fork_controls())
+        self._fork: _ForkControls | None = None
         self.on_fork: Callable[[Run], object] | None = None
         """Called with the new run after a fork (the default binds it to ``fork``)."""
         self.stop_button.on_click(lambda _: self.stop())
@@ -223,18 +219,11 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.rewind_button.on_click(lambda _: self.rewind())
         self._log: deque[str] = deque(maxlen=LOG_LINES)
         side = w.VBox([self.plan, self.meters], layout=w.Layout(flex="1 1 260px"))
-        controls = w.HBox([self.stop_button, self.pause_button, self.issue, self.rewind_button])
-        controls.add_class("gr-controls")
-        time_travel = w.HBox(
-            [
-                w.Label("Fork at"),
-                self.fork_turn,
-                w.Label("under"),
-                self.fork_agent,
-                self.fork_button,
-            ]
+        controls = self._controls = w.HBox(
+            [self.stop_button, self.pause_button, self.issue, self.rewind_button, self.fork_open]
         )
-        time_travel.add_class("gr-time-travel")
+        controls.layout.flex_flow = "row wrap"  # room for the fork row when it opens
+        controls.add_class("gr-controls")
         super().__init__(
             [
                 self.header,
@@ -245,7 +234,6 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
                 self.timeline,
                 self.prompts,
                 controls,
-                time_travel,
                 self.log_panel,
             ],
             **kwargs,
@@ -317,18 +305,44 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         for entry in state.timeline:  # the latest line of each turn names it
             if entry.turn >= 1:
                 turns[entry.turn] = f"turn {entry.turn}: {entry.text}"[:80]
+        self.fork_open.disabled = not turns
+        if self._fork is None:
+            return
         options = [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
-        if options != list(self.fork_turn.options):
-            chosen = self.fork_turn.value
-            self.fork_turn.options = options
+        controls = self._fork
+        if options != list(controls.turn.options):
+            chosen = controls.turn.value
+            controls.turn.options = options
             if chosen in turns:
-                self.fork_turn.value = chosen
+                controls.turn.value = chosen
         agents = [("the same agent", ""), *((name, name) for name in _notebook_agents())]
-        if agents != list(self.fork_agent.options):
-            chosen = self.fork_agent.value
-            self.fork_agent.options = agents
-            self.fork_agent.value = chosen if chosen in dict(agents).values() else ""
-        self.fork_button.disabled = not options
+        if agents != list(controls.agent.options):
+            chosen = controls.agent.value
+            controls.agent.options = agents
+            controls.agent.value = chosen if chosen in dict(agents).values() else ""
+        controls.button.disabled = not options
+
+    def _fork_controls(self) -> _ForkControls:
+        if self._fork is None:
+            self._fork = _ForkControls(self.fork)
+            # The row takes the button's place at the end of the controls.
+            self._controls.children = (*self._controls.children[:-1], *self._fork.row)
+            self._refresh_fork(self.state())
+        return self._fork
+
+    @property
+    def fork_turn(self) -> w.Dropdown:
+        """Pick a turn from the timeline; the fork plays it again."""
+        return self._fork_controls().turn
+
+    @property
+    def fork_agent(self) -> w.Dropdown:
+        """Which agent the fork runs under: the run's own, or a gr.Agent of the notebook."""
+        return self._fork_controls().agent
+
+    @property
+    def fork_button(self) -> w.Button:
+        return self._fork_controls().button
 
     def add_log(self, message: str) -> None:
         """A line in the dashboard's log: where a background run's messages go, not stdout."""
@@ -415,6 +429,17 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             data["text/plain"] = f"Dashboard of run {self.run.run_id} (a live widget)"
             data["text/html"] = f"<div class='gr-dashboard'>{escape(data['text/plain'])}</div>"
         return data
+
+
+class _ForkControls:
+    """The fork row: a turn, an agent, and the button."""
+
+    def __init__(self, fork: Callable[[], object]) -> None:
+        self.turn = w.Dropdown(options=[], layout=w.Layout(flex="1 1 auto"))
+        self.agent = w.Dropdown(options=[("the same agent", "")], layout=w.Layout(width="auto"))
+        self.button = w.Button(description="Fork", icon="code-branch")
+        self.button.on_click(lambda _: fork())
+        self.row = (w.Label("Fork at"), self.turn, w.Label("under"), self.agent, self.button)
 
 
 def _notebook_agents() -> dict[str, Agent]:

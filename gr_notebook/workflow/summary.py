@@ -7,6 +7,8 @@ size however many files and notes the job accumulates.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,7 +66,7 @@ def build_workspace_summary(
 
 def _file_rows(workspace: Workspace, plan_file: str) -> list[str]:
     grouped: dict[str, int] = {}
-    entries: list[tuple[float, str, Path, str | None]] = []
+    entries: list[tuple[float, str, Path, str | None, os.stat_result]] = []
     for path, kind in workspace.entries():
         rel = workspace.shown(path)
         top = rel.split("/", 1)[0]
@@ -72,17 +74,18 @@ def _file_rows(workspace: Workspace, plan_file: str) -> list[str]:
             grouped[top] = grouped.get(top, 0) + 1
             continue
         try:
-            entries.append((path.lstat().st_mtime, rel, path, kind))
+            stat = path.lstat()
         except OSError:
             continue  # removed since the walk found it
-    shown = sorted(entries, reverse=True)[:MAX_FILE_ROWS]
+        entries.append((stat.st_mtime, rel, path, kind, stat))
+    shown = sorted(entries, key=lambda e: e[:2], reverse=True)[:MAX_FILE_ROWS]
     rows = []
-    for mtime, rel, path, kind in sorted(shown, key=lambda e: e[1]):
+    for mtime, rel, path, kind, stat in sorted(shown, key=lambda e: e[1]):
         stamp = dt.datetime.fromtimestamp(mtime).strftime("%H:%M")
         purpose = (
             f"{kind[0].upper()}{kind[1:]} (not a regular file; not read)"
             if kind
-            else _purpose(rel, path, plan_file)
+            else _purpose(rel, path, plan_file, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
         )
         rows.append(f"| {rel} | {purpose} | {stamp} |")
     if len(entries) > len(shown):
@@ -94,13 +97,21 @@ def _file_rows(workspace: Workspace, plan_file: str) -> list[str]:
     return rows
 
 
-def _purpose(rel: str, path: Path, plan_file: str) -> str:
+def _purpose(rel: str, path: Path, plan_file: str, version: tuple[int, int, int]) -> str:
     if rel == plan_file:
         return "Execution plan"
     if rel in _KNOWN_PURPOSES:
         return _KNOWN_PURPOSES[rel]
+    return _first_line(str(path), version)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_line(path: str, version: tuple[int, int, int]) -> str:
+    """A file's purpose, its first line, read once per version (inode, mtime, size): every
+    write renames a new file in (decision 21), so a file the run has not rewritten since the
+    last transition is not read again, and the summary's cost stays with what changed."""
     try:
-        head = read_regular(path, limit=512).decode("utf-8", errors="strict")
+        head = read_regular(Path(path), limit=512).decode("utf-8", errors="strict")
     except WorkspaceError:
         return "Unreadable file"
     except UnicodeDecodeError:

@@ -299,3 +299,27 @@ def test_summary_never_reads_through_a_symlink_to_outside(tmp_path: Path) -> Non
     (ws.root / "leak.md").symlink_to(secret)
     text = build_workspace_summary(ws, plan_file="main_plan.md", todos=TodoList(), clock=lambda: 0)
     assert "launch codes" not in text and "leak.md" not in text
+
+
+def test_a_file_is_read_once_per_version(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each transition rebuilds the summary; a file not rewritten since is not read again,
+    and one that was is (its purpose follows its new first line)."""
+    import gr_notebook.workflow.summary as summary
+
+    for i in range(5):
+        ws.write_text(f"docs/part_{i}.md", f"# Part {i}\n")
+    reads: list[str] = []
+    real = summary.read_regular
+
+    def counting(path: Path, **kwargs: object) -> bytes:
+        reads.append(path.name)
+        return real(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summary, "read_regular", counting)
+    first = build(ws)
+    assert sorted(reads) == [f"part_{i}.md" for i in range(5)]
+    reads.clear()
+    assert build(ws) == first and reads == []
+    ws.write_text("docs/part_2.md", "# Part two, rewritten\n")
+    again = build(ws)
+    assert reads == ["part_2.md"] and row_for(again, "docs/part_2.md")[1] == "Part two, rewritten"

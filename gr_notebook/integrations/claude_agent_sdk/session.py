@@ -27,6 +27,7 @@ from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
 from gr_notebook.limits import SpentLimit
+from gr_notebook.models.catalog import facts_of
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
 from gr_notebook.tools.toolset import Toolset
@@ -80,7 +81,7 @@ class Session:
             instructions=instructions or "(a Claude Agent SDK session)",
             limits=Limits(
                 max_iterations=agent.budget.max_iterations,
-                context_window=200_000,
+                context_window=facts_of(model.removeprefix("claude-agent-sdk:")).context_window,
                 token_budget=agent.budget.max_tokens,
             ),
         )

@@ -1,0 +1,419 @@
+"""``gr.Experiment``: many runs of many agent variants, at once, on one machine or a cluster.
+
+An experiment is a grid (agents × jobs × repeats, :mod:`.grid`) kept in a folder, its
+root: each run's workspace, each worker's store, the ledger of finished rows
+(:mod:`.ledger`) and the grid's fingerprint. :meth:`Experiment.run` runs every cell not
+yet done and returns :class:`~.results.Results`; a stopped experiment keeps its rows, and
+running it again (in this process or another, with the same root) runs only the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import signal
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent
+from gr_notebook.blocking import run_blocking
+from gr_notebook.errors import ConfigError
+from gr_notebook.examples import ExampleJob
+from gr_notebook.experiments.executors import (
+    Placement,
+    cpu_bound,
+    dead_worker,
+    payload,
+    place,
+    process_pool,
+)
+from gr_notebook.experiments.grid import RunSpec, build_grid, check_agents, check_jobs
+from gr_notebook.experiments.ledger import RERUN, Ledger
+from gr_notebook.experiments.limiter import RateLimiter
+from gr_notebook.experiments.progress import Progress, ProgressLike, choose_progress
+from gr_notebook.experiments.record import RunRecord, failed_record
+from gr_notebook.experiments.results import Results
+from gr_notebook.experiments.stores import STORES_DIR, Merger, merge_runs
+from gr_notebook.experiments.worker import CANCEL_FILE, RunTask, execute, run_task
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+
+__all__ = ["Experiment"]
+
+EXPERIMENTS_DIR = DEFAULT_RUNS_DIR / "experiments"
+FINGERPRINT_FILE = "experiment.json"
+
+
+class Experiment:
+    """Every agent variant on every job, ``repeats`` times; run ``i`` of a job has seed
+    ``seed + i`` for every variant, so the same grid gives the same runs.
+
+    ``root`` (default ``gr_runs/experiments/<name>``) keeps the runs' workspaces and the
+    ledger that lets a stopped experiment resume; ``store`` (default
+    ``gr_runs/store.sqlite``, the one :func:`gr.runs_df` reads) receives every run.
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent] | Iterable[Agent] | Iterable[tuple[str, Agent]],
+        jobs: Mapping[str, str | ExampleJob],
+        repeats: int = 1,
+        *,
+        seed: int = 0,
+        name: str = "experiment",
+        root: str | Path | None = None,
+        store: str | Path | None = None,
+    ) -> None:
+        self.agents = check_agents(agents)
+        self.jobs = check_jobs(jobs)
+        self.grid = build_grid(self.agents, self.jobs, repeats, seed)
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"name must be a non-empty str, e.g. name='policies'; got {name!r}")
+        self.name = name.strip()
+        self.root = Path(root if root is not None else EXPERIMENTS_DIR / self.name).absolute()
+        self.store = Path(store if store is not None else DEFAULT_STORE_PATH).absolute()
+        self.limiter: RateLimiter | None = None
+        """The loop's shared rate limiter, during and after a run (how many 429s it met)."""
+        self._stop: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._rows: dict[str, RunRecord] = {}
+        self._progress: Progress | None = None
+        self._merger: Merger | None = None
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        executor: object = None,
+        *,
+        max_concurrency: int | None = None,
+        progress: ProgressLike = True,
+        retry_failed: bool = False,
+    ) -> Results:
+        """Run every cell not done yet and return the results of the whole grid.
+
+        ``executor``: None puts the simulated agent's runs on a process pool (one per core)
+        and model-bound runs on this event loop; ``'loop'`` or ``'processes'`` puts them
+        all in one place; or pass any ``concurrent.futures.Executor`` or a
+        ``dask.distributed.Client``. ``max_concurrency`` caps the runs in flight (on the loop,
+        default 8; on an executor, its worker count). Ctrl-C stops every run at its next
+        safe point, keeps what finished, then raises ``KeyboardInterrupt``.
+        """
+        with _CtrlC(self):
+            return run_blocking(
+                self.arun(
+                    executor,
+                    max_concurrency=max_concurrency,
+                    progress=progress,
+                    retry_failed=retry_failed,
+                )
+            )
+
+    async def arun(
+        self,
+        executor: object = None,
+        *,
+        max_concurrency: int | None = None,
+        progress: ProgressLike = True,
+        retry_failed: bool = False,
+    ) -> Results:
+        """:meth:`run`, awaited (a notebook's top-level ``await``)."""
+        placement, payloads = self._prepare(executor, max_concurrency)
+        reporter = choose_progress(progress)
+        self._loop = asyncio.get_running_loop()
+        self._stop = None
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / CANCEL_FILE).unlink(missing_ok=True)
+        self._check_fingerprint()
+        ledger = Ledger(self.root)
+        self._rows = ledger.load()
+        todo = [s for s in self.grid if self._needs_run(s, retry_failed)]
+        known = {s.key for s in self.grid}
+        reporter.start(
+            len(self.grid),
+            list(self.agents),
+            [r for k, r in self._rows.items() if k in known and r.spec not in todo],
+        )
+        self._progress = reporter
+        store = Store(self.store)
+        self._merger = Merger(self.store)
+        try:
+            drivers = [
+                asyncio.ensure_future(
+                    self._on_loop(
+                        [s for s in todo if s.agent in placement.on_loop], placement, store, ledger
+                    )
+                ),
+                asyncio.ensure_future(
+                    self._on_executor(
+                        [s for s in todo if s.agent not in placement.on_loop],
+                        placement,
+                        payloads,
+                        ledger,
+                    )
+                ),
+            ]
+            everything = asyncio.gather(*drivers, return_exceptions=True)
+            try:
+                outcomes = await asyncio.shield(everything)
+            except asyncio.CancelledError:  # a kernel's interrupt of an awaiting cell
+                self.cancel(interrupted=True)
+                await everything
+                raise
+            for outcome in outcomes:  # both drivers have ended, whatever either raised
+                if isinstance(outcome, BaseException):
+                    raise outcome
+        finally:
+            self._sweep()
+            self._merger.close()
+            self._merger = None
+            store.close()
+            reporter.close()
+            self._progress = None
+            self._loop = None
+        return self.results()
+
+    def cancel(self, *, interrupted: bool = False) -> None:
+        """Stop the experiment: no run starts, every running one ends ``cancelled`` (or
+        ``interrupted``) at its next safe point, and what finished is kept; :meth:`run`
+        then returns. Safe from any thread."""
+        how = "interrupted" if interrupted else "cancelled"
+        self._stop = self._stop or how
+        if self.root.exists():
+            (self.root / CANCEL_FILE).write_text(how, encoding="utf-8")
+
+    @property
+    def stopped(self) -> str | None:
+        """``cancelled`` or ``interrupted`` once a stop was asked of the current run."""
+        return self._stop
+
+    def results(self) -> Results:
+        """The rows finished so far (from the ledger, so also after a restart)."""
+        if not self._rows:
+            self._rows = Ledger(self.root).load()
+        return Results(list(self._rows.values()), grid=self.grid, store=self.store)
+
+    # -- the two ways runs go ---------------------------------------------------------------
+
+    async def _on_loop(
+        self, specs: list[RunSpec], placement: Placement, store: Store, ledger: Ledger
+    ) -> None:
+        if not specs:
+            return
+        self.limiter = RateLimiter(placement.loop_concurrency)
+        slots = asyncio.Semaphore(placement.loop_concurrency)
+
+        async def one(spec: RunSpec) -> None:
+            async with slots:
+                if self._stop is not None:
+                    return
+                attempt = self._attempt(spec)
+                try:
+                    record = await execute(
+                        spec,
+                        self.agents[spec.agent],
+                        self.jobs[spec.job],
+                        root=self.root,
+                        attempt=attempt,
+                        store=store,
+                        should_stop=lambda: self._stop,
+                        limiter=self.limiter,
+                    )
+                except Exception as exc:
+                    record = failed_record(spec, exc, attempts=attempt)
+                if record is not None:
+                    self._accept(record, ledger)
+
+        await asyncio.gather(*(one(s) for s in specs))
+
+    async def _on_executor(
+        self,
+        specs: list[RunSpec],
+        placement: Placement,
+        payloads: Mapping[tuple[str, str], bytes],
+        ledger: Ledger,
+    ) -> None:
+        if not specs:
+            return
+        executor = placement.executor or process_pool(placement.workers)
+        owned = [executor] if placement.executor is None else []
+        queue = [
+            RunTask(s, payloads[s.agent, s.job], str(self.root), self._attempt(s))
+            for s in reversed(specs)
+        ]
+        in_flight: dict[asyncio.Future[RunRecord | None], tuple[RunTask, Any]] = {}
+        died: set[str] = set()
+
+        def refill() -> None:
+            while queue and len(in_flight) < placement.in_flight and self._stop is None:
+                task = queue.pop()
+                future = asyncio.wrap_future(executor.submit(run_task, task))
+                in_flight[future] = (task, executor)
+
+        try:
+            refill()
+            while in_flight:
+                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                rows: list[RunRecord] = []
+                for future in done:
+                    task, used = in_flight.pop(future)
+                    error = future.exception()
+                    if error is None:
+                        row = future.result()
+                        if row is not None:  # None: it was due to start after a stop
+                            rows.append(row)
+                        continue
+                    if dead_worker(error) and used is executor and _broken(executor):
+                        executor = process_pool(placement.workers)  # the old one is unusable
+                        owned.append(executor)
+                    if dead_worker(error) and task.spec.key not in died:
+                        died.add(task.spec.key)  # retried once
+                        queue.append(replace(task, attempt=task.attempt + 1))
+                        continue
+                    why = (
+                        f"its worker died twice ({type(error).__name__}: {error}); a run that "
+                        "kills its process (memory, a crash in native code) needs fixing before "
+                        "it can run"
+                        if dead_worker(error)
+                        else error
+                    )
+                    rows.append(failed_record(task.spec, why, attempts=task.attempt))
+                refill()  # the workers go on while the rows are merged
+                for row in rows:
+                    self._accept(row, ledger)
+        finally:
+            for pool in owned:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _prepare(
+        self, executor: object, max_concurrency: object
+    ) -> tuple[Placement, dict[tuple[str, str], bytes]]:
+        """Everything that can be refused is refused here, before any run starts."""
+        cpu_runs = sum(1 for s in self.grid if cpu_bound(self.agents[s.agent]))
+        placement = place(executor, self.agents, max_concurrency, cpu_runs)
+        payloads = {
+            (agent, job): payload(agent, self.agents[agent], job, self.jobs[job])
+            for agent in self.agents
+            if agent not in placement.on_loop
+            for job in self.jobs
+        }
+        return placement, payloads
+
+    def _needs_run(self, spec: RunSpec, retry_failed: bool) -> bool:
+        row = self._rows.get(spec.key)
+        return row is None or row.status in RERUN or (retry_failed and row.status == "failed")
+
+    def _attempt(self, spec: RunSpec) -> int:
+        row = self._rows.get(spec.key)
+        return 1 if row is None else row.attempts + 1
+
+    def _accept(self, record: RunRecord, ledger: Ledger) -> None:
+        if record.store and record.run_id and Path(record.store) != self.store:
+            self._merge(Path(record.store), [record.run_id])
+        ledger.append(record)
+        self._rows[record.spec.key] = record
+        if self._progress is not None:
+            self._progress.update(record)
+
+    def _sweep(self) -> None:
+        """Merge every worker store whole: a run whose row never came back is kept too."""
+        folder = self.root / STORES_DIR
+        if folder.is_dir():
+            for source in sorted(folder.glob("*.sqlite")):
+                self._merge(source)
+
+    def _merge(self, source: Path, run_ids: list[str] | None = None) -> None:
+        if self._merger is not None:
+            self._merger.merge(source, run_ids)
+        else:
+            merge_runs(self.store, source, run_ids)
+
+    def _check_fingerprint(self) -> None:
+        """A root holds one experiment: a variant, job or seed changed under the same name
+        would mix two experiments' rows, so it is refused; new names and repeats are not."""
+        mine = self._fingerprint()
+        path = self.root / FINGERPRINT_FILE
+        theirs = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        for part in ("agents", "jobs"):
+            for key, value in mine[part].items():
+                if theirs.get(part, {}).get(key, value) != value:
+                    raise ConfigError(
+                        f"{self.root} holds another experiment, whose {part[:-1]} {key!r} "
+                        f"differs from this one's; give this experiment another name= (or "
+                        "root=), or delete that folder to start over"
+                    )
+        if theirs.get("seed", mine["seed"]) != mine["seed"]:
+            raise ConfigError(
+                f"{self.root} holds an experiment with seed={theirs['seed']}; give this one "
+                "another name= (or root=), or the same seed to resume it"
+            )
+        merged = {
+            "seed": mine["seed"],
+            "agents": {**theirs.get("agents", {}), **mine["agents"]},
+            "jobs": {**theirs.get("jobs", {}), **mine["jobs"]},
+        }
+        path.write_text(json.dumps(merged, indent=1, sort_keys=True), encoding="utf-8")
+
+    def _fingerprint(self) -> dict[str, Any]:
+        def digest(value: object) -> str:
+            text = json.dumps(value, sort_keys=True, default=repr)
+            return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+        return {
+            "seed": self.grid[0].seed,
+            "agents": {n: digest(_described(a)) for n, a in self.agents.items()},
+            "jobs": {n: digest([j.instructions, dict(j.files)]) for n, j in self.jobs.items()},
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Experiment({self.name!r}: {len(self.agents)} agents × {len(self.jobs)} jobs × "
+            f"{len(self.grid) // (len(self.agents) * len(self.jobs))} repeats = "
+            f"{len(self.grid)} runs, root={str(self.root)!r})"
+        )
+
+
+def _described(agent: Agent) -> dict[str, Any]:
+    config = agent.config()
+    config.pop("name", None)
+    return {**config, "model": repr(agent.model)}
+
+
+def _broken(executor: object) -> bool:
+    return bool(getattr(executor, "_broken", False))
+
+
+class _CtrlC:
+    """Ctrl-C during a blocking :meth:`Experiment.run`: the first asks every run to stop at
+    its next safe point (through the loop's thread-safe door) and ``run`` raises
+    ``KeyboardInterrupt`` once they have; a second raises at once. Only the main thread
+    can take signals, so elsewhere it does nothing."""
+
+    def __init__(self, experiment: Experiment) -> None:
+        self.experiment = experiment
+        self.pressed = 0
+        self._previous: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        if self.pressed and exc[0] is None:
+            raise KeyboardInterrupt
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.pressed += 1
+        loop = self.experiment._loop
+        if self.pressed > 1 or loop is None:
+            raise KeyboardInterrupt
+        loop.call_soon_threadsafe(lambda: self.experiment.cancel(interrupted=True))
