@@ -5,25 +5,29 @@ needs to go on from there, in one row of the store
 (:mod:`gr_notebook.history.checkpoint_store`):
 
 - the run state's snapshot without its history
-  (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``): a part
-  equal to the last checkpoint's is named by the hash of a blob written once, the others
-  are inline;
+  (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``), as what
+  changed since the last checkpoint: a part that did not change is left out (the phases
+  and self-regulation are not even built when their state keys did not change), a part of
+  which some keys changed is stored as those keys, any other change as the whole part;
 - what grows by appending, as what it gained since the last checkpoint: layer 5's messages
   (a new epoch when a message already recorded was rewritten: a compaction, a pruning, a
-  prompt merged into the last message) and the feedback's recent tool calls; the events
-  are in the store already, named by the last one's seq;
+  prompt merged into the last message), the feedback's recent tool calls and the calls the
+  intervention tracker has seen; the events are in the store already, named by the last
+  one's seq;
 - the workspace's files, as a :class:`~gr_notebook.workflow.workspace_files.FileTree`
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-The row is committed with the run's next event (one commit, not two), or on its own 50 ms
-later when none comes (a model call under way). Before a write the path is noted in a
-journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a resume
-after a kill tells the run's own writes since the checkpoint it resumes from (set aside)
-from changes made by hand (refused: resume on a copy).
+A run's first row rides with its next event; the others wait in memory, the logs' new
+entries (frozen values) not yet encoded, and are committed together 50 ms after the first
+of them was taken: one transaction for the turns of 50 ms. Before a write the path is noted
+in a journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
+resume after a kill tells the run's own writes since the checkpoint it resumes from (set
+aside) from changes made by hand (refused: resume on a copy).
 
 :func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
-:meth:`~gr_notebook.engine.state.RunState.restore`.
+:meth:`~gr_notebook.engine.state.RunState.restore`; it reads the rows written before
+decision 274 too.
 """
 
 from __future__ import annotations

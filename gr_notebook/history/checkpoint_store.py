@@ -1,12 +1,13 @@
 """The checkpoint tables of the run store: blobs by hash, checkpoints, lineage.
 
 A checkpoint row keeps, as one JSON text, the run state's parts that changed since the
-run's last checkpoint (the others by the hash of a blob written once) and what the run's
-append-only logs gained since then (layer 5's new messages, the feedback's new tool calls);
-and the hash of the workspace's root folder. Reading a checkpoint back replays the
-logs of the rows up to it. Every blob is keyed by the hash of its content, so what did not
-change (a file, a folder, a part of the state) is never written twice, and a turn costs
-one row. The tables are created by the store's ``add_checkpoints`` migration (schema 2).
+run's last checkpoint (whole, or the keys that changed) and what the run's append-only
+logs gained since then (layer 5's new messages, the feedback's new tool calls); and the
+hash of the workspace's root folder. Reading a checkpoint back replays the rows up to it.
+Every blob (a file, a folder) is keyed by the hash of its content, so what did not change is
+never written twice, and a turn costs one row. The JSON is orjson's, checked for what
+orjson would write differently from ``json`` (:func:`json_bytes`). The tables are created
+by the store's ``add_checkpoints`` migration (schema 2).
 """
 
 from __future__ import annotations
