@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
@@ -157,7 +157,8 @@ class Checkpointer:
         self._written = 0
         self._last: Message | None = None
         self._failed = False
-        self._journal: IO[str] | None = None
+        self._journal: int | None = None
+        """The journal's file descriptor, open for appending."""
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
@@ -178,9 +179,9 @@ class Checkpointer:
             if self._journal is None:
                 where = writes_journal(self.state.workspace.root, self.run_id)
                 where.parent.mkdir(exist_ok=True)
-                self._journal = open(where, "a", encoding="utf-8")  # noqa: SIM115
-            self._journal.write(f"{self._turn}\t{json.dumps(path)}\n")
-            self._journal.flush()
+                self._journal = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            # one write call per line: in the file (the OS's) before the path is written
+            os.write(self._journal, f"{self._turn}\t{json.dumps(path)}\n".encode())
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
 
@@ -388,7 +389,8 @@ class Checkpointer:
             self._timer = None
         self._commit()
         if self._journal is not None:
-            self._journal.close()
+            with contextlib.suppress(OSError):
+                os.close(self._journal)
             self._journal = None
         if not keep_journal:
             with contextlib.suppress(OSError):

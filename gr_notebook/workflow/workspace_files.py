@@ -84,7 +84,7 @@ class FileTree:
         if old is not None and old[1] == stamp:
             return False
         try:
-            data = _read(full)
+            data = _read(full, st.st_size)
         except OSError:
             return False  # unreadable now; the next look tries again
         digest = digest_of(data)
@@ -232,7 +232,13 @@ def _hidden(path: str) -> bool:
     return any(part.startswith(".") for part in path.split("/")[:-1])
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, size: int) -> bytes:
+    """The file's bytes, read with one call when it still has the ``size`` a stat saw."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    try:
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, max(size, 65536)))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
