@@ -66,6 +66,8 @@ FOLDERS: Final = "folders"
 CHANGED: Final = "changed"
 """The parts of which only some keys changed: those keys, to lay over the part as it was."""
 _MISSING: Final = object()
+USE: Final = "params_of"
+"""In a call's record: the id of the tool use, in the same row, whose input its params are."""
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
@@ -106,16 +108,30 @@ def _with_logs(text: bytes, logs: dict[str, Any]) -> bytes:
     only a tool's input and a call's time can be a float (the rest is text, ints and
     flags), so only those are looked at for a NaN before orjson writes the lot."""
     floats: list[Any] = []
+    uses: list[dict[str, Any]] = []
     messages = logs.get("messages")
     if messages is not None:
         epoch, start, items = messages
         encoded = [m.to_json() for m in items]
-        floats += [b["input"] for m in encoded for b in m["content"] if b["type"] == "tool_use"]
+        uses = [b for m in encoded for b in m["content"] if b["type"] == "tool_use"]
+        floats += [b["input"] for b in uses]
         logs = {**logs, "messages": {"epoch": epoch, "start": start, "items": encoded}}
-    for record in logs.get(CALLS, ()):
-        floats += (record["params"], record["time"])
+    calls = logs.get(CALLS)
+    if calls:
+        logs[CALLS] = calls = [_by_use(record, uses) for record in calls]
+        floats += [(r.get("params"), r["time"]) for r in calls]
     data = rows.json_bytes(logs, _plain, checked=not rows.finite(floats))
     return text[:-3] + data[:-1] + b"}}"
+
+
+def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
+    """A call's record whose params are the input of a tool use in the same row (a
+    ``write_file`` carries the whole file) names that use instead of holding them twice."""
+    params = record["params"]
+    for use in uses:
+        if use["name"] == record["tool"] and use["input"] == params:
+            return {k: v for k, v in record.items() if k != "params"} | {USE: use["id"]}
+    return record
 
 
 def _committed() -> None:
@@ -458,13 +474,23 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
             snapshot[name] = {**snapshot[name], **delta}
         appended = state["appended"]
         gained = appended.get("messages")
+        inputs: dict[str, Any] = {}
         if gained is not None:
             if gained["start"] == 0:
                 messages = []
             if gained["start"] != len(messages):
                 raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
             messages.extend(gained["items"])
+            inputs = {
+                b["id"]: b["input"]
+                for m in gained["items"]
+                for b in m["content"]
+                if b["type"] == "tool_use"
+            }
         for record in appended.get(CALLS, ()):
+            if USE in record:  # its params are a tool use's input in this row
+                record = {**record, "params": inputs[record[USE]]}
+                del record[USE]
             calls[record["call_index"]] = record
         seen.update(appended.get(SEEN, ()))
         folders.update(appended.get(FOLDERS, {}))

@@ -157,3 +157,20 @@ def test_a_state_key_that_did_not_change_means_a_part_that_did_not(
         Checkpointer._take = take  # type: ignore[method-assign]
     assert run.status == "completed"
     assert compared["phases"] > 5 and compared["regulation"] > 5  # the keys were put to use
+
+
+def test_a_written_file_is_in_a_row_once_and_its_call_reads_back_whole(tmp_path: Path) -> None:
+    content = "the whole report, " * 200
+    model = gr.ScriptedModel(
+        [gr.tool_call("write_file", path="report.md", content=content), gr.text("done")]
+    )
+    store = gr.Store(tmp_path / "s.sqlite")
+    run = gr.Agent(model, workspace=tmp_path / "ws", store=store).run_sync("Write it.")
+    with sqlite3.connect(store.path) as conn:
+        (state,) = conn.execute(
+            "SELECT state FROM checkpoints WHERE run_id = ? AND turn = 2", (run.run_id,)
+        ).fetchone()
+    assert state.count(content) == 1  # in the message; the call's record names it
+    (record,) = load_checkpoint(store, run.run_id, 2).snapshot["guardrails"]["feedback"]["recent"]
+    assert record["params"] == {"path": "report.md", "content": content}
+    store.close()
