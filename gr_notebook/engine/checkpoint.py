@@ -18,9 +18,9 @@ needs to go on from there, in one row of the store
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-A run's first row rides with its next event; the others wait in memory, the logs' new
-entries (frozen values) not yet encoded, and are committed together 50 ms after the first
-of them was taken: one transaction for the turns of 50 ms. Before a write the path is noted
+The row rides with the run's next event (one commit, not two), or is committed on its own
+50 ms later when none comes (a model call under way); the logs' new entries (frozen values)
+are encoded only then, in that transaction. Before a write the path is noted
 in a journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
 resume after a kill tells the run's own writes since the checkpoint it resumes from (set
 aside) from changes made by hand (refused: resume on a copy).
@@ -37,7 +37,6 @@ import contextlib
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +98,8 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
 
 _Taken = tuple[int, int, float, bytes, str, dict[str, bytes] | None, dict[str, Any] | None]
 """A checkpoint taken and not written yet: turn, seq, time, state, files, new blobs, and
-the logs' new entries (frozen: the feedback's call records, layer 5's messages), which are
-encoded with the rows of the next 50 ms, together, rather than one by one between turns."""
+the logs' new entries (frozen: the feedback's call records, the tracker's seen calls, layer
+5's messages), encoded when the row is written."""
 
 
 def _with_logs(text: bytes, logs: dict[str, Any]) -> bytes:
@@ -178,10 +177,6 @@ class Checkpointer:
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
-        self._pending: list[_Taken] = []
-        """The checkpoints taken since the last commit (all but a run's first)."""
-        self._since = 0.0
-        """When the timer was set (monotonic): the first pending checkpoint was taken."""
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
 
@@ -281,54 +276,40 @@ class Checkpointer:
         )
         self._turn = state.turn + 1
         self.taken += 1
-        if self.taken == 1:  # the run can be resumed from its first event on
-            self.store.defer(self._guarded([self._writer(taken)]), _committed)
-            return
-        self._pending.append(taken)
+        self.store.defer(self._guarded(taken), _committed)
         if self._timer is None:
-            self._since = time.monotonic()
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
-        elif time.monotonic() - self._since >= FLUSH_AFTER_S:  # the loop did not yield
-            self._commit()
 
-    def _writer(self, taken: _Taken) -> Callable[[sqlite3.Connection], None]:
-        """What writes a checkpoint taken (its row, its new blobs)."""
-        turn, seq, at, text, files, blobs, logs = taken
-        if logs is not None:
-            text = _with_logs(text, logs)
-        row = CheckpointRow(self.run_id, turn, seq, at, text, files)
-        write, written = rows.checkpoint_writer(row, blobs or {})
-        self.bytes_written += written
-        return write
-
-    def _guarded(self, writes: list[Callable[[sqlite3.Connection], None]]) -> Callable[..., None]:
-        """``writes`` in turn order, whose failure leaves the event they ride with to be
-        stored (SQLite undoes a failed statement, not its transaction) and is reported by
-        the next checkpoint; the rows after a failed one are dropped, as a row stands on
-        the rows before it."""
+    def _guarded(self, taken: _Taken) -> Callable[[sqlite3.Connection], None]:
+        """What writes a checkpoint taken (its row, its new blobs), in the transaction of
+        the event it rides with: the logs' entries are encoded then. A failure leaves the
+        event to be stored (SQLite undoes a failed statement, not its transaction) and is
+        reported by the next checkpoint."""
 
         def guarded(conn: sqlite3.Connection) -> None:
-            for write in writes:
-                try:
-                    write(conn)
-                except sqlite3.Error as exc:
-                    path = self.store.path
-                    self._store_failure = StoreError(f"run store {path} failed: {exc}")
-                    return
+            if self._store_failure is not None:  # a row stands on the rows before it
+                return
+            turn, seq, at, text, files, blobs, logs = taken
+            try:
+                if logs is not None:
+                    text = _with_logs(text, logs)
+                row = CheckpointRow(self.run_id, turn, seq, at, text, files)
+                write, written = rows.checkpoint_writer(row, blobs or {})
+                write(conn)
+            except sqlite3.Error as exc:
+                self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
+            except Exception as exc:  # a value JSON cannot hold
+                self._store_failure = exc
+            else:
+                self.bytes_written += written
 
         return guarded
 
     def _flush(self) -> None:
-        """The timer: what waits is committed 50 ms after the first of it was taken."""
+        """Commit what no event took along (a model call is under way), 50 ms after the
+        first checkpoint since the timer last ran: a fast run pays a timer every 50 ms,
+        not one per turn, and a flush with nothing deferred costs nothing."""
         self._timer = None
-        self._commit()
-
-    def _commit(self) -> None:
-        """Commit the checkpoints taken since the last commit, together: one transaction
-        for all the turns of the last 50 ms (those of a model call under way: one)."""
-        if self._pending:
-            pending, self._pending = self._pending, []
-            self.store.defer(self._guarded([self._writer(t) for t in pending]), _committed)
         try:
             self.store.flush()
         except StoreError as exc:
@@ -402,8 +383,7 @@ class Checkpointer:
         self._unwatch()
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
-        self._commit()
+        self._flush()
         if self._journal is not None:
             with contextlib.suppress(OSError):
                 os.close(self._journal)
