@@ -96,16 +96,9 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
-_Taken = tuple[int, int, float, bytes, str, dict[str, bytes] | None, dict[str, Any] | None]
-"""A checkpoint taken and not written yet: turn, seq, time, state, files, new blobs, and
-the logs' new entries (frozen: the feedback's call records, the tracker's seen calls, layer
-5's messages), encoded when the row is written."""
-
-
-def _with_logs(text: bytes, logs: dict[str, Any]) -> bytes:
-    """``text``, a row that ends ``"appended":{}}``, with the logs' entries there. In them
-    only a tool's input and a call's time can be a float (the rest is text, ints and
-    flags), so only those are looked at for a NaN before orjson writes the lot."""
+def _appended(logs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """What the logs gained, as the row keeps it, and what in it may hold a float: only a
+    tool's input and a call's time can (the rest is text, ints and flags)."""
     floats: list[Any] = []
     uses: list[dict[str, Any]] = []
     messages = logs.get("messages")
@@ -114,13 +107,12 @@ def _with_logs(text: bytes, logs: dict[str, Any]) -> bytes:
         encoded = [m.to_json() for m in items]
         uses = [b for m in encoded for b in m["content"] if b["type"] == "tool_use"]
         floats += [b["input"] for b in uses]
-        logs = {**logs, "messages": {"epoch": epoch, "start": start, "items": encoded}}
+        logs["messages"] = {"epoch": epoch, "start": start, "items": encoded}
     calls = logs.get(CALLS)
     if calls:
         logs[CALLS] = calls = [_by_use(record, uses) for record in calls]
         floats += [(r.get("params"), r["time"]) for r in calls]
-    data = rows.json_bytes(logs, _plain, checked=not rows.finite(floats))
-    return text[:-3] + data[:-1] + b"}}"
+    return logs, floats
 
 
 def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -240,7 +232,7 @@ class Checkpointer:
         self._keys = keys
         snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
-        logs: dict[str, Any] = {}  # frozen values, encoded when the row is written
+        logs: dict[str, Any] = {}
         snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], logs)
         snapshot["interventions"] = self._pack_seen(snapshot["interventions"], logs)
         messages = self._new_messages()
@@ -260,48 +252,38 @@ class Checkpointer:
                     parts[name] = part
             elif previous != part:
                 inline[name] = parts[name] = part
+        appended, floats = _appended(logs)
         row: dict[str, Any] = {"counters": counters, "inline": inline}
         if changed:
             row[CHANGED] = changed
-        row["appended"] = {}  # last: the logs' new entries are spliced in (_with_logs)
-        text = rows.json_bytes(row, _plain)
-        taken = (
-            state.turn + 1,
-            seq,
-            state.clock(),
-            text,
-            self._tree.digest,
-            blobs or None,
-            logs or None,
+        row["appended"] = appended
+        # what may hold a float that is not finite: the parts, the tools' inputs, the
+        # calls' times (the logs' texts, ints and flags cannot)
+        floats += (counters, inline, changed)
+        text = rows.json_bytes(row, _plain, checked=not rows.finite(floats))
+        checkpoint = CheckpointRow(
+            self.run_id, state.turn + 1, seq, state.clock(), text, self._tree.digest
         )
-        self._turn = state.turn + 1
+        write, written = rows.checkpoint_writer(checkpoint, blobs)
+        self.bytes_written += written
+        self._turn = checkpoint.turn
         self.taken += 1
-        self.store.defer(self._guarded(taken), _committed)
+        self.store.defer(self._guarded(write), _committed)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
 
-    def _guarded(self, taken: _Taken) -> Callable[[sqlite3.Connection], None]:
-        """What writes a checkpoint taken (its row, its new blobs), in the transaction of
-        the event it rides with: the logs' entries are encoded then. A failure leaves the
-        event to be stored (SQLite undoes a failed statement, not its transaction) and is
-        reported by the next checkpoint."""
+    def _guarded(self, write: Callable[[sqlite3.Connection], None]) -> Callable[..., None]:
+        """``write``, in the transaction of the event it rides with, whose failure leaves
+        the event to be stored (SQLite undoes a failed statement, not its transaction) and
+        is reported by the next checkpoint."""
 
         def guarded(conn: sqlite3.Connection) -> None:
             if self._store_failure is not None:  # a row stands on the rows before it
                 return
-            turn, seq, at, text, files, blobs, logs = taken
             try:
-                if logs is not None:
-                    text = _with_logs(text, logs)
-                row = CheckpointRow(self.run_id, turn, seq, at, text, files)
-                write, written = rows.checkpoint_writer(row, blobs or {})
                 write(conn)
             except sqlite3.Error as exc:
                 self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
-            except Exception as exc:  # a value JSON cannot hold
-                self._store_failure = exc
-            else:
-                self.bytes_written += written
 
         return guarded
 
