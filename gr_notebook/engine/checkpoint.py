@@ -213,10 +213,10 @@ class Checkpointer:
         state = self.state
         events = state.events
         seq = len(events) - 1
-        if not self._rescan and any(
-            isinstance(e, RunResumedEvent) for e in events[self._seq + 1 :]
-        ):
-            self._rescan = True  # after a pause a person may have edited
+        if not self._rescan:
+            for event in events[self._seq + 1 :]:
+                if type(event) is RunResumedEvent:  # after a pause a person may have edited
+                    self._rescan = True
         self._seq = seq
         blobs: dict[str, bytes] = {}
         if self._rescan:
@@ -245,12 +245,12 @@ class Checkpointer:
             previous = parts.get(name, _MISSING)
             if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
                 inline[name] = parts[name] = part
+            elif previous == part:
+                continue
             elif type(part) is dict and type(previous) is dict and part.keys() == previous.keys():
-                delta = {k: v for k, v in part.items() if previous[k] != v}
-                if delta:
-                    changed[name] = delta
-                    parts[name] = part
-            elif previous != part:
+                changed[name] = {k: v for k, v in part.items() if previous[k] != v}
+                parts[name] = part
+            else:
                 inline[name] = parts[name] = part
         appended, floats = _appended(logs)
         row: dict[str, Any] = {"counters": counters, "inline": inline}
