@@ -19,15 +19,12 @@ needs to go on from there, in one row of the store
   when a person may have edited some).
 
 The row rides with the run's next event (one commit, not two), or is committed on its own
-50 ms later when none comes (a model call under way); the logs' new entries (frozen values)
-are encoded only then, in that transaction. Before a write the path is noted
-in a journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
+50 ms later when none comes (a model call under way). Before a write the path is noted in a
+journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
 resume after a kill tells the run's own writes since the checkpoint it resumes from (set
 aside) from changes made by hand (refused: resume on a copy).
 
-:func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
-:meth:`~gr_notebook.engine.state.RunState.restore`; it reads the rows written before
-decision 274 too.
+:func:`~gr_notebook.engine.checkpoint_read.load_checkpoint` (here too) reads one back.
 """
 
 from __future__ import annotations
@@ -38,37 +35,34 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from gr_notebook.engine.checkpoint_read import (
+    CALLS,
+    CHANGED,
+    SEEN,
+    USE,
+    Checkpoint,
+    load_checkpoint,
+)
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
-from gr_notebook.errors import RunError, StoreError
-from gr_notebook.events import ErrorEvent, Event, RunResumedEvent
+from gr_notebook.errors import StoreError
+from gr_notebook.events import ErrorEvent, RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
 from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
-from gr_notebook.workflow.workspace_files import FileTree, flatten
+from gr_notebook.workflow.workspace_files import FileTree
 
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
 FLUSH_AFTER_S: Final = 0.05
 """A checkpoint is committed with the run's next event, or on its own this long after:
 a fast turn pays no commit of its own, and a model call in flight holds it back 50 ms."""
-CALLS: Final = "calls"
-"""The log of the feedback's recent tool calls: the part keeps only their indexes."""
-FOLDERS: Final = "folders"
-"""Rows written before decision 275 kept the folders that changed in the row, by hash."""
-CHANGED: Final = "changed"
-"""The parts of which only some keys changed: those keys, to lay over the part as it was."""
 _MISSING: Final = object()
-USE: Final = "params_of"
-"""In a call's record: the id of the tool use, in the same row, whose input its params are."""
-SEEN: Final = "seen"
-"""The log of the calls the intervention tracker has seen: the part keeps their count."""
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
@@ -373,107 +367,3 @@ class Checkpointer:
         if not keep_journal:
             with contextlib.suppress(OSError):
                 os.unlink(writes_journal(self.state.workspace.root, self.run_id))
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """A checkpoint read back: the snapshot for ``RunState.restore`` with the events it
-    stands on, and the workspace's files as ``{path: hash}``."""
-
-    row: CheckpointRow
-    snapshot: dict[str, Any]
-    events: list[Event]
-    files: dict[str, str]
-    read: Callable[[str], bytes]
-    """Reads a blob (a file's bytes) from the store by its hash."""
-
-    @property
-    def turn(self) -> int:
-        return self.row.turn
-
-
-def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
-    """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
-    StoreError when the store lacks what it names."""
-    row = rows.checkpoint(store, run_id, turn)
-    if row is None:
-        raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
-
-    def read(digest: str) -> bytes:
-        return rows.blob(store, digest)
-
-    try:
-        snapshot = _snapshot(store, row, read)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(
-            f"the checkpoint of turn {row.turn} of run {run_id} in run store {store.path} "
-            f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
-        ) from None
-    events = [e for e in store.events(run_id) if e.seq <= row.seq]
-    folders = snapshot.pop(FOLDERS)
-
-    def folder(digest: str) -> bytes:
-        entries = folders.get(digest)
-        return read(digest) if entries is None else json.dumps(entries).encode()
-
-    return Checkpoint(row, snapshot, events, flatten(row.files, folder), read)
-
-
-def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
-    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it: a
-    part is the latest row's that holds it inline (a row holds the parts that changed), or
-    the blob ``row`` names (rows written before decision 274 named the unchanged parts)."""
-    snapshot: dict[str, Any] = {}
-    messages: list[Any] = []
-    calls: dict[int, Any] = {}
-    seen: set[int] = set()
-    folders: dict[str, Any] = {}
-    state: dict[str, Any] = {}
-    for text in rows.states_upto(store, row):
-        state = json.loads(text)
-        snapshot.update(state["inline"])
-        for name, delta in state.get(CHANGED, {}).items():
-            snapshot[name] = {**snapshot[name], **delta}
-        appended = state["appended"]
-        gained = appended.get("messages")
-        inputs: dict[str, Any] = {}
-        if gained is not None:
-            if gained["start"] == 0:
-                messages = []
-            if gained["start"] != len(messages):
-                raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
-            messages.extend(gained["items"])
-            inputs = {
-                b["id"]: b["input"]
-                for m in gained["items"]
-                for b in m["content"]
-                if b["type"] == "tool_use"
-            }
-        for record in appended.get(CALLS, ()):
-            if USE in record:  # its params are a tool use's input in this row
-                record = {**record, "params": inputs[record[USE]]}
-                del record[USE]
-            calls[record["call_index"]] = record
-        seen.update(appended.get(SEEN, ()))
-        folders.update(appended.get(FOLDERS, {}))
-    for name, digest in state.get("named", {}).items():
-        snapshot[name] = json.loads(read(digest))
-    snapshot["counters"] = state["counters"]
-    snapshot["context"] = {**snapshot["context"], "messages": messages}
-    feedback = snapshot["guardrails"].get("feedback")
-    if isinstance(feedback, dict) and "recent" in feedback:
-        window = feedback["recent"]
-        indexes = window["indexes"] if isinstance(window, dict) else window
-        if not isinstance(window, dict) and window:
-            indexes = list(range(window[0], window[1] + 1))
-        snapshot["guardrails"] = {
-            **snapshot["guardrails"],
-            "feedback": {**feedback, "recent": [calls[i] for i in indexes]},
-        }
-    tracker = snapshot["interventions"]
-    if isinstance(tracker, dict) and isinstance(tracker.get("seen"), int):
-        if tracker["seen"] != len(seen):
-            raise ValueError(f"{tracker['seen']} calls seen, {len(seen)} in the log")
-        snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
-    snapshot[FOLDERS] = folders
-    return snapshot
