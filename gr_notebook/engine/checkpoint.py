@@ -1,4 +1,4 @@
-"""A checkpoint at every turn boundary, and reading one back.
+"""A checkpoint at every turn boundary: what the run needs to go on from there.
 
 :class:`Checkpointer` records, when a turn begins (before its model call), what the run
 needs to go on from there, in one row of the store

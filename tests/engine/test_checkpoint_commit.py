@@ -19,6 +19,16 @@ from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.models import ModelRequest, ModelResponse
 
 
+def quickstart(tmp_path: Path) -> gr.Run:
+    """The quickstart job on the simulated agent, checkpointed in ``tmp_path/s.sqlite``."""
+    return gr.Agent(
+        gr.SimulatedModel(),
+        workspace=tmp_path / "ws",
+        store=tmp_path / "s.sqlite",
+        max_iterations=200,
+    ).run_sync(QUICKSTART)
+
+
 def committed_turns(path: Path, run_id: str) -> list[int]:
     """What another connection sees: the turns whose rows are committed."""
     with sqlite3.connect(path) as conn:
@@ -69,17 +79,10 @@ def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
         return write, 0
 
     monkeypatch.setattr(checkpoint_module.rows, "checkpoint_writer", failing_at_turn_5)
-    run = gr.Agent(
-        gr.SimulatedModel(),
-        workspace=tmp_path / "ws",
-        store=tmp_path / "s.sqlite",
-        max_iterations=200,
-    ).run_sync(QUICKSTART)
+    run = quickstart(tmp_path)
     assert run.status == "completed"
-    errors = [e for e in run.events if e.kind == "error"]
-    assert [(e.data["source"], e.data["error_type"]) for e in errors] == [
-        ("checkpoint", "StoreError")
-    ]
+    errors = [(e.data["source"], e.data["error_type"]) for e in run.events if e.kind == "error"]
+    assert errors == [("checkpoint", "StoreError")]
     with gr.Store(tmp_path / "s.sqlite") as store:
         assert rows.checkpoint_turns(store, run.run_id) == [1, 2, 3, 4]
         assert load_checkpoint(store, run.run_id, 4).turn == 4  # what is there reads back
@@ -139,12 +142,7 @@ def test_a_state_key_that_did_not_change_means_a_part_that_did_not(
     Checkpointer._take = checking  # type: ignore[method-assign]
     try:
         if job == "quickstart":
-            run = gr.Agent(
-                gr.SimulatedModel(),
-                workspace=tmp_path / "ws",
-                store=tmp_path / "s.sqlite",
-                max_iterations=200,
-            ).run_sync(QUICKSTART)
+            run = quickstart(tmp_path)
         else:
             audit = audit_job()
             run = gr.Agent(
