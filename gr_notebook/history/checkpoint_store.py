@@ -89,12 +89,13 @@ def json_bytes(
 def finite(value: Any) -> bool:
     """True when ``value`` surely holds no NaN and no infinity (False: look closer).
 
-    ``marshal`` walks the value in C and writes each float as its 8 bytes, little-endian: a
-    NaN or an infinity has every exponent bit set, so its last two bytes are 0xF0-0xFF then
-    0x7F or 0xFF, a pair that UTF-8 text never holds. Other bytes (an int, a length) may
-    look so too, rarely; then the caller compares a round trip instead."""
+    ``marshal`` (version 2: no table of shared objects to build) walks the value in C and
+    writes each float as its 8 bytes, little-endian: a NaN or an infinity has every exponent
+    bit set, so its last two bytes are 0xF0-0xFF then 0x7F or 0xFF, a pair that UTF-8 text
+    never holds. Other bytes (an int, a length) may look so too, rarely; then the caller
+    compares a round trip instead."""
     try:
-        data = marshal.dumps(value, 4)
+        data = marshal.dumps(value, 2)
     except ValueError:  # a type marshal does not know
         return False
     for mark in (0x7F, 0xFF):
