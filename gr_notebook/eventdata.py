@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json", "plain_json"]
 
@@ -63,9 +63,14 @@ def clip_data(value: Any, depth: int = 0) -> Any:
     return value
 
 
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def plain_json(value: Any) -> Any:
     """Read-only mappings and tuples (the core keeps them so) as the dicts and lists JSON
     has; anything else as it is."""
+    if type(value) in _ATOMS:  # most values: no ABC check (a checkpoint per turn)
+        return value
     if isinstance(value, Mapping):
         return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

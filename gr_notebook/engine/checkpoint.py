@@ -1,29 +1,30 @@
-"""A checkpoint at every turn boundary, and reading one back.
+"""A checkpoint at every turn boundary: what the run needs to go on from there.
 
 :class:`Checkpointer` records, when a turn begins (before its model call), what the run
 needs to go on from there, in one row of the store
 (:mod:`gr_notebook.history.checkpoint_store`):
 
 - the run state's snapshot without its history
-  (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``): a part
-  equal to the last checkpoint's is named by the hash of a blob written once, the others
-  are inline;
+  (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``), as what
+  changed since the last checkpoint: a part that did not change is left out (the phases
+  and self-regulation are not even built when their state keys did not change), a part of
+  which some keys changed is stored as those keys, any other change as the whole part;
 - what grows by appending, as what it gained since the last checkpoint: layer 5's messages
   (a new epoch when a message already recorded was rewritten: a compaction, a pruning, a
-  prompt merged into the last message) and the feedback's recent tool calls; the events
-  are in the store already, named by the last one's seq;
+  prompt merged into the last message), the feedback's recent tool calls and the calls the
+  intervention tracker has seen; the events are in the store already, named by the last
+  one's seq;
 - the workspace's files, as a :class:`~gr_notebook.workflow.workspace_files.FileTree`
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-The row is committed with the run's next event (one commit, not two), or on its own 50 ms
-later when none comes (a model call under way). Before a write the path is noted in a
-journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a resume
-after a kill tells the run's own writes since the checkpoint it resumes from (set aside)
-from changes made by hand (refused: resume on a copy).
+The row rides with the run's next event (one commit, not two), or is committed on its own
+50 ms later when none comes (a model call under way). Before a write the path is noted in a
+journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
+resume after a kill tells the run's own writes since the checkpoint it resumes from (set
+aside) from changes made by hand (refused: resume on a copy).
 
-:func:`load_checkpoint` reads one back as a :class:`Checkpoint` for
-:meth:`~gr_notebook.engine.state.RunState.restore`.
+:func:`~gr_notebook.engine.checkpoint_read.load_checkpoint` (here too) reads one back.
 """
 
 from __future__ import annotations
@@ -34,33 +35,34 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
+from gr_notebook.engine.checkpoint_read import (
+    CALLS,
+    CHANGED,
+    SEEN,
+    USE,
+    Checkpoint,
+    load_checkpoint,
+)
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
-from gr_notebook.errors import RunError, StoreError
-from gr_notebook.events import ErrorEvent, Event, RunResumedEvent
+from gr_notebook.errors import StoreError
+from gr_notebook.events import ErrorEvent, RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history.checkpoint_store import CheckpointRow, digest_of
+from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
 from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR
-from gr_notebook.workflow.workspace_files import FileTree, flatten
+from gr_notebook.workflow.workspace_files import FileTree
 
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
-_COMPACT: Final = (",", ":")
 FLUSH_AFTER_S: Final = 0.05
 """A checkpoint is committed with the run's next event, or on its own this long after:
 a fast turn pays no commit of its own, and a model call in flight holds it back 50 ms."""
-CALLS: Final = "calls"
-"""The log of the feedback's recent tool calls: the part keeps only their indexes."""
-FOLDERS: Final = "folders"
-"""The workspace's folders that changed, by hash: their entries, kept in the row."""
-SEEN: Final = "seen"
-"""The log of the calls the intervention tracker has seen: the part keeps their count."""
+_MISSING: Final = object()
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
@@ -88,9 +90,38 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
-def _text(value: Any) -> str:
-    """JSON text, ASCII (a lone surrogate still stores); a value JSON cannot hold fails."""
-    return json.dumps(value, separators=_COMPACT, default=_plain)
+def _appended(logs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """What the logs gained, as the row keeps it, and what in it may hold a float: only a
+    tool's input and a call's time can (the rest is text, ints and flags)."""
+    floats: list[Any] = []
+    uses: list[dict[str, Any]] = []
+    messages = logs.get("messages")
+    if messages is not None:
+        epoch, start, items = messages
+        encoded = [m.to_json() for m in items]
+        uses = [b for m in encoded for b in m["content"] if b["type"] == "tool_use"]
+        floats += [b["input"] for b in uses]
+        logs["messages"] = {"epoch": epoch, "start": start, "items": encoded}
+    calls = logs.get(CALLS)
+    if calls:
+        logs[CALLS] = calls = [_by_use(record, uses) for record in calls]
+        floats += [(r.get("params"), r["time"]) for r in calls]
+    return logs, floats
+
+
+def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
+    """A call's record whose params are the input of a tool use in the same row (a
+    ``write_file`` carries the whole file) names that use instead of holding them twice."""
+    params = record["params"]
+    for use in uses:
+        if use["name"] == record["tool"] and use["input"] == params:
+            return {k: v for k, v in record.items() if k != "params"} | {USE: use["id"]}
+    return record
+
+
+def _committed() -> None:
+    """A checkpoint's row is committed: nothing more to do (the flush timer, when one is
+    set, finds nothing deferred)."""
 
 
 def _plain(value: object) -> Any:
@@ -112,11 +143,14 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
-        self._parts: dict[str, tuple[Any, str | None]] = {}
-        """name -> (the part at the last checkpoint, its blob's hash once written)."""
+        self._seq = -1
+        """The seq of the last event at the last checkpoint."""
+        self._parts: dict[str, Any] = {}
+        """name -> the part at the last checkpoint (a row holds the parts that differ)."""
+        self._keys: dict[str, object] = {}
+        """The keys of the parts that have them (``RunState.part_keys``) at the last
+        checkpoint: a part whose key did not change is not built again."""
         self._last_call = 0
-        self._named: tuple[dict[str, str], str] = ({}, "{}")
-        """The parts named by hash at the last checkpoint, and their JSON text."""
         self._seen = 0
         self._context: ContextManager | None = None
         self._generation = -1
@@ -124,13 +158,13 @@ class Checkpointer:
         self._written = 0
         self._last: Message | None = None
         self._failed = False
-        self._journal: IO[str] | None = None
+        self._journal: int | None = None
+        """The journal's file descriptor, open for appending."""
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
-        self._unsubscribe = state.events.subscribe(self._on_event)
 
     # -- between checkpoints --------------------------------------------------------------------
 
@@ -142,15 +176,11 @@ class Checkpointer:
             if self._journal is None:
                 where = writes_journal(self.state.workspace.root, self.run_id)
                 where.parent.mkdir(exist_ok=True)
-                self._journal = open(where, "a", encoding="utf-8")  # noqa: SIM115
-            self._journal.write(f"{self._turn}\t{json.dumps(path)}\n")
-            self._journal.flush()
+                self._journal = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            # one write call per line: in the file (the OS's) before the path is written
+            os.write(self._journal, f"{self._turn}\t{json.dumps(path)}\n".encode())
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
-
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, RunResumedEvent):  # after a pause a person may have edited
-            self._rescan = True
 
     # -- the checkpoint -------------------------------------------------------------------------
 
@@ -175,66 +205,75 @@ class Checkpointer:
 
     def _take(self) -> None:
         state = self.state
+        events = state.events
+        seq = len(events) - 1
+        if not self._rescan:
+            for event in events[self._seq + 1 :]:
+                if type(event) is RunResumedEvent:  # after a pause a person may have edited
+                    self._rescan = True
+        self._seq = seq
         blobs: dict[str, bytes] = {}
-        folders: dict[str, Any] = {}
         if self._rescan:
             self._rescan = False
             self._dirty.clear()
-            blobs.update(self._tree.scan(folders))
+            blobs = self._tree.scan()
         elif self._dirty:
             dirty, self._dirty = self._dirty, set()
-            blobs.update(self._tree.update(dirty, folders))
-        snapshot = state.snapshot(history=False)
+            blobs = self._tree.update(dirty)
+        keys = state.part_keys()
+        before = self._keys
+        unchanged = [name for name, key in keys.items() if name in before and before[name] == key]
+        self._keys = keys
+        snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
-        appended: dict[str, Any] = {FOLDERS: folders} if folders else {}
-        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], appended)
-        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], appended)
+        logs: dict[str, Any] = {}
+        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], logs)
+        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], logs)
         messages = self._new_messages()
         if messages is not None:
-            appended["messages"] = messages
+            logs["messages"] = messages
         inline: dict[str, Any] = {}
-        named: dict[str, str] = {}
+        changed: dict[str, Any] = {}
+        parts = self._parts
         for name, part in snapshot.items():
-            previous = self._parts.get(name)
-            if previous is None or previous[0] != part or name in _ALWAYS_INLINE:
-                inline[name] = part
-                self._parts[name] = (part, None)
+            previous = parts.get(name, _MISSING)
+            if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
+                inline[name] = parts[name] = part
+            elif previous == part:
                 continue
-            digest = previous[1]
-            if digest is None:  # unchanged since the last checkpoint: stored once, named
-                data = _text(part).encode()
-                digest = digest_of(data)
-                blobs[digest] = data
-                self._parts[name] = (part, digest)
-            named[name] = digest
-        if named != self._named[0]:
-            self._named = (named, _text(named))
-        text = (
-            f'{{"counters":{_text(counters)},"inline":{_text(inline)},'
-            f'"named":{self._named[1]},"appended":{_text(appended)}}}'
+            elif type(part) is dict and type(previous) is dict and part.keys() == previous.keys():
+                changed[name] = {k: v for k, v in part.items() if previous[k] != v}
+                parts[name] = part
+            else:
+                inline[name] = parts[name] = part
+        appended, floats = _appended(logs)
+        row: dict[str, Any] = {"counters": counters, "inline": inline}
+        if changed:
+            row[CHANGED] = changed
+        row["appended"] = appended
+        # what may hold a float that is not finite: the parts, the tools' inputs, the
+        # calls' times (the logs' texts, ints and flags cannot)
+        floats += (counters, inline, changed)
+        text = rows.json_bytes(row, _plain, checked=not rows.finite(floats))
+        checkpoint = CheckpointRow(
+            self.run_id, state.turn + 1, seq, state.clock(), text, self._tree.digest
         )
-        row = CheckpointRow(
-            run_id=self.run_id,
-            turn=state.turn + 1,
-            seq=len(state.events) - 1,
-            time=state.clock(),
-            state=text,
-            files=self._tree.digest,
-        )
-        write, written = rows.checkpoint_writer(row, blobs)
+        write, written = rows.checkpoint_writer(checkpoint, blobs)
         self.bytes_written += written
-        self._turn = row.turn
-        self.store.defer(self._guarded(write), self._stored)
+        self._turn = checkpoint.turn
+        self.taken += 1
+        self.store.defer(self._guarded(write), _committed)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
-        self.taken += 1
 
     def _guarded(self, write: Callable[[sqlite3.Connection], None]) -> Callable[..., None]:
-        """``write``, whose failure leaves the event it rides with to be stored (SQLite
-        undoes a failed statement, not its transaction) and is reported by the next
-        checkpoint."""
+        """``write``, in the transaction of the event it rides with, whose failure leaves
+        the event to be stored (SQLite undoes a failed statement, not its transaction) and
+        is reported by the next checkpoint."""
 
         def guarded(conn: sqlite3.Connection) -> None:
+            if self._store_failure is not None:  # a row stands on the rows before it
+                return
             try:
                 write(conn)
             except sqlite3.Error as exc:
@@ -242,24 +281,20 @@ class Checkpointer:
 
         return guarded
 
-    def _stored(self) -> None:
-        """The checkpoint is committed: no flush is needed."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
     def _flush(self) -> None:
-        """No event came soon after the checkpoint (a model call is under way): commit it
-        on its own."""
+        """Commit what no event took along (a model call is under way), 50 ms after the
+        first checkpoint since the timer last ran: a fast run pays a timer every 50 ms,
+        not one per turn, and a flush with nothing deferred costs nothing."""
         self._timer = None
         try:
             self.store.flush()
         except StoreError as exc:
             self._store_failure = exc
 
-    def _pack_calls(self, guardrails: dict[str, Any], appended: dict[str, Any]) -> dict[str, Any]:
+    def _pack_calls(self, guardrails: dict[str, Any], logs: dict[str, Any]) -> dict[str, Any]:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
-        range of their indexes; the calls not recorded yet go to the log."""
+        range of their indexes; the calls not recorded yet go to the log (the records are
+        the runner's own, built once per call and never changed)."""
         feedback = guardrails.get("feedback")
         if not isinstance(feedback, dict) or not isinstance(feedback.get("recent"), list):
             return guardrails
@@ -276,13 +311,13 @@ class Checkpointer:
                     break
                 new.append(record)
             if new:
-                appended[CALLS] = new[::-1]
+                logs[CALLS] = new[::-1]
                 self._last_call = last
             if not contiguous:
                 window = {"indexes": window}
         return {**guardrails, "feedback": {**feedback, "recent": window}}
 
-    def _pack_seen(self, tracker: Any, appended: dict[str, Any]) -> Any:
+    def _pack_seen(self, tracker: Any, logs: dict[str, Any]) -> Any:
         """The calls the intervention tracker has seen (they only grow; the part has their
         count): those it saw since the last checkpoint go to the log."""
         engine = self.state.interventions
@@ -290,11 +325,11 @@ class Checkpointer:
             return tracker
         order = engine.tracker.seen_order
         if len(order) > self._seen:
-            appended[SEEN] = order[self._seen :]
+            logs[SEEN] = order[self._seen :]
             self._seen = len(order)
         return tracker
 
-    def _new_messages(self) -> dict[str, Any] | None:
+    def _new_messages(self) -> tuple[int, int, list[Message]] | None:
         """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch
         from the first message when one already recorded changed."""
         context = self.state.context
@@ -316,113 +351,19 @@ class Checkpointer:
         if tail:
             self._last = tail[-1]
         self._written = written + len(tail)
-        return {
-            "epoch": self._epoch,
-            "start": written,
-            "items": [message.to_json() for message in tail],
-        }
+        return self._epoch, written, tail
 
     def close(self, *, keep_journal: bool = False) -> None:
         """Store what waits, and stop following the run; its journal goes, unless the run
         can be resumed (it tells a resume which files the run wrote last)."""
         self._unwatch()
-        self._unsubscribe()
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
-        with contextlib.suppress(StoreError):
-            self.store.flush()
+        self._flush()
         if self._journal is not None:
-            self._journal.close()
+            with contextlib.suppress(OSError):
+                os.close(self._journal)
             self._journal = None
         if not keep_journal:
             with contextlib.suppress(OSError):
                 os.unlink(writes_journal(self.state.workspace.root, self.run_id))
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """A checkpoint read back: the snapshot for ``RunState.restore`` with the events it
-    stands on, and the workspace's files as ``{path: hash}``."""
-
-    row: CheckpointRow
-    snapshot: dict[str, Any]
-    events: list[Event]
-    files: dict[str, str]
-    read: Callable[[str], bytes]
-    """Reads a blob (a file's bytes) from the store by its hash."""
-
-    @property
-    def turn(self) -> int:
-        return self.row.turn
-
-
-def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
-    """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
-    StoreError when the store lacks what it names."""
-    row = rows.checkpoint(store, run_id, turn)
-    if row is None:
-        raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
-
-    def read(digest: str) -> bytes:
-        return rows.blob(store, digest)
-
-    try:
-        snapshot = _snapshot(store, row, read)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(
-            f"the checkpoint of turn {row.turn} of run {run_id} in run store {store.path} "
-            f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
-        ) from None
-    events = [e for e in store.events(run_id) if e.seq <= row.seq]
-    folders = snapshot.pop(FOLDERS)
-
-    def folder(digest: str) -> bytes:
-        entries = folders.get(digest)
-        return read(digest) if entries is None else json.dumps(entries).encode()
-
-    return Checkpoint(row, snapshot, events, flatten(row.files, folder), read)
-
-
-def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
-    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it."""
-    state = json.loads(row.state)
-    snapshot: dict[str, Any] = dict(state["inline"])
-    for name, digest in state["named"].items():
-        snapshot[name] = json.loads(read(digest))
-    snapshot["counters"] = state["counters"]
-    messages: list[Any] = []
-    calls: dict[int, Any] = {}
-    seen: set[int] = set()
-    folders: dict[str, Any] = {}
-    for text in rows.states_upto(store, row):
-        appended = json.loads(text)["appended"]
-        gained = appended.get("messages")
-        if gained is not None:
-            if gained["start"] == 0:
-                messages = []
-            if gained["start"] != len(messages):
-                raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
-            messages.extend(gained["items"])
-        for record in appended.get(CALLS, ()):
-            calls[record["call_index"]] = record
-        seen.update(appended.get(SEEN, ()))
-        folders.update(appended.get(FOLDERS, {}))
-    snapshot["context"] = {**snapshot["context"], "messages": messages}
-    feedback = snapshot["guardrails"].get("feedback")
-    if isinstance(feedback, dict) and "recent" in feedback:
-        window = feedback["recent"]
-        indexes = window["indexes"] if isinstance(window, dict) else window
-        if not isinstance(window, dict) and window:
-            indexes = list(range(window[0], window[1] + 1))
-        snapshot["guardrails"] = {
-            **snapshot["guardrails"],
-            "feedback": {**feedback, "recent": [calls[i] for i in indexes]},
-        }
-    tracker = snapshot["interventions"]
-    if isinstance(tracker, dict) and isinstance(tracker.get("seen"), int):
-        if tracker["seen"] != len(seen):
-            raise ValueError(f"{tracker['seen']} calls seen, {len(seen)} in the log")
-        snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
-    snapshot[FOLDERS] = folders
-    return snapshot

@@ -18,7 +18,7 @@ are the workspace's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -187,16 +187,18 @@ class RunState:
 
     # -- snapshots -------------------------------------------------------------------------------
 
-    def snapshot(self, *, history: bool = True) -> dict[str, Any]:
+    def snapshot(self, *, history: bool = True, unchanged: Container[str] = ()) -> dict[str, Any]:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
 
         ``history=False`` leaves out what only grows, the events, layer 5's messages and
         the calls the intervention tracker has seen (``"events"`` is None, ``"context"``
         has no ``"messages"``, ``"seen"`` is a count): a checkpoint keeps those by
-        appending, and hands them back to :meth:`restore`."""
+        appending, and hands them back to :meth:`restore`. The parts named in
+        ``unchanged`` (those of :meth:`part_keys`, whose keys did not change) are left out:
+        a checkpoint has them already."""
         detector = self.stuck_detector
         context = self.context.to_json() if history else self.context.summary_json()
-        return {
+        snapshot = {
             "version": STATE_VERSION,
             "run": {
                 "run_id": self.run_id,
@@ -210,10 +212,8 @@ class RunState:
                 "elapsed_s": self.clock() - self.started_at,
             },
             "events": [_event_json(e) for e in self.events] if history else None,
-            "phases": self.phases.to_json(),
             "context": context,
             "guardrails": self.guards.snapshot(),
-            "regulation": self.regulation.to_json() if self.regulation else None,
             "interventions": (
                 self.interventions.to_json(seen=history) if self.interventions else None
             ),
@@ -222,6 +222,20 @@ class RunState:
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
                 "todo_order": self.todo_order,
             },
+        }
+        if "phases" not in unchanged:
+            snapshot["phases"] = self.phases.to_json()
+        if "regulation" not in unchanged:
+            snapshot["regulation"] = self.regulation.to_json() if self.regulation else None
+        return snapshot
+
+    def part_keys(self) -> dict[str, object]:
+        """For the parts of :meth:`snapshot` that change seldom and cost the most to build,
+        a key that compares equal only when the part would be the same (see
+        ``PhaseController.state_key``)."""
+        return {
+            "phases": self.phases.state_key(),
+            "regulation": self.regulation.state_key() if self.regulation else None,
         }
 
     def restore(

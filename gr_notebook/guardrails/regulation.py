@@ -259,6 +259,20 @@ class SelfRegulation:
 
     # -- snapshots ------------------------------------------------------------------------------
 
+    def state_key(self) -> tuple[object, ...]:
+        """What :meth:`to_json` is made of, as values (frozen, or copied into tuples) that
+        compare equal only when its JSON would be the same: a checkpoint builds this part
+        again only when the key changed."""
+        return (
+            self.assessment,
+            self.answer,
+            self.wrap_up,
+            self.generation,
+            tuple(self.summaries),
+            frozenset(self._requested),
+            tuple(self._explored.items()),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "assessment": self.assessment.to_json() if self.assessment else None,

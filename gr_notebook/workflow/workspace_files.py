@@ -20,10 +20,9 @@ import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.history.checkpoint_store import digest_of
+from gr_notebook.history.checkpoint_store import digest_of, json_bytes
 
 __all__ = ["FileTree", "Stamp", "WorkspaceDiff", "diff", "flatten", "hash_files", "restore_files"]
 
@@ -44,9 +43,9 @@ class FileTree:
         self.digest = ""
         """The root folder's hash: the whole workspace."""
 
-    def scan(self, folders: dict[str, Any] | None = None) -> dict[str, bytes]:
+    def scan(self) -> dict[str, bytes]:
         """Look at every file (a stat each; bytes only of what changed); returns the new
-        blobs (files and folders) by hash, or the folders' entries into ``folders``."""
+        blobs (files and folders) by hash."""
         found: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -54,21 +53,18 @@ class FileTree:
             for name in filenames:
                 if not (name.startswith(".") and name.endswith(".tmp")):
                     found.add(name if base == "." else f"{base}/{name}".replace(os.sep, "/"))
-        return self.update(found | set(self.files), folders)
+        return self.update(found | set(self.files))
 
-    def update(
-        self, paths: Iterable[str], folders: dict[str, Any] | None = None
-    ) -> dict[str, bytes]:
+    def update(self, paths: Iterable[str]) -> dict[str, bytes]:
         """Rehash ``paths`` (written, added or removed since the last look); returns the
-        new blobs by hash, but the folders' when ``folders`` takes their entries (a
-        checkpoint keeps them in its row rather than as blobs)."""
+        new blobs (files and the folders on their paths) by hash."""
         blobs: dict[str, bytes] = {}
         dirty: set[str] = set()
         for path in paths:
             if self._look(path, blobs):
                 dirty.add(path)
         if dirty or not self.digest:
-            self._refold(dirty, blobs if folders is None else None, folders)
+            self._refold(dirty, blobs)
         return blobs
 
     def _look(self, path: str, blobs: dict[str, bytes]) -> bool:
@@ -88,7 +84,7 @@ class FileTree:
         if old is not None and old[1] == stamp:
             return False
         try:
-            data = _read(full)
+            data = _read(full, st.st_size)
         except OSError:
             return False  # unreadable now; the next look tries again
         digest = digest_of(data)
@@ -98,12 +94,7 @@ class FileTree:
         blobs[digest] = data
         return True
 
-    def _refold(
-        self,
-        dirty: set[str],
-        blobs: dict[str, bytes] | None,
-        folders: dict[str, Any] | None,
-    ) -> None:
+    def _refold(self, dirty: set[str], blobs: dict[str, bytes]) -> None:
         """Rebuild the folders on the paths of ``dirty`` files, deepest first."""
         touched: set[str] = {""}
         for path in dirty:
@@ -127,15 +118,12 @@ class FileTree:
                 self._digests.pop(folder, None)
                 self._folders.get(parent, {}).pop(name + "/", None)
                 continue
-            data = json.dumps(entries, sort_keys=True, separators=(",", ":")).encode()
+            data = json_bytes(entries, checked=False, sort_keys=True)
             digest = digest_of(data)
             self._digests[folder] = digest
             if folder:
                 self._folders.setdefault(parent, {})[name + "/"] = digest
-            if blobs is not None:
-                blobs[digest] = data
-            if folders is not None:
-                folders[digest] = dict(entries)
+            blobs[digest] = data
         self.digest = self._digests[""]
 
 
@@ -244,7 +232,13 @@ def _hidden(path: str) -> bool:
     return any(part.startswith(".") for part in path.split("/")[:-1])
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, size: int) -> bytes:
+    """The file's bytes, read with one call when it still has the ``size`` a stat saw."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    try:
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, max(size, 65536)))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

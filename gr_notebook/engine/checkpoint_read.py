@@ -1,0 +1,141 @@
+"""Reading a checkpoint back: the rows of a run up to a turn, replayed.
+
+A row (:mod:`gr_notebook.engine.checkpoint` writes it) holds the counters, the parts of the
+run state that changed since the previous row (``inline`` whole, ``changed`` as the keys that
+changed) and what the run's logs gained (``appended``: layer 5's messages, the feedback's
+call records, the calls the intervention tracker has seen). A part is the one the latest row
+holding it gives. Rows written before decision 274 also named unchanged parts by blob
+(``named``, in each row) and kept changed folders in the row (``folders``); they read as
+they did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gr_notebook.errors import RunError, StoreError
+from gr_notebook.events import Event
+from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.checkpoint_store import CheckpointRow
+from gr_notebook.history.store import Store
+from gr_notebook.workflow.workspace_files import flatten
+
+__all__ = ["CALLS", "CHANGED", "FOLDERS", "SEEN", "USE", "Checkpoint", "load_checkpoint"]
+
+CALLS: Final = "calls"
+"""The log of the feedback's recent tool calls: the part keeps only their indexes."""
+FOLDERS: Final = "folders"
+"""Rows written before decision 275 kept the folders that changed in the row, by hash."""
+CHANGED: Final = "changed"
+"""The parts of which only some keys changed: those keys, to lay over the part as it was."""
+USE: Final = "params_of"
+"""In a call's record: the id of the tool use, in the same row, whose input its params are."""
+SEEN: Final = "seen"
+"""The log of the calls the intervention tracker has seen: the part keeps their count."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A checkpoint read back: the snapshot for ``RunState.restore`` with the events it
+    stands on, and the workspace's files as ``{path: hash}``."""
+
+    row: CheckpointRow
+    snapshot: dict[str, Any]
+    events: list[Event]
+    files: dict[str, str]
+    read: Callable[[str], bytes]
+    """Reads a blob (a file's bytes) from the store by its hash."""
+
+    @property
+    def turn(self) -> int:
+        return self.row.turn
+
+
+def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
+    """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
+    StoreError when the store lacks what it names."""
+    row = rows.checkpoint(store, run_id, turn)
+    if row is None:
+        raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
+
+    def read(digest: str) -> bytes:
+        return rows.blob(store, digest)
+
+    try:
+        snapshot = _snapshot(store, row, read)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(
+            f"the checkpoint of turn {row.turn} of run {run_id} in run store {store.path} "
+            f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
+        ) from None
+    events = [e for e in store.events(run_id) if e.seq <= row.seq]
+    folders = snapshot.pop(FOLDERS)
+
+    def folder(digest: str) -> bytes:
+        entries = folders.get(digest)
+        return read(digest) if entries is None else json.dumps(entries).encode()
+
+    return Checkpoint(row, snapshot, events, flatten(row.files, folder), read)
+
+
+def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
+    """The snapshot :meth:`RunState.restore` takes, from ``row`` and the rows before it: a
+    part is the latest row's that holds it inline (a row holds the parts that changed), or
+    the blob ``row`` names (rows written before decision 274 named the unchanged parts)."""
+    snapshot: dict[str, Any] = {}
+    messages: list[Any] = []
+    calls: dict[int, Any] = {}
+    seen: set[int] = set()
+    folders: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+    for text in rows.states_upto(store, row):
+        state = json.loads(text)
+        snapshot.update(state["inline"])
+        for name, delta in state.get(CHANGED, {}).items():
+            snapshot[name] = {**snapshot[name], **delta}
+        appended = state["appended"]
+        gained = appended.get("messages")
+        inputs: dict[str, Any] = {}
+        if gained is not None:
+            if gained["start"] == 0:
+                messages = []
+            if gained["start"] != len(messages):
+                raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
+            messages.extend(gained["items"])
+            inputs = {
+                b["id"]: b["input"]
+                for m in gained["items"]
+                for b in m["content"]
+                if b["type"] == "tool_use"
+            }
+        for record in appended.get(CALLS, ()):
+            if USE in record:  # its params are a tool use's input in this row
+                record = {**record, "params": inputs[record[USE]]}
+                del record[USE]
+            calls[record["call_index"]] = record
+        seen.update(appended.get(SEEN, ()))
+        folders.update(appended.get(FOLDERS, {}))
+    for name, digest in state.get("named", {}).items():
+        snapshot[name] = json.loads(read(digest))
+    snapshot["counters"] = state["counters"]
+    snapshot["context"] = {**snapshot["context"], "messages": messages}
+    feedback = snapshot["guardrails"].get("feedback")
+    if isinstance(feedback, dict) and "recent" in feedback:
+        window = feedback["recent"]
+        indexes = window["indexes"] if isinstance(window, dict) else window
+        if not isinstance(window, dict) and window:
+            indexes = list(range(window[0], window[1] + 1))
+        snapshot["guardrails"] = {
+            **snapshot["guardrails"],
+            "feedback": {**feedback, "recent": [calls[i] for i in indexes]},
+        }
+    tracker = snapshot["interventions"]
+    if isinstance(tracker, dict) and isinstance(tracker.get("seen"), int):
+        if tracker["seen"] != len(seen):
+            raise ValueError(f"{tracker['seen']} calls seen, {len(seen)} in the log")
+        snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
+    snapshot[FOLDERS] = folders
+    return snapshot

@@ -1,0 +1,174 @@
+"""When checkpoints reach the store, what a failed batch leaves, and the state keys that
+spare a checkpoint the parts that did not change."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gr_notebook as gr
+from gr_notebook.engine import checkpoint as checkpoint_module
+from gr_notebook.engine.checkpoint import FLUSH_AFTER_S, Checkpointer, load_checkpoint
+from gr_notebook.examples import QUICKSTART, audit_job
+from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.models import ModelRequest, ModelResponse
+
+
+def quickstart(tmp_path: Path) -> gr.Run:
+    """The quickstart job on the simulated agent, checkpointed in ``tmp_path/s.sqlite``."""
+    return gr.Agent(
+        gr.SimulatedModel(),
+        workspace=tmp_path / "ws",
+        store=tmp_path / "s.sqlite",
+        max_iterations=200,
+    ).run_sync(QUICKSTART)
+
+
+def committed_turns(path: Path, run_id: str) -> list[int]:
+    """What another connection sees: the turns whose rows are committed."""
+    with sqlite3.connect(path) as conn:
+        found = conn.execute(
+            "SELECT turn FROM checkpoints WHERE run_id = ? ORDER BY turn", (run_id,)
+        ).fetchall()
+    return [turn for (turn,) in found]
+
+
+def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way(
+    tmp_path: Path,
+) -> None:
+    seen: dict[int, list[int]] = {}
+    path = tmp_path / "s.sqlite"
+    run_ids: list[str] = []
+
+    async def slow(request: ModelRequest) -> ModelResponse:  # turn 4's model call
+        await asyncio.sleep(4 * FLUSH_AFTER_S)
+        seen[4] = committed_turns(path, run_ids[0])
+        return gr.tool_call("list_files")
+
+    script: list[Any] = [gr.tool_call("list_files")] * 3 + [slow, gr.text("done")]
+    agent = gr.Agent(gr.ScriptedModel(script), workspace=tmp_path / "ws", store=path)
+
+    async def main() -> gr.Run:
+        run = agent.start("List the files.")
+        run_ids.append(run.run_id)
+        return await run.wait()
+
+    run = asyncio.run(main())
+    assert run.status == "completed"
+    assert seen[4] == [1, 2, 3, 4]  # turns 2-4 waited at most 50 ms, not for the run's end
+    assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
+
+
+def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = rows.checkpoint_writer
+
+    def failing_at_turn_5(row: rows.CheckpointRow, blobs: dict[str, bytes]) -> Any:
+        if row.turn != 5:
+            return writer(row, blobs)
+
+        def write(conn: sqlite3.Connection) -> None:
+            raise sqlite3.OperationalError("disk full")
+
+        return write, 0
+
+    monkeypatch.setattr(checkpoint_module.rows, "checkpoint_writer", failing_at_turn_5)
+    run = quickstart(tmp_path)
+    assert run.status == "completed"
+    errors = [(e.data["source"], e.data["error_type"]) for e in run.events if e.kind == "error"]
+    assert errors == [("checkpoint", "StoreError")]
+    with gr.Store(tmp_path / "s.sqlite") as store:
+        assert rows.checkpoint_turns(store, run.run_id) == [1, 2, 3, 4]
+        assert load_checkpoint(store, run.run_id, 4).turn == 4  # what is there reads back
+
+
+def test_a_row_is_kept_as_text(tmp_path: Path) -> None:
+    run = gr.Agent(
+        gr.ScriptedModel([gr.tool_call("list_files"), gr.text("done")]),
+        workspace=tmp_path / "ws",
+        store=tmp_path / "s.sqlite",
+    ).run_sync("List the files.")
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        types = conn.execute(
+            "SELECT DISTINCT typeof(state) FROM checkpoints WHERE run_id = ?", (run.run_id,)
+        ).fetchall()
+    assert types == [("text",)]
+
+
+def test_a_tool_input_that_is_not_finite_comes_back_as_it_was(tmp_path: Path) -> None:
+    model = gr.ScriptedModel(
+        [gr.tool_call("list_files", weights=[1.5, float("nan"), float("-inf")]), gr.text("ok")]
+    )
+    store = gr.Store(tmp_path / "s.sqlite")
+    run = gr.Agent(model, workspace=tmp_path / "ws", store=store).run_sync("List.")
+    checkpoint = load_checkpoint(store, run.run_id, 2)
+    (use,) = checkpoint.snapshot["context"]["messages"][1]["content"]
+    first, missing, low = use["input"]["weights"]
+    assert first == 1.5 and math.isnan(missing) and low == -math.inf
+    (record,) = checkpoint.snapshot["guardrails"]["feedback"]["recent"]
+    assert math.isnan(record["params"]["weights"][1])
+    store.close()
+
+
+@pytest.mark.parametrize("job", ["quickstart", "audit"])
+def test_a_state_key_that_did_not_change_means_a_part_that_did_not(
+    tmp_path: Path, job: str
+) -> None:
+    """Equal keys must mean equal JSON, or a checkpoint would miss a change."""
+    take = Checkpointer._take
+    last: dict[str, tuple[object, Any]] = {}
+    compared = {"phases": 0, "regulation": 0}
+
+    def checking(self: Checkpointer) -> None:
+        state = self.state
+        assert state.regulation is not None
+        now = {
+            "phases": (state.phases.state_key(), state.phases.to_json()),
+            "regulation": (state.regulation.state_key(), state.regulation.to_json()),
+        }
+        for name, (key, part) in now.items():
+            if name in last and last[name][0] == key:
+                assert last[name][1] == part, f"{name} changed under the same key"
+                compared[name] += 1
+        last.update(now)
+        take(self)
+
+    Checkpointer._take = checking  # type: ignore[method-assign]
+    try:
+        if job == "quickstart":
+            run = quickstart(tmp_path)
+        else:
+            audit = audit_job()
+            run = gr.Agent(
+                gr.SimulatedModel(),
+                workspace=audit.prepare(tmp_path / "ws"),
+                store=tmp_path / "s.sqlite",
+                max_iterations=300,
+            ).run_sync(audit.instructions)
+    finally:
+        Checkpointer._take = take  # type: ignore[method-assign]
+    assert run.status == "completed"
+    assert compared["phases"] > 5 and compared["regulation"] > 5  # the keys were put to use
+
+
+def test_a_written_file_is_in_a_row_once_and_its_call_reads_back_whole(tmp_path: Path) -> None:
+    content = "the whole report, " * 200
+    model = gr.ScriptedModel(
+        [gr.tool_call("write_file", path="report.md", content=content), gr.text("done")]
+    )
+    store = gr.Store(tmp_path / "s.sqlite")
+    run = gr.Agent(model, workspace=tmp_path / "ws", store=store).run_sync("Write it.")
+    with sqlite3.connect(store.path) as conn:
+        (state,) = conn.execute(
+            "SELECT state FROM checkpoints WHERE run_id = ? AND turn = 2", (run.run_id,)
+        ).fetchone()
+    assert state.count(content) == 1  # in the message; the call's record names it
+    (record,) = load_checkpoint(store, run.run_id, 2).snapshot["guardrails"]["feedback"]["recent"]
+    assert record["params"] == {"path": "report.md", "content": content}
+    store.close()
