@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 __all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json", "plain_json"]
@@ -69,8 +70,11 @@ _ATOMS: Final = frozenset({str, int, float, bool, type(None)})
 def plain_json(value: Any) -> Any:
     """Read-only mappings and tuples (the core keeps them so) as the dicts and lists JSON
     has; anything else as it is."""
-    if type(value) in _ATOMS:  # most values: no ABC check (a checkpoint per turn)
+    kind = type(value)
+    if kind in _ATOMS:  # most values: no ABC check (a checkpoint per turn)
         return value
+    if kind is dict or kind is MappingProxyType:  # the core's mappings: no ABC check either
+        return {k if type(k) is str else str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, Mapping):
         return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -18,8 +18,10 @@ needs to go on from there, in one row of the store
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
 
-The row rides with the run's next event (one commit, not two), or is committed on its own
-50 ms later when none comes (a model call under way). Before a write the path is noted in a
+A row is committed at most 50 ms after it is taken: with the run's next event (one commit,
+not two) when the last rows went at least 50 ms ago, else with the rows of the next 50 ms,
+or on its own when no event comes (a model call under way); a kill loses the rows of the
+last 50 ms at most (decision 281). Before a write the path is noted in a
 journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
 resume after a kill tells the run's own writes since the checkpoint it resumes from (set
 aside) from changes made by hand (refused: resume on a copy).
@@ -34,13 +36,17 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Container, Mapping, Sequence
+from itertools import compress
+from operator import ne
 from pathlib import Path
+from time import monotonic
 from typing import Any, Final
 
 from gr_notebook.engine.checkpoint_read import (
     CALLS,
     CHANGED,
+    NESTED,
     SEEN,
     USE,
     Checkpoint,
@@ -60,9 +66,12 @@ from gr_notebook.workflow.workspace_files import FileTree
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
 FLUSH_AFTER_S: Final = 0.05
-"""A checkpoint is committed with the run's next event, or on its own this long after:
-a fast turn pays no commit of its own, and a model call in flight holds it back 50 ms."""
+"""A checkpoint is committed at most this long after it is taken (decision 281): with the
+run's next event when the last rows were committed at least this long ago, else with the
+rows taken until then. A turn slower than this (any real model's) commits its own row; a
+fast run commits its rows together, about 20 times a second."""
 _MISSING: Final = object()
+_NO_BLOBS: Final[tuple[Sequence[rows.BlobRow], int]] = ((), 0)
 _ALWAYS_INLINE: Final = frozenset({"stuck_detector"})
 """A person's detector may hand back its own containers: never compared, always inline."""
 
@@ -99,13 +108,18 @@ def _appended(logs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     if messages is not None:
         epoch, start, items = messages
         encoded = [m.to_json() for m in items]
-        uses = [b for m in encoded for b in m["content"] if b["type"] == "tool_use"]
-        floats += [b["input"] for b in uses]
+        for message in encoded:
+            for block in message["content"]:
+                if block["type"] == "tool_use":
+                    uses.append(block)
+                    floats.append(block["input"])
         logs["messages"] = {"epoch": epoch, "start": start, "items": encoded}
     calls = logs.get(CALLS)
     if calls:
         logs[CALLS] = calls = [_by_use(record, uses) for record in calls]
-        floats += [(r.get("params"), r["time"]) for r in calls]
+        for record in calls:
+            floats.append(record.get("params"))
+            floats.append(record["time"])
     return logs, floats
 
 
@@ -115,13 +129,17 @@ def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any
     params = record["params"]
     for use in uses:
         if use["name"] == record["tool"] and use["input"] == params:
-            return {k: v for k, v in record.items() if k != "params"} | {USE: use["id"]}
+            named = dict(record)
+            del named["params"]
+            named[USE] = use["id"]
+            return named
     return record
 
 
-def _committed() -> None:
-    """A checkpoint's row is committed: nothing more to do (the flush timer, when one is
-    set, finds nothing deferred)."""
+def _delta(part: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``part`` whose values differ from ``previous``'s, which has the same
+    keys in the same order: compared pairwise, in C."""
+    return dict(compress(part.items(), map(ne, part.values(), previous.values())))
 
 
 def _plain(value: object) -> Any:
@@ -163,6 +181,12 @@ class Checkpointer:
         self._turn = 0
         """The turn of the latest checkpoint: the journal's lines after it name it."""
         self._timer: asyncio.TimerHandle | None = None
+        self._pending: list[tuple[CheckpointRow, Sequence[rows.BlobRow]]] = []
+        """The rows taken and not committed yet."""
+        self._deferred = False
+        """Whether :meth:`_write` waits in the store for the next commit."""
+        self._committed_at = -FLUSH_AFTER_S
+        """When rows were last committed (``time.monotonic``): the first rides at once."""
         self._store_failure: Exception | None = None
         self._unwatch = state.workspace.watch(self._will_write)
 
@@ -221,101 +245,123 @@ class Checkpointer:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
         keys = state.part_keys()
-        before = self._keys
-        unchanged = [name for name, key in keys.items() if name in before and before[name] == key]
-        self._keys = keys
+        if keys == self._keys:  # most turns: not one of these parts changed
+            unchanged: Container[str] = keys
+        else:
+            before = self._keys
+            unchanged = [
+                name for name, key in keys.items() if name in before and before[name] == key
+            ]
+            self._keys = keys
         snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
         logs: dict[str, Any] = {}
-        snapshot["guardrails"] = self._pack_calls(snapshot["guardrails"], logs)
-        snapshot["interventions"] = self._pack_seen(snapshot["interventions"], logs)
+        self._pack_calls(snapshot["guardrails"], logs)
+        self._pack_seen(snapshot["interventions"], logs)
         messages = self._new_messages()
         if messages is not None:
             logs["messages"] = messages
         inline: dict[str, Any] = {}
-        changed: dict[str, Any] = {}
+        changed: dict[str, dict[str, Any]] = {}
+        nested: dict[str, dict[str, Any]] = {}
         parts = self._parts
         for name, part in snapshot.items():
             previous = parts.get(name, _MISSING)
             if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
                 inline[name] = parts[name] = part
-            elif previous == part:
-                continue
-            elif type(part) is dict and type(previous) is dict and part.keys() == previous.keys():
-                changed[name] = {k: v for k, v in part.items() if previous[k] != v}
-                parts[name] = part
-            else:
+            elif type(part) is dict and type(previous) is dict and list(part) == list(previous):
+                delta = _delta(part, previous)
+                if delta:  # most parts that come here changed (those that seldom do have keys)
+                    parts[name] = part
+                    for key, value in delta.items():
+                        was = previous[key]
+                        if type(value) is dict and type(was) is dict and list(value) == list(was):
+                            nested.setdefault(name, {})[key] = _delta(value, was)
+                        else:
+                            changed.setdefault(name, {})[key] = value
+            elif previous != part:
                 inline[name] = parts[name] = part
         appended, floats = _appended(logs)
         row: dict[str, Any] = {"counters": counters, "inline": inline}
         if changed:
             row[CHANGED] = changed
+        if nested:
+            row[NESTED] = nested
         row["appended"] = appended
-        # what may hold a float that is not finite: the parts, the tools' inputs, the
-        # calls' times (the logs' texts, ints and flags cannot)
-        floats += (counters, inline, changed)
-        text = rows.json_bytes(row, _plain, checked=not rows.finite(floats))
-        checkpoint = CheckpointRow(
-            self.run_id, state.turn + 1, seq, state.clock(), text, self._tree.digest
-        )
-        write, written = rows.checkpoint_writer(checkpoint, blobs)
-        self.bytes_written += written
-        self._turn = checkpoint.turn
+        # what may hold a float that is not finite, looked at only when the row has a null:
+        # the parts, the tools' inputs, the calls' times (the logs' texts, ints and flags
+        # cannot)
+        floats += (counters, inline, changed, nested)
+        text = rows.json_bytes(row, _plain, scan=floats)
+        turn = state.turn + 1
+        checkpoint = CheckpointRow(self.run_id, turn, seq, state.clock(), text, self._tree.digest)
+        packed, written = rows.pack_blobs(blobs) if blobs else _NO_BLOBS
+        self.bytes_written += written + len(text) + len(checkpoint.files)
+        self._turn = turn
         self.taken += 1
-        self.store.defer(self._guarded(write), _committed)
-        if self._timer is None:
+        self._pending.append((checkpoint, packed))
+        if self._deferred:
+            return
+        if monotonic() - self._committed_at >= FLUSH_AFTER_S:  # ride with the next event
+            self._deferred = True
+            self.store.defer(self._write, self._committed)
+        if self._timer is None:  # or go on their own, FLUSH_AFTER_S from now
             self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
 
-    def _guarded(self, write: Callable[[sqlite3.Connection], None]) -> Callable[..., None]:
-        """``write``, in the transaction of the event it rides with, whose failure leaves
-        the event to be stored (SQLite undoes a failed statement, not its transaction) and
-        is reported by the next checkpoint."""
+    def _write(self, conn: sqlite3.Connection) -> None:
+        """The rows taken since the last commit, in the transaction of the event they ride
+        with; a failure leaves the event to be stored (SQLite undoes a failed statement,
+        not its transaction) and is reported by the next checkpoint."""
+        pending, self._pending = self._pending, []
+        self._deferred = False
+        try:
+            for checkpoint, blobs in pending:
+                if self._store_failure is not None:  # a row stands on the rows before it
+                    return
+                rows.insert_checkpoint(conn, checkpoint, blobs)
+        except sqlite3.Error as exc:
+            self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
 
-        def guarded(conn: sqlite3.Connection) -> None:
-            if self._store_failure is not None:  # a row stands on the rows before it
-                return
-            try:
-                write(conn)
-            except sqlite3.Error as exc:
-                self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
-
-        return guarded
+    def _committed(self) -> None:
+        self._committed_at = monotonic()
 
     def _flush(self) -> None:
-        """Commit what no event took along (a model call is under way), 50 ms after the
-        first checkpoint since the timer last ran: a fast run pays a timer every 50 ms,
-        not one per turn, and a flush with nothing deferred costs nothing."""
+        """Commit the rows no event took along (a model call is under way, or they wait
+        for the next batch): a fast run pays a timer every 50 ms, not one per turn."""
         self._timer = None
+        if self._pending and not self._deferred:
+            self._deferred = True
+            self.store.defer(self._write, self._committed)
         try:
             self.store.flush()
         except StoreError as exc:
             self._store_failure = exc
 
-    def _pack_calls(self, guardrails: dict[str, Any], logs: dict[str, Any]) -> dict[str, Any]:
+    def _pack_calls(self, guardrails: dict[str, Any], logs: dict[str, Any]) -> None:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
-        range of their indexes; the calls not recorded yet go to the log (the records are
-        the runner's own, built once per call and never changed)."""
-        feedback = guardrails.get("feedback")
-        if not isinstance(feedback, dict) or not isinstance(feedback.get("recent"), list):
-            return guardrails
-        recent = feedback["recent"]
-        if not recent:
-            window: Any = []
-        else:
-            first, last = recent[0]["call_index"], recent[-1]["call_index"]
-            contiguous = last - first + 1 == len(recent)
-            window = [first, last] if contiguous else [r["call_index"] for r in recent]
+        range of their indexes, in the part; the calls not recorded yet go to the log (the
+        records are the runner's own, built once per call and never changed)."""
+        records = self.state.guards.feedback.recent_json()
+        feedback = guardrails["feedback"]
+        if not records:
+            feedback["recent"] = []
+            return
+        first, last = records[0]["call_index"], records[-1]["call_index"]
+        if last == self._last_call + 1:  # most turns: one call (indexes only grow)
+            logs[CALLS] = [records[-1]]
+            self._last_call = last
+        elif last > self._last_call:  # only the calls since the last checkpoint
             new = []
-            for record in reversed(recent):  # only the calls since the last checkpoint
+            for record in reversed(records):
                 if record["call_index"] <= self._last_call:
                     break
                 new.append(record)
-            if new:
-                logs[CALLS] = new[::-1]
-                self._last_call = last
-            if not contiguous:
-                window = {"indexes": window}
-        return {**guardrails, "feedback": {**feedback, "recent": window}}
+            logs[CALLS] = new[::-1]
+            self._last_call = last
+        if last - first + 1 == len(records):
+            feedback["recent"] = [first, last]
+        else:
+            feedback["recent"] = {"indexes": [r["call_index"] for r in records]}
 
     def _pack_seen(self, tracker: Any, logs: dict[str, Any]) -> Any:
         """The calls the intervention tracker has seen (they only grow; the part has their

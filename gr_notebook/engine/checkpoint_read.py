@@ -2,8 +2,9 @@
 
 A row (:mod:`gr_notebook.engine.checkpoint` writes it) holds the counters, the parts of the
 run state that changed since the previous row (``inline`` whole, ``changed`` as the keys that
-changed) and what the run's logs gained (``appended``: layer 5's messages, the feedback's
-call records, the calls the intervention tracker has seen). A part is the one the latest row
+changed, ``nested`` as the keys that changed inside a key holding an object) and what the
+run's logs gained (``appended``: layer 5's messages, the feedback's call records, the calls
+the intervention tracker has seen). A part is the one the latest row
 holding it gives. Rows written before decision 274 also named unchanged parts by blob
 (``named``, in each row) and kept changed folders in the row (``folders``); they read as
 they did.
@@ -23,7 +24,16 @@ from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
 from gr_notebook.workflow.workspace_files import flatten
 
-__all__ = ["CALLS", "CHANGED", "FOLDERS", "SEEN", "USE", "Checkpoint", "load_checkpoint"]
+__all__ = [
+    "CALLS",
+    "CHANGED",
+    "FOLDERS",
+    "NESTED",
+    "SEEN",
+    "USE",
+    "Checkpoint",
+    "load_checkpoint",
+]
 
 CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
@@ -31,6 +41,10 @@ FOLDERS: Final = "folders"
 """Rows written before decision 275 kept the folders that changed in the row, by hash."""
 CHANGED: Final = "changed"
 """The parts of which only some keys changed: those keys, to lay over the part as it was."""
+NESTED: Final = "nested"
+"""The parts of which a key holding an object changed only in some of its keys: those
+keys, to lay over that object as it was (the feedback's count of calls, in the
+guardrails)."""
 USE: Final = "params_of"
 """In a call's record: the id of the tool use, in the same row, whose input its params are."""
 SEEN: Final = "seen"
@@ -96,6 +110,10 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         snapshot.update(state["inline"])
         for name, delta in state.get(CHANGED, {}).items():
             snapshot[name] = {**snapshot[name], **delta}
+        for name, deltas in state.get(NESTED, {}).items():
+            part = snapshot[name] = {**snapshot[name]}
+            for key, delta in deltas.items():
+                part[key] = {**part[key], **delta}
         appended = state["appended"]
         gained = appended.get("messages")
         inputs: dict[str, Any] = {}

@@ -166,6 +166,10 @@ class ContextManager:
         """Layer 4 alone: :meth:`to_json` without the messages."""
         return {"recap": self._recap, "progress": self._progress}
 
+    def summary_key(self) -> tuple[str | None, str | None]:
+        """Equal only when :meth:`summary_json` would be (its texts, which never change)."""
+        return self._recap, self._progress
+
     def load_json(self, data: Mapping[str, Any]) -> None:
         """Bring back layers 4-5 from :meth:`to_json` (messages are decoded before any
         change, so a bad snapshot leaves the conversation as it was)."""

@@ -192,37 +192,41 @@ class RunState:
 
         ``history=False`` leaves out what only grows, the events, layer 5's messages and
         the calls the intervention tracker has seen (``"events"`` is None, ``"context"``
-        has no ``"messages"``, ``"seen"`` is a count): a checkpoint keeps those by
-        appending, and hands them back to :meth:`restore`. The parts named in
-        ``unchanged`` (those of :meth:`part_keys`, whose keys did not change) are left out:
-        a checkpoint has them already."""
-        detector = self.stuck_detector
-        context = self.context.to_json() if history else self.context.summary_json()
-        snapshot = {
-            "version": STATE_VERSION,
-            "run": {
-                "run_id": self.run_id,
-                "name": self.name,
-                "workspace": str(self.workspace.root),
-                "plan_file": self.plan_file,
-            },
+        has no ``"messages"``, ``"seen"`` is a count), and the feedback's recent calls
+        (``"recent"`` is None): a checkpoint keeps those by appending, and hands them back
+        to :meth:`restore`. The parts named in ``unchanged`` (those of :meth:`part_keys`,
+        whose keys did not change) are left out: a checkpoint has them already."""
+        snapshot: dict[str, Any] = {
             "counters": {
                 "turn": self.turn,
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
             },
-            "events": [_event_json(e) for e in self.events] if history else None,
-            "context": context,
-            "guardrails": self.guards.snapshot(),
+            "guardrails": self.guards.snapshot(recent=history),
             "interventions": (
                 self.interventions.to_json(seen=history) if self.interventions else None
             ),
-            "stuck_detector": _detector_json(detector),
-            "pending": {
+        }
+        if history:
+            snapshot["events"] = [_event_json(e) for e in self.events]
+            snapshot["context"] = self.context.to_json()
+        elif "context" not in unchanged:
+            snapshot["context"] = self.context.summary_json()
+        if "version" not in unchanged:
+            snapshot["version"] = STATE_VERSION
+        if "run" not in unchanged:
+            snapshot["run"] = {
+                "run_id": self.run_id,
+                "name": self.name,
+                "workspace": str(self.workspace.root),
+                "plan_file": self.plan_file,
+            }
+        snapshot["stuck_detector"] = _detector_json(self.stuck_detector)  # a person's: no key
+        if "pending" not in unchanged:
+            snapshot["pending"] = {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
                 "todo_order": self.todo_order,
-            },
-        }
+            }
         if "phases" not in unchanged:
             snapshot["phases"] = self.phases.to_json()
         if "regulation" not in unchanged:
@@ -230,10 +234,14 @@ class RunState:
         return snapshot
 
     def part_keys(self) -> dict[str, object]:
-        """For the parts of :meth:`snapshot` that change seldom and cost the most to build,
-        a key that compares equal only when the part would be the same (see
-        ``PhaseController.state_key``)."""
+        """For the parts of :meth:`snapshot` that change seldom, a key that compares equal
+        only when the part would be the same (see ``PhaseController.state_key``): a
+        checkpoint builds a part again only when its key changed."""
         return {
+            "version": STATE_VERSION,
+            "run": (self.run_id, self.name, self.workspace, self.plan_file),  # one root each
+            "context": self.context.summary_key(),
+            "pending": (tuple(self.rewinds), self.todo_order),
             "phases": self.phases.state_key(),
             "regulation": self.regulation.state_key() if self.regulation else None,
         }

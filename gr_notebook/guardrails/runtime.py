@@ -275,11 +275,15 @@ class Guardrails:
 
     # -- snapshots --------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, *, recent: bool = True) -> dict[str, Any]:
+        """The guardrails' state as JSON; ``recent=False`` leaves the feedback's recent
+        calls out (``None``): a checkpoint keeps them as they come."""
         return {
             "version": SNAPSHOT_VERSION,
-            "policies": {key: memory.to_json() for key, memory in self.memories.items()},
-            "feedback": self.feedback.to_json(),
+            "policies": {key: memory.to_json() for key, memory in self.memories.items()}
+            if self.memories
+            else {},
+            "feedback": self.feedback.to_json(recent=recent),
             "completion": {"refusals": self.refusals},
         }
 

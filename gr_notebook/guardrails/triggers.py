@@ -143,7 +143,9 @@ class FeedbackRunner:
         self._emit(block.event(tool, index))
         return True, block
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, recent: bool = True) -> dict[str, Any]:
+        """The runner's state; ``recent=False`` gives None for the recent calls, which
+        :meth:`recent_json` hands out as they come."""
         return {
             "calls": self.calls,
             "triggers": [
@@ -154,11 +156,20 @@ class FeedbackRunner:
                     "file_fired": t.file_fired,
                 }
                 for c, t in zip(self.configs, self._triggers, strict=True)
-            ],
+            ]
+            if self.configs
+            else [],  # a checkpoint per turn: no comprehension for nothing
             "last": self.last.to_json() if self.last else None,
-            "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()},
-            "recent": list(self._recent_json),
+            "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()}
+            if self.last_by_provider
+            else {},
+            "recent": list(self._recent_json) if recent else None,
         }
+
+    def recent_json(self) -> deque[dict[str, Any]]:
+        """The recent calls as JSON, oldest first, each built once when the call was
+        made and never changed: read them, do not change them."""
+        return self._recent_json
 
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
         """Check a saved state; returns the function that applies it, so nothing changes

@@ -17,9 +17,9 @@ import json
 import marshal
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -34,14 +34,15 @@ __all__ = [
     "blob",
     "checkpoint",
     "checkpoint_turns",
-    "checkpoint_writer",
     "checkpoints_by_run",
     "copy_events",
     "digest_of",
     "finite",
+    "insert_checkpoint",
     "json_bytes",
     "lineage",
     "migrated_at",
+    "pack_blobs",
     "record_lineage",
     "states_upto",
     "write_checkpoint",
@@ -68,17 +69,25 @@ def json_bytes(
     *,
     checked: bool = True,
     sort_keys: bool = False,
+    scan: Any = None,
 ) -> bytes:
     """Compact JSON, UTF-8, that ``json.loads`` reads back as ``value``: orjson's, which costs a
     sixth of ``json.dumps``, unless orjson refuses the value (an int over 64 bits, a lone
     surrogate, a key that is not a string) or, when ``checked``, would change it (it writes
     a NaN or an infinity as null, with no option to refuse them: ijl/orjson#441): then
-    ``json.dumps``'s, as before. ``checked=False`` is for values known to hold no float that
-    is not finite (a folder's names and hashes; what :func:`finite` passed)."""
+    ``json.dumps``'s, as before. Output without a ``null`` holds neither, so only output
+    with one is looked at: ``scan`` (default ``value``), what in it may hold a float, with
+    :func:`finite`, then a round trip. ``checked=False`` is for values known to hold no
+    float that is not finite (a folder's names and hashes)."""
     try:
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
-        if not checked or finite(value) or orjson.loads(data) == value:
+        if (
+            not checked
+            or b"null" not in data
+            or finite(value if scan is None else scan)
+            or orjson.loads(data) == value
+        ):
             return data
     except TypeError:  # orjson.JSONEncodeError
         pass
@@ -98,7 +107,7 @@ def finite(value: Any) -> bool:
         data = marshal.dumps(value, 2)
     except ValueError:  # a type marshal does not know
         return False
-    for mark in (0x7F, 0xFF):
+    for mark in (0x7F, 0xFF):  # bytes.find is memchr: cheaper than a regular expression
         at = data.find(mark, 1)
         while at != -1:
             if data[at - 1] >= 0xF0:
@@ -112,9 +121,11 @@ def digest_of(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    """One turn's checkpoint: the state when the turn began, before its model call."""
+class CheckpointRow(NamedTuple):
+    """One turn's checkpoint: the state when the turn began, before its model call.
+
+    A named tuple, not a dataclass: it is made at every turn and goes to SQLite as it is,
+    in its columns' order."""
 
     run_id: str
     turn: int
@@ -141,36 +152,41 @@ class Lineage:
 def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
     """Record a checkpoint and its new blobs in one transaction: a kill mid-write leaves
     the previous checkpoint the latest. Returns the bytes written (blobs and row)."""
-    write, written = checkpoint_writer(row, blobs)
+    packed, written = pack_blobs(blobs)
     with store.transaction() as conn:
-        write(conn)
-    return written
+        insert_checkpoint(conn, row, packed)
+    return written + len(row.state) + len(row.files)
 
 
-def checkpoint_writer(
-    row: CheckpointRow, blobs: Mapping[str, bytes]
-) -> tuple[Callable[[sqlite3.Connection], None], int]:
-    """What records ``row`` and its new ``blobs`` on a connection, inside a transaction
-    the caller commits (:meth:`Store.defer`), and the bytes it will write."""
-    written = len(row.state) + len(row.files)
-    packed_rows = []
+BlobRow = tuple[str, int, int, bytes]
+"""A blob as stored: its hash, its size, whether it is compressed, its bytes."""
+
+
+def pack_blobs(blobs: Mapping[str, bytes]) -> tuple[list[BlobRow], int]:
+    """``{hash: content}`` as rows to store (zlib above :data:`COMPRESS_ABOVE` bytes,
+    when that is shorter), and the bytes they hold."""
+    packed: list[BlobRow] = []
+    written = 0
     for digest, data in blobs.items():
-        packed = zlib.compress(data, 1) if len(data) > COMPRESS_ABOVE else data
-        compressed = len(packed) < len(data)
-        stored = packed if compressed else data
+        stored = zlib.compress(data, 1) if len(data) > COMPRESS_ABOVE else data
+        compressed = len(stored) < len(data)
+        if not compressed:
+            stored = data
         written += len(stored)
-        packed_rows.append((digest, len(data), int(compressed), stored))
-    values = (row.run_id, row.turn, row.seq, row.time, row.state, row.files)
+        packed.append((digest, len(data), int(compressed), stored))
+    return packed, written
 
-    def write(conn: sqlite3.Connection) -> None:
-        if packed_rows:
-            conn.executemany(
-                "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)",
-                packed_rows,
-            )
-        conn.execute(_INSERT_CHECKPOINT, values)
 
-    return write, written
+def insert_checkpoint(
+    conn: sqlite3.Connection, row: CheckpointRow, blobs: Sequence[BlobRow]
+) -> None:
+    """Record ``row`` and its new blobs (:func:`pack_blobs`) on ``conn``, inside a
+    transaction the caller commits (a checkpoint rides with an event: :meth:`Store.defer`)."""
+    if blobs:
+        conn.executemany(
+            "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", blobs
+        )
+    conn.execute(_INSERT_CHECKPOINT, row)
 
 
 _INSERT_CHECKPOINT: Final = (

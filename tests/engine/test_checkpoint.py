@@ -115,17 +115,17 @@ def test_an_unchanged_file_costs_nothing(tmp_path: Path) -> None:
     store = gr.Store(tmp_path / "s.sqlite")
     agent = gr.Agent(model, workspace=tmp_path / "ws", store=store, self_regulation=False)
     written: list[int] = []
-    writer = rows.checkpoint_writer
+    insert = rows.insert_checkpoint
 
-    def counting(row: rows.CheckpointRow, blobs: dict[str, bytes]) -> Any:
-        written.append(sum(len(b) for b in blobs.values()))
-        return writer(row, blobs)
+    def counting(conn: Any, row: rows.CheckpointRow, blobs: list[rows.BlobRow]) -> None:
+        written.append(sum(size for _digest, size, _zlib, _data in blobs))  # before zlib
+        insert(conn, row, blobs)
 
-    checkpoint_module.rows.checkpoint_writer = counting  # type: ignore[assignment]
+    checkpoint_module.rows.insert_checkpoint = counting  # type: ignore[assignment]
     try:
         run = agent.run_sync("Write big.md.")
     finally:
-        checkpoint_module.rows.checkpoint_writer = writer  # type: ignore[assignment]
+        checkpoint_module.rows.insert_checkpoint = insert  # type: ignore[assignment]
     assert run.status == "completed"
     _first, after_write, after_read, after_same, after_small = written[:5]
     assert after_write > len(big)  # the new file, once
@@ -163,13 +163,10 @@ def test_a_file_edited_by_hand_during_a_pause_is_in_the_next_checkpoint(tmp_path
 def test_a_failing_checkpoint_is_one_error_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: object) -> tuple[Any, int]:
-        def write(conn: sqlite3.Connection) -> None:
-            raise sqlite3.OperationalError("disk full")
+    def broken(*args: object) -> None:
+        raise sqlite3.OperationalError("disk full")
 
-        return write, 0
-
-    monkeypatch.setattr(checkpoint_module.rows, "checkpoint_writer", broken)
+    monkeypatch.setattr(checkpoint_module.rows, "insert_checkpoint", broken)
     run = gr.Agent(
         gr.SimulatedModel(),
         workspace=tmp_path / "ws",

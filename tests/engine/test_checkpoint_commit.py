@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,21 +65,72 @@ def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way
     assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
 
 
+def test_a_fast_run_commits_its_rows_together_and_none_waits_past_the_bound(
+    tmp_path: Path,
+) -> None:
+    """Turns of a few milliseconds commit their rows about 20 times a second (decision
+    281), not at every turn; no row waits for long, and the first goes at once."""
+    path = tmp_path / "s.sqlite"
+    turns = 400
+    seen: list[tuple[float, int]] = []  # (when, the newest committed turn then)
+    run_ids: list[str] = []
+
+    def look(event: gr.Event) -> None:
+        if event.kind == "model_call":
+            committed = committed_turns(path, run_ids[0])
+            seen.append((time.time(), committed[-1] if committed else 0))
+
+    agent = gr.Agent(
+        gr.ScriptedModel([gr.tool_call("list_files")] * turns + [gr.text("done")]),
+        workspace=tmp_path / "ws",
+        store=path,
+        max_iterations=2 * turns,
+        stuck_turns=None,
+        interventions=gr.InterventionConfig(consecutive_stuck_tolerance=turns),
+    )
+
+    async def main() -> gr.Run:
+        run = agent.start("List the files.")
+        run_ids.append(run.run_id)
+        run.subscribe(look)
+        return await run.wait()
+
+    run = asyncio.run(main())
+    assert run.status == "completed"
+    assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
+    taken = checkpoint_times(path, run.run_id)
+    assert seen[0][1] == 1  # the first row rode with the first event
+    commits = len({newest for _when, newest in seen})
+    assert commits < turns / 4, commits  # rows went together, not one commit each
+    # A row is committed with the first event at least FLUSH_AFTER_S after the last
+    # commit: no row waits much past the bound (the slack is one slow turn on a busy
+    # machine), whatever the machine's speed.
+    for when, newest in seen:
+        waiting = [t for turn, t in taken.items() if turn > newest and t < when]
+        assert not waiting or when - min(waiting) < FLUSH_AFTER_S + 0.25, (when, newest)
+
+
+def checkpoint_times(path: Path, run_id: str) -> dict[int, float]:
+    with sqlite3.connect(path) as conn:
+        found = conn.execute(
+            "SELECT turn, time FROM checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchall()
+    return dict(found)
+
+
 def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer = rows.checkpoint_writer
+    insert = rows.insert_checkpoint
 
-    def failing_at_turn_5(row: rows.CheckpointRow, blobs: dict[str, bytes]) -> Any:
-        if row.turn != 5:
-            return writer(row, blobs)
-
-        def write(conn: sqlite3.Connection) -> None:
+    def failing_at_turn_5(
+        conn: sqlite3.Connection, row: rows.CheckpointRow, blobs: list[rows.BlobRow]
+    ) -> None:
+        if row.turn == 5:
             raise sqlite3.OperationalError("disk full")
+        insert(conn, row, blobs)
 
-        return write, 0
-
-    monkeypatch.setattr(checkpoint_module.rows, "checkpoint_writer", failing_at_turn_5)
+    monkeypatch.setattr(checkpoint_module.rows, "insert_checkpoint", failing_at_turn_5)
     run = quickstart(tmp_path)
     assert run.status == "completed"
     errors = [(e.data["source"], e.data["error_type"]) for e in run.events if e.kind == "error"]
