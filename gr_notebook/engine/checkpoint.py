@@ -314,11 +314,12 @@ class Checkpointer:
         not its transaction) and is reported by the next checkpoint."""
         pending, self._pending = self._pending, []
         self._deferred = False
+        if self._store_failure is not None:  # a row stands on the rows before it
+            return
         try:
-            for checkpoint, blobs in pending:
-                if self._store_failure is not None:  # a row stands on the rows before it
-                    return
-                rows.insert_checkpoint(conn, checkpoint, blobs)
+            rows.insert_checkpoints(
+                conn, [row for row, _ in pending], [b for _, blobs in pending for b in blobs]
+            )
         except sqlite3.Error as exc:
             self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
 

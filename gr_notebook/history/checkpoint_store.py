@@ -38,7 +38,7 @@ __all__ = [
     "copy_events",
     "digest_of",
     "finite",
-    "insert_checkpoint",
+    "insert_checkpoints",
     "json_bytes",
     "lineage",
     "migrated_at",
@@ -154,7 +154,7 @@ def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes
     the previous checkpoint the latest. Returns the bytes written (blobs and row)."""
     packed, written = pack_blobs(blobs)
     with store.transaction() as conn:
-        insert_checkpoint(conn, row, packed)
+        insert_checkpoints(conn, (row,), packed)
     return written + len(row.state) + len(row.files)
 
 
@@ -177,16 +177,17 @@ def pack_blobs(blobs: Mapping[str, bytes]) -> tuple[list[BlobRow], int]:
     return packed, written
 
 
-def insert_checkpoint(
-    conn: sqlite3.Connection, row: CheckpointRow, blobs: Sequence[BlobRow]
+def insert_checkpoints(
+    conn: sqlite3.Connection, rows: Sequence[CheckpointRow], blobs: Sequence[BlobRow]
 ) -> None:
-    """Record ``row`` and its new blobs (:func:`pack_blobs`) on ``conn``, inside a
-    transaction the caller commits (a checkpoint rides with an event: :meth:`Store.defer`)."""
+    """Record ``rows``, in turn order, and the new blobs they name, on ``conn``, inside a
+    transaction the caller commits (a run's rows ride with an event: :meth:`Store.defer`).
+    The blobs go first; a row that fails leaves the rows before it."""
     if blobs:
         conn.executemany(
             "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", blobs
         )
-    conn.execute(_INSERT_CHECKPOINT, row)
+    conn.executemany(_INSERT_CHECKPOINT, rows)
 
 
 _INSERT_CHECKPOINT: Final = (

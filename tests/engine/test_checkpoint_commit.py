@@ -121,16 +121,16 @@ def checkpoint_times(path: Path, run_id: str) -> dict[int, float]:
 def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    insert = rows.insert_checkpoint
+    insert = rows.insert_checkpoints
 
     def failing_at_turn_5(
-        conn: sqlite3.Connection, row: rows.CheckpointRow, blobs: list[rows.BlobRow]
+        conn: sqlite3.Connection, batch: list[rows.CheckpointRow], blobs: list[rows.BlobRow]
     ) -> None:
-        if row.turn == 5:
+        insert(conn, [row for row in batch if row.turn < 5], blobs)  # as executemany stops
+        if any(row.turn >= 5 for row in batch):
             raise sqlite3.OperationalError("disk full")
-        insert(conn, row, blobs)
 
-    monkeypatch.setattr(checkpoint_module.rows, "insert_checkpoint", failing_at_turn_5)
+    monkeypatch.setattr(checkpoint_module.rows, "insert_checkpoints", failing_at_turn_5)
     run = quickstart(tmp_path)
     assert run.status == "completed"
     errors = [(e.data["source"], e.data["error_type"]) for e in run.events if e.kind == "error"]
