@@ -21,7 +21,7 @@ needs to go on from there, in one row of the store
 A row is committed at most 50 ms after it is taken: with the run's next event (one commit,
 not two) when the last rows went at least 50 ms ago, else with the rows of the next 50 ms,
 or on its own when no event comes (a model call under way); a kill loses the rows of the
-last 50 ms at most (decision 281). Before a write the path is noted in a
+last 50 ms at most (decision 246). Before a write the path is noted in a
 journal, ``.gr/writes-<run id>``, with the turn of the checkpoint it follows, so a
 resume after a kill tells the run's own writes since the checkpoint it resumes from (set
 aside) from changes made by hand (refused: resume on a copy).
@@ -66,7 +66,7 @@ from gr_notebook.workflow.workspace_files import FileTree
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
 
 FLUSH_AFTER_S: Final = 0.05
-"""A checkpoint is committed at most this long after it is taken (decision 281): with the
+"""A checkpoint is committed at most this long after it is taken (decision 246): with the
 run's next event when the last rows were committed at least this long ago, else with the
 rows taken until then. A turn slower than this (any real model's) commits its own row; a
 fast run commits its rows together, about 20 times a second."""

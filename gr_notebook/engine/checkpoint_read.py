@@ -38,7 +38,7 @@ __all__ = [
 CALLS: Final = "calls"
 """The log of the feedback's recent tool calls: the part keeps only their indexes."""
 FOLDERS: Final = "folders"
-"""Rows written before decision 275 kept the folders that changed in the row, by hash."""
+"""Rows written before decision 274 kept the folders that changed in the row, by hash."""
 CHANGED: Final = "changed"
 """The parts of which only some keys changed: those keys, to lay over the part as it was."""
 NESTED: Final = "nested"
