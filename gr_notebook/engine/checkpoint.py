@@ -168,7 +168,10 @@ class Checkpointer:
         self._keys: dict[str, object] = {}
         """The keys of the parts that have them (``RunState.part_keys``) at the last
         checkpoint: a part whose key did not change is not built again."""
-        self._last_call = 0
+        self._last_record: dict[str, Any] | None = None
+        """The newest of the feedback's call records logged: the runner builds each once,
+        so the ones after it are new (a person's ``run.restore()`` builds them all again,
+        and all go to the log)."""
         self._seen = 0
         self._context: ContextManager | None = None
         self._generation = -1
@@ -185,6 +188,10 @@ class Checkpointer:
         """The rows taken and not committed yet."""
         self._deferred = False
         """Whether :meth:`_write` waits in the store for the next commit."""
+        self._in_flight: list[tuple[CheckpointRow, Sequence[rows.BlobRow]]] = []
+        """The rows written in a transaction that has not committed yet."""
+        self._retried = False
+        """Whether the rows in flight are a second try."""
         self._committed_at = -FLUSH_AFTER_S
         """When rows were last committed (``time.monotonic``): the first rides at once."""
         self._store_failure: Exception | None = None
@@ -228,6 +235,10 @@ class Checkpointer:
             )
 
     def _take(self) -> None:
+        if self._in_flight:  # the transaction they rode with failed
+            self._requeue()
+            if self._store_failure is not None:
+                raise self._store_failure
         state = self.state
         events = state.events
         seq = len(events) - 1
@@ -311,7 +322,9 @@ class Checkpointer:
     def _write(self, conn: sqlite3.Connection) -> None:
         """The rows taken since the last commit, in the transaction of the event they ride
         with; a failure leaves the event to be stored (SQLite undoes a failed statement,
-        not its transaction) and is reported by the next checkpoint."""
+        not its transaction) and is reported by the next checkpoint. The rows stay in
+        flight until the transaction commits (:meth:`_committed`)."""
+        self._requeue()
         pending, self._pending = self._pending, []
         self._deferred = False
         if self._store_failure is not None:  # a row stands on the rows before it
@@ -322,14 +335,33 @@ class Checkpointer:
             )
         except sqlite3.Error as exc:
             self._store_failure = StoreError(f"run store {self.store.path} failed: {exc}")
+        else:
+            self._in_flight = pending
 
     def _committed(self) -> None:
+        self._in_flight = []
+        self._retried = False
         self._committed_at = monotonic()
+
+    def _requeue(self) -> None:
+        """Rows handed to a transaction that did not commit (the event they rode with could
+        not be stored) go back to the front of the queue, once: a second failure ends the
+        run's checkpoints, since a row stands on the rows before it."""
+        if not self._in_flight:
+            return
+        if self._retried:
+            self._store_failure = StoreError(
+                f"run store {self.store.path} failed to commit checkpoints twice"
+            )
+            return
+        self._pending[:0] = self._in_flight
+        self._in_flight, self._retried = [], True
 
     def _flush(self) -> None:
         """Commit the rows no event took along (a model call is under way, or they wait
         for the next batch): a fast run pays a timer every 50 ms, not one per turn."""
         self._timer = None
+        self._requeue()
         if self._pending and not self._deferred:
             self._deferred = True
             self.store.defer(self._write, self._committed)
@@ -347,18 +379,16 @@ class Checkpointer:
         if not records:
             feedback["recent"] = []
             return
-        first, last = records[0]["call_index"], records[-1]["call_index"]
-        if last == self._last_call + 1:  # most turns: one call (indexes only grow)
-            logs[CALLS] = [records[-1]]
-            self._last_call = last
-        elif last > self._last_call:  # only the calls since the last checkpoint
+        newest = records[-1]
+        if newest is not self._last_record:  # the calls since the last one logged
             new = []
             for record in reversed(records):
-                if record["call_index"] <= self._last_call:
+                if record is self._last_record:
                     break
                 new.append(record)
             logs[CALLS] = new[::-1]
-            self._last_call = last
+            self._last_record = newest
+        first, last = records[0]["call_index"], newest["call_index"]
         if last - first + 1 == len(records):
             feedback["recent"] = [first, last]
         else:

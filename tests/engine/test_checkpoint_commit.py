@@ -4,6 +4,7 @@ spare a checkpoint the parts that did not change."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import sqlite3
 import time
@@ -17,6 +18,7 @@ from gr_notebook.engine import checkpoint as checkpoint_module
 from gr_notebook.engine.checkpoint import FLUSH_AFTER_S, Checkpointer, load_checkpoint
 from gr_notebook.examples import QUICKSTART, audit_job
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.store import Store
 from gr_notebook.models import ModelRequest, ModelResponse
 
 
@@ -224,3 +226,119 @@ def test_a_written_file_is_in_a_row_once_and_its_call_reads_back_whole(tmp_path:
     (record,) = load_checkpoint(store, run.run_id, 2).snapshot["guardrails"]["feedback"]["recent"]
     assert record["params"] == {"path": "report.md", "content": content}
     store.close()
+
+
+class Truth:
+    """The run's whole state as each checkpoint was taken, to compare what reads back."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.states: dict[int, Any] = {}
+        take = Checkpointer._take
+
+        def recording(checkpointer: Checkpointer) -> None:
+            self.states[checkpointer.state.turn + 1] = comparable(checkpointer.state.snapshot())
+            take(checkpointer)
+
+        monkeypatch.setattr(Checkpointer, "_take", recording)
+
+    def check(self, path: Path, run_id: str) -> list[int]:
+        """The committed turns, each asserted to read back as it was taken."""
+        with gr.Store(path) as store:
+            turns = rows.checkpoint_turns(store, run_id)
+            for turn in turns:
+                assert (
+                    comparable(load_checkpoint(store, run_id, turn).snapshot) == (self.states[turn])
+                ), turn
+        return turns
+
+
+def comparable(snapshot: dict[str, Any]) -> Any:
+    """A snapshot as JSON, without its events (a checkpoint reads them from the store) and
+    its elapsed time (a checkpoint's clock reading is its own)."""
+    snapshot = {k: v for k, v in snapshot.items() if k != "events"}
+    snapshot["counters"] = {k: v for k, v in snapshot["counters"].items() if k != "elapsed_s"}
+    return json.loads(json.dumps(snapshot, default=dict))
+
+
+def test_rows_whose_event_could_not_be_stored_go_with_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The event a batch of rows rides with fails (busy past the timeout, disk full):
+    SQLite undoes the rows with it, and they are written again with the next commit."""
+    truth = Truth(monkeypatch)
+    execute = Store._execute
+    carried: list[str] = []
+
+    def failing_once(store: Store, sql: str, params: Any = ()) -> Any:
+        if store._deferred and sql.startswith("INSERT INTO events"):
+            carried.append(sql)
+            if len(carried) == 2:  # the second event that carries rows cannot be stored
+                sql = sql.replace("INSERT INTO events", "INSERT INTO no_such_table")
+        return execute(store, sql, params)
+
+    monkeypatch.setattr(Store, "_execute", failing_once)
+    run = quickstart(tmp_path)
+    assert run.status == "completed"
+    assert not [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]
+    assert truth.check(tmp_path / "s.sqlite", run.run_id) == list(range(1, run.turns + 1))
+
+
+def test_rows_that_fail_twice_end_checkpoints_with_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    truth = Truth(monkeypatch)
+    execute = Store._execute
+    carried: list[str] = []
+
+    def failing_from_the_second(store: Store, sql: str, params: Any = ()) -> Any:
+        if store._deferred and sql.startswith("INSERT INTO events"):
+            carried.append(sql)
+            if len(carried) >= 2:
+                sql = sql.replace("INSERT INTO events", "INSERT INTO no_such_table")
+        return execute(store, sql, params)
+
+    monkeypatch.setattr(Store, "_execute", failing_from_the_second)
+    run = quickstart(tmp_path)
+    assert run.status == "completed"
+    errors = [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]
+    assert [e.data["error_type"] for e in errors] == ["StoreError"]
+    assert "twice" in errors[0].data["message"]
+    assert truth.check(tmp_path / "s.sqlite", run.run_id) == [1]  # what is there reads back
+
+
+def test_the_feedback_calls_read_back_after_a_person_restores_the_guardrails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run.restore()`` puts back older call records, whose indexes the next calls use
+    again: those calls are logged all the same."""
+    truth = Truth(monkeypatch)
+    saved: dict[str, Any] = {}
+    runs: list[gr.Run] = []
+
+    def save(request: ModelRequest) -> ModelResponse:
+        saved["guardrails"] = runs[0].snapshot()
+        return gr.tool_call("write_file", path="b.txt", content="two")
+
+    def put_back(request: ModelRequest) -> ModelResponse:
+        runs[0].restore(saved["guardrails"])
+        return gr.tool_call("write_file", path="c.txt", content="three")
+
+    script: list[Any] = [
+        gr.tool_call("write_file", path="a.txt", content="one"),
+        save,
+        gr.tool_call("list_files"),
+        put_back,
+        gr.tool_call("list_files"),
+        gr.text("done"),
+    ]
+    path = tmp_path / "s.sqlite"
+    agent = gr.Agent(gr.ScriptedModel(script), workspace=tmp_path / "ws", store=path)
+
+    async def main() -> gr.Run:
+        run = agent.start("Write three files.")
+        runs.append(run)
+        return await run.wait()
+
+    run = asyncio.run(main())
+    assert run.status == "completed"
+    assert truth.check(path, run.run_id) == list(range(1, run.turns + 1))
