@@ -48,6 +48,7 @@ from gr_notebook.engine.checkpoint_read import (
     CHANGED,
     NESTED,
     SEEN,
+    TALLIES,
     USE,
     Checkpoint,
     load_checkpoint,
@@ -99,10 +100,8 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
     return paths
 
 
-def _appended(logs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """What the logs gained, as the row keeps it, and what in it may hold a float: only a
-    tool's input and a call's time can (the rest is text, ints and flags)."""
-    floats: list[Any] = []
+def _appended(logs: dict[str, Any]) -> dict[str, Any]:
+    """What the logs gained, as the row keeps it."""
     uses: list[dict[str, Any]] = []
     messages = logs.get("messages")
     if messages is not None:
@@ -112,15 +111,25 @@ def _appended(logs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
             for block in message["content"]:
                 if block["type"] == "tool_use":
                     uses.append(block)
-                    floats.append(block["input"])
         logs["messages"] = {"epoch": epoch, "start": start, "items": encoded}
     calls = logs.get(CALLS)
     if calls:
-        logs[CALLS] = calls = [_by_use(record, uses) for record in calls]
-        for record in calls:
-            floats.append(record.get("params"))
-            floats.append(record["time"])
-    return logs, floats
+        logs[CALLS] = [_by_use(record, uses) for record in calls]
+    return logs
+
+
+def _may_hold_floats(row: dict[str, Any]) -> list[Any]:
+    """What in a row may hold a float that is not finite: the counters, the parts, the
+    tools' inputs, the calls' params and times (the logs' texts, ints and flags cannot)."""
+    found: list[Any] = [row["counters"], row["inline"], row.get(CHANGED), row.get(NESTED)]
+    appended = row["appended"]
+    messages = appended.get("messages")
+    if messages is not None:
+        for message in messages["items"]:
+            found += [b["input"] for b in message["content"] if b["type"] == "tool_use"]
+    for record in appended.get(CALLS, ()):
+        found += (record.get("params"), record["time"])
+    return found
 
 
 def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -267,8 +276,14 @@ class Checkpointer:
         snapshot = state.snapshot(history=False, unchanged=unchanged)
         counters = snapshot.pop("counters")
         logs: dict[str, Any] = {}
-        self._pack_calls(snapshot["guardrails"], logs)
-        self._pack_seen(snapshot["interventions"], logs)
+        # what moves at every call goes with the counters, so the parts seldom change
+        feedback = snapshot["guardrails"]["feedback"]
+        del feedback["recent"]  # None: the window is in the tallies, the calls in the log
+        tallies = {"calls": feedback.pop("calls"), "recent": self._pack_calls(logs)}
+        tracker = snapshot["interventions"]
+        if tracker is not None:
+            tallies["step"] = tracker.pop("step")
+            self._pack_seen(logs)
         messages = self._new_messages()
         if messages is not None:
             logs["messages"] = messages
@@ -280,30 +295,28 @@ class Checkpointer:
             previous = parts.get(name, _MISSING)
             if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
                 inline[name] = parts[name] = part
+            elif previous == part:  # most turns, now that the tallies are apart
+                continue
             elif type(part) is dict and type(previous) is dict and list(part) == list(previous):
-                delta = _delta(part, previous)
-                if delta:  # most parts that come here changed (those that seldom do have keys)
-                    parts[name] = part
-                    for key, value in delta.items():
-                        was = previous[key]
-                        if type(value) is dict and type(was) is dict and list(value) == list(was):
-                            nested.setdefault(name, {})[key] = _delta(value, was)
-                        else:
-                            changed.setdefault(name, {})[key] = value
-            elif previous != part:
+                parts[name] = part
+                for key, value in _delta(part, previous).items():
+                    was = previous[key]
+                    if type(value) is dict and type(was) is dict and list(value) == list(was):
+                        nested.setdefault(name, {})[key] = _delta(value, was)
+                    else:
+                        changed.setdefault(name, {})[key] = value
+            else:
                 inline[name] = parts[name] = part
-        appended, floats = _appended(logs)
-        row: dict[str, Any] = {"counters": counters, "inline": inline}
+        appended = _appended(logs)
+        row: dict[str, Any] = {"counters": counters, TALLIES: tallies, "inline": inline}
         if changed:
             row[CHANGED] = changed
         if nested:
             row[NESTED] = nested
         row["appended"] = appended
-        # what may hold a float that is not finite, looked at only when the row has a null:
-        # the parts, the tools' inputs, the calls' times (the logs' texts, ints and flags
-        # cannot)
-        floats += (counters, inline, changed, nested)
-        text = rows.json_bytes(row, _plain, scan=floats)
+        text = rows.json_bytes(row, _plain, checked=False)
+        if b"null" in text:  # a None, or a NaN or an infinity orjson wrote as null
+            text = rows.json_bytes(row, _plain, scan=_may_hold_floats(row))
         turn = state.turn + 1
         checkpoint = CheckpointRow(self.run_id, turn, seq, state.clock(), text, self._tree.digest)
         packed, written = rows.pack_blobs(blobs) if blobs else _NO_BLOBS
@@ -370,15 +383,13 @@ class Checkpointer:
         except StoreError as exc:
             self._store_failure = exc
 
-    def _pack_calls(self, guardrails: dict[str, Any], logs: dict[str, Any]) -> None:
+    def _pack_calls(self, logs: dict[str, Any]) -> Any:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
-        range of their indexes, in the part; the calls not recorded yet go to the log (the
-        records are the runner's own, built once per call and never changed)."""
+        range of their indexes; the calls not recorded yet go to the log (the records are
+        the runner's own, built once per call and never changed)."""
         records = self.state.guards.feedback.recent_json()
-        feedback = guardrails["feedback"]
         if not records:
-            feedback["recent"] = []
-            return
+            return []
         newest = records[-1]
         if newest is not self._last_record:  # the calls since the last one logged
             new = []
@@ -390,21 +401,19 @@ class Checkpointer:
             self._last_record = newest
         first, last = records[0]["call_index"], newest["call_index"]
         if last - first + 1 == len(records):
-            feedback["recent"] = [first, last]
-        else:
-            feedback["recent"] = {"indexes": [r["call_index"] for r in records]}
+            return [first, last]
+        return {"indexes": [r["call_index"] for r in records]}
 
-    def _pack_seen(self, tracker: Any, logs: dict[str, Any]) -> Any:
+    def _pack_seen(self, logs: dict[str, Any]) -> None:
         """The calls the intervention tracker has seen (they only grow; the part has their
         count): those it saw since the last checkpoint go to the log."""
         engine = self.state.interventions
-        if engine is None or not isinstance(tracker, dict):
-            return tracker
+        if engine is None:
+            return
         order = engine.tracker.seen_order
         if len(order) > self._seen:
             logs[SEEN] = order[self._seen :]
             self._seen = len(order)
-        return tracker
 
     def _new_messages(self) -> tuple[int, int, list[Message]] | None:
         """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch

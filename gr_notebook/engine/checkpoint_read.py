@@ -1,13 +1,13 @@
 """Reading a checkpoint back: the rows of a run up to a turn, replayed.
 
-A row (:mod:`gr_notebook.engine.checkpoint` writes it) holds the counters, the parts of the
-run state that changed since the previous row (``inline`` whole, ``changed`` as the keys that
-changed, ``nested`` as the keys that changed inside a key holding an object) and what the
-run's logs gained (``appended``: layer 5's messages, the feedback's call records, the calls
-the intervention tracker has seen). A part is the one the latest row
-holding it gives. Rows written before decision 274 also named unchanged parts by blob
-(``named``, in each row) and kept changed folders in the row (``folders``); they read as
-they did.
+A row (:mod:`gr_notebook.engine.checkpoint` writes it) holds the counters, the tallies (what
+moves at every tool call), the parts of the run state that changed since the previous row
+(``inline`` whole, ``changed`` as the keys that changed, ``nested`` as the keys that changed
+inside a key holding an object) and what the run's logs gained (``appended``: layer 5's
+messages, the feedback's call records, the calls the intervention tracker has seen). A part
+is the one the latest row holding it gives. Rows written before decision 274 also named
+unchanged parts by blob (``named``, in each row) and kept changed folders in the row
+(``folders``); they read as they did; rows written before the tallies keep them in the parts.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "FOLDERS",
     "NESTED",
     "SEEN",
+    "TALLIES",
     "USE",
     "Checkpoint",
     "load_checkpoint",
@@ -47,6 +48,9 @@ keys, to lay over that object as it was (the feedback's count of calls, in the
 guardrails)."""
 USE: Final = "params_of"
 """In a call's record: the id of the tool use, in the same row, whose input its params are."""
+TALLIES: Final = "tallies"
+"""What moves at every tool call, kept with the counters in every row rather than in the
+parts: the feedback's count of calls and window of recent calls, the tracker's step."""
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 
@@ -140,6 +144,17 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         snapshot[name] = json.loads(read(digest))
     snapshot["counters"] = state["counters"]
     snapshot["context"] = {**snapshot["context"], "messages": messages}
+    tallies = state.get(TALLIES)
+    if tallies is not None:  # apart from the parts since decision 274's tallies
+        guardrails = snapshot["guardrails"]
+        feedback = {
+            **guardrails["feedback"],
+            "calls": tallies["calls"],
+            "recent": tallies["recent"],
+        }
+        snapshot["guardrails"] = {**guardrails, "feedback": feedback}
+        if "step" in tallies:
+            snapshot["interventions"] = {**snapshot["interventions"], "step": tallies["step"]}
     feedback = snapshot["guardrails"].get("feedback")
     if isinstance(feedback, dict) and "recent" in feedback:
         window = feedback["recent"]
