@@ -194,11 +194,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
-        self.thinking = w.HTML()
-        """The model's latest finished thinking, collapsed; empty unless it thinks."""
+        self._thinking: w.HTML | None = None
+        self._live_panel: w.HTML | None = None
         self.timeline = w.HTML()
-        self.live = w.HTML()
-        """The model's turn as it streams; empty between turns."""
         self.live_turn = LiveTurn()
         self.log_panel = w.HTML()
         self.prompts = w.VBox()
@@ -228,9 +226,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             [
                 self.header,
                 w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
-                self.feedback,
-                self.thinking,
-                self.live,
+                self.feedback,  # then the thinking and live panels, when there is any
                 self.timeline,
                 self.prompts,
                 controls,
@@ -271,7 +267,31 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self._stream_throttle.poke()
 
     def _draw_live(self) -> None:
-        self.live.value = render_live(self.live_turn.view())
+        view = self.live_turn.view()
+        if view or self._live_panel is not None:
+            self.live.value = render_live(view)
+
+    @property
+    def thinking(self) -> w.HTML:
+        """The model's latest finished thinking, collapsed: built when the model first
+        thinks (each panel costs a widget, and most runs on a dashboard never think)."""
+        if self._thinking is None:
+            self._thinking = w.HTML(render_thinking(self.state().thinking))
+            self._insert_after(self.feedback, self._thinking)
+        return self._thinking
+
+    @property
+    def live(self) -> w.HTML:
+        """The model's turn as it streams, empty between turns: built at the first delta."""
+        if self._live_panel is None:
+            self._live_panel = w.HTML(render_live(self.live_turn.view()))
+            self._insert_after(self._thinking or self.feedback, self._live_panel)
+        return self._live_panel
+
+    def _insert_after(self, panel: w.Widget, new: w.Widget) -> None:
+        children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
+        children.insert(children.index(panel) + 1, new)
+        self.children = tuple(children)
 
     @property
     def live_renders(self) -> int:
@@ -287,7 +307,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
-        self.thinking.value = render_thinking(state.thinking)
+        if state.thinking or self._thinking is not None:
+            self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)
         self._draw_live()
         live = not self.run.done  # the todo panel redraws itself, through its own throttle
