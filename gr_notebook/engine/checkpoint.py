@@ -315,8 +315,9 @@ class Checkpointer:
             row[NESTED] = nested
         row["appended"] = appended
         text = rows.json_bytes(row, _plain, checked=False)
-        if b"null" in text:  # a None, or a NaN or an infinity orjson wrote as null
-            text = rows.json_bytes(row, _plain, scan=_may_hold_floats(row))
+        # a null is a None, or a NaN or an infinity orjson wrote as null: look closer
+        if b"null" in text and not rows.finite(_may_hold_floats(row)):
+            text = rows.json_bytes(row, _plain)
         turn = state.turn + 1
         checkpoint = CheckpointRow(self.run_id, turn, seq, state.clock(), text, self._tree.digest)
         packed, written = rows.pack_blobs(blobs) if blobs else _NO_BLOBS

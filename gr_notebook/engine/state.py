@@ -191,7 +191,7 @@ class RunState:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
 
         ``history=False`` leaves out what only grows, the events, layer 5's messages and
-        the calls the intervention tracker has seen (``"events"`` is None, ``"context"``
+        the calls the intervention tracker has seen (there is no ``"events"``, ``"context"``
         has no ``"messages"``, ``"seen"`` is a count), and the feedback's recent calls
         (``"recent"`` is None): a checkpoint keeps those by appending, and hands them back
         to :meth:`restore`. The parts named in ``unchanged`` (those of :meth:`part_keys`,

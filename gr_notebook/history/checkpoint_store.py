@@ -29,6 +29,7 @@ from gr_notebook.history.store import Store
 __all__ = [
     "CHECKPOINTS_MIGRATION",
     "RESUMABLE",
+    "BlobRow",
     "CheckpointRow",
     "Lineage",
     "blob",
@@ -69,25 +70,18 @@ def json_bytes(
     *,
     checked: bool = True,
     sort_keys: bool = False,
-    scan: Any = None,
 ) -> bytes:
     """Compact JSON, UTF-8, that ``json.loads`` reads back as ``value``: orjson's, which costs a
     sixth of ``json.dumps``, unless orjson refuses the value (an int over 64 bits, a lone
     surrogate, a key that is not a string) or, when ``checked``, would change it (it writes
     a NaN or an infinity as null, with no option to refuse them: ijl/orjson#441): then
     ``json.dumps``'s, as before. Output without a ``null`` holds neither, so only output
-    with one is looked at: ``scan`` (default ``value``), what in it may hold a float, with
-    :func:`finite`, then a round trip. ``checked=False`` is for values known to hold no
-    float that is not finite (a folder's names and hashes)."""
+    with one is looked at, with :func:`finite`, then a round trip. ``checked=False`` is for
+    values known to hold no float that is not finite (a folder's names and hashes)."""
     try:
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
-        if (
-            not checked
-            or b"null" not in data
-            or finite(value if scan is None else scan)
-            or orjson.loads(data) == value
-        ):
+        if not checked or b"null" not in data or finite(value) or orjson.loads(data) == value:
             return data
     except TypeError:  # orjson.JSONEncodeError
         pass
