@@ -277,13 +277,18 @@ class Checkpointer:
         counters = snapshot.pop("counters")
         logs: dict[str, Any] = {}
         # what moves at every call goes with the counters, so the parts seldom change
-        feedback = snapshot["guardrails"]["feedback"]
-        del feedback["recent"]  # None: the window is in the tallies, the calls in the log
-        tallies = {"calls": feedback.pop("calls"), "recent": self._pack_calls(logs)}
-        tracker = snapshot["interventions"]
-        if tracker is not None:
-            tallies["step"] = tracker.pop("step")
-            self._pack_seen(logs)
+        tallies = {"calls": state.guards.feedback.calls, "recent": self._pack_calls(logs)}
+        guardrails = snapshot.get("guardrails")
+        if guardrails is not None:  # its key changed
+            feedback = guardrails["feedback"]
+            del feedback["recent"], feedback["calls"]  # in the tallies and the log
+        engine = state.interventions
+        if engine is not None:
+            tallies["step"] = engine.tracker.step
+            tracker = snapshot.get("interventions")
+            if tracker is not None:
+                del tracker["step"]
+            self._pack_seen(engine.tracker.seen_order, logs)
         messages = self._new_messages()
         if messages is not None:
             logs["messages"] = messages
@@ -405,13 +410,9 @@ class Checkpointer:
             return [first, last]
         return {"indexes": [r["call_index"] for r in records]}
 
-    def _pack_seen(self, logs: dict[str, Any]) -> None:
+    def _pack_seen(self, order: list[int], logs: dict[str, Any]) -> None:
         """The calls the intervention tracker has seen (they only grow; the part has their
         count): those it saw since the last checkpoint go to the log."""
-        engine = self.state.interventions
-        if engine is None:
-            return
-        order = engine.tracker.seen_order
         if len(order) > self._seen:
             logs[SEEN] = order[self._seen :]
             self._seen = len(order)

@@ -202,11 +202,12 @@ class RunState:
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
             },
-            "guardrails": self.guards.snapshot(recent=history),
-            "interventions": (
-                self.interventions.to_json(seen=history) if self.interventions else None
-            ),
         }
+        if "guardrails" not in unchanged:
+            snapshot["guardrails"] = self.guards.snapshot(recent=history)
+        if "interventions" not in unchanged:
+            engine = self.interventions
+            snapshot["interventions"] = engine.to_json(seen=history) if engine else None
         if history:
             snapshot["events"] = [_event_json(e) for e in self.events]
             snapshot["context"] = self.context.to_json()
@@ -234,9 +235,11 @@ class RunState:
         return snapshot
 
     def part_keys(self) -> dict[str, object]:
-        """For the parts of :meth:`snapshot` that change seldom, a key that compares equal
-        only when the part would be the same (see ``PhaseController.state_key``): a
-        checkpoint builds a part again only when its key changed."""
+        """For the parts of :meth:`snapshot` but the counters and the stuck detector (a
+        person's), a key that compares equal only when the part would be the same (see
+        ``PhaseController.state_key``), what moves at every tool call aside (the
+        feedback's count of calls and recent calls, the tracker's step): a checkpoint
+        builds a part again only when its key changed."""
         return {
             "version": STATE_VERSION,
             "run": (self.run_id, self.name, self.workspace, self.plan_file),  # one root each
@@ -244,6 +247,8 @@ class RunState:
             "pending": (tuple(self.rewinds), self.todo_order),
             "phases": self.phases.state_key(),
             "regulation": self.regulation.state_key() if self.regulation else None,
+            "guardrails": self.guards.state_key(),
+            "interventions": self.interventions.tracker.state_key() if self.interventions else None,
         }
 
     def restore(

@@ -253,6 +253,21 @@ class ProgressTracker:
     seen_order: list[int] = field(default_factory=list, repr=False, compare=False)
     """``seen`` in the order it grew: a checkpoint per turn takes only the new ones."""
 
+    def state_key(self) -> tuple[object, ...]:
+        """Equal only when :meth:`to_json` with ``seen=False`` would be, but for the step (a
+        checkpoint keeps it apart): values, copied, so a change shows."""
+        return (
+            self.last_start_over_step,
+            self.code_edit_count,
+            tuple(self.recent_tools),
+            self.stuck_counter,
+            self.last_progress_step,
+            self.tier,
+            self.best_score,
+            self.fresh_window,
+            len(self.seen),
+        )
+
     def to_json(self, *, seen: bool = True) -> dict[str, Any]:
         """The tracker as JSON; ``seen=False`` gives only how many calls it has seen (a
         checkpoint keeps them as they grow)."""

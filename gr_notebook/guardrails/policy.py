@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gr_notebook.errors import RunError
@@ -48,24 +49,40 @@ class PolicyState:
     invoked_keys: frozenset[tuple[str, str]] = frozenset()
 
 
+_REVISIONS = count()
+"""Shared by every memory, so two memories, or one before and after a change, never have
+the same revision."""
+_MISSING: Any = object()
+
+
 class PolicyMemory:
     """One policy's history in one run, mutable in O(1) per call.
 
-    A key may carry a ``stamp`` (any JSON value), such as the size and mtime of the file
-    that was read, so a policy can tell that a file changed since.
+    A key may carry a ``stamp`` (a JSON value, not changed once recorded: record a new
+    one), such as the size and mtime of the file that was read, so a policy can tell that
+    a file changed since.
     """
 
-    __slots__ = ("_keys", "_tools", "policy_name")
+    __slots__ = ("_keys", "_tools", "policy_name", "revision")
 
     def __init__(self, policy_name: str) -> None:
         self.policy_name = policy_name
         self._tools: set[str] = set()
         self._keys: dict[tuple[str, str], Any] = {}
+        self.revision = next(_REVISIONS)
+        """Changes with :meth:`to_json`, and only then: a checkpoint per turn builds the
+        JSON only when it did."""
 
     def record(self, tool: str, key: str | None = None, *, stamp: Any = None) -> None:
-        self._tools.add(tool)
+        if tool not in self._tools:
+            self._tools.add(tool)
+            self.revision = next(_REVISIONS)
         if key is not None:
-            self._keys[(tool, key)] = stamp
+            entry = (tool, key)
+            was = self._keys.get(entry, _MISSING)
+            if was is _MISSING or type(was) is not type(stamp) or was != stamp:
+                self._keys[entry] = stamp
+                self.revision = next(_REVISIONS)
 
     def invoked(self, tool: str) -> bool:
         return tool in self._tools
@@ -79,6 +96,7 @@ class PolicyMemory:
     def reset(self) -> None:
         self._tools.clear()
         self._keys.clear()
+        self.revision = next(_REVISIONS)
 
     @property
     def state(self) -> PolicyState:
@@ -107,6 +125,7 @@ class PolicyMemory:
             )
         self._tools = set(tools)
         self._keys = {(t, k): _stamp_of(s) for t, k, s in keys}
+        self.revision = next(_REVISIONS)
 
     def __repr__(self) -> str:
         return (

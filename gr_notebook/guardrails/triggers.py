@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.eventdata import plain_json
@@ -35,6 +36,8 @@ __all__ = ["RECENT_CALLS", "FeedbackRunner"]
 
 RECENT_CALLS = 50
 """How many recent tool calls a feedback provider can look back on."""
+_REVISIONS = count()
+"""Shared by every runner: no two states of any runner have the same revision."""
 
 
 @dataclass(slots=True)
@@ -57,6 +60,9 @@ class FeedbackRunner:
         """``recent`` as JSON, each built once: a checkpoint at every turn reads it."""
         self.last: Feedback | None = None
         self.last_by_provider: dict[str, Feedback] = {}
+        self.revision = next(_REVISIONS)
+        """Changes with :meth:`to_json` but for the count of calls and the recent calls
+        (a checkpoint keeps those apart), and only then."""
         started = self._clock()
         self._triggers = [_Trigger(last_time=started) for _ in self.configs]
         self._files = [
@@ -101,6 +107,7 @@ class FeedbackRunner:
                 continue
             state.last_call, state.last_time = self.calls, now
             state.file_fired = state.file_fired or file_seen
+            self.revision = next(_REVISIONS)
             if block is not None:
                 blocks.append(block)
         for block in blocks:  # stored after all ran: every provider saw the same history
@@ -193,6 +200,7 @@ class FeedbackRunner:
             self.last, self.last_by_provider = last, by_provider
             self.recent = deque(recent, maxlen=RECENT_CALLS)
             self._recent_json = deque(map(_record_json, recent), maxlen=RECENT_CALLS)
+            self.revision = next(_REVISIONS)
 
         return apply
 

@@ -277,6 +277,7 @@ def test_rows_whose_event_could_not_be_stored_go_with_the_next_one(
         return execute(store, sql, params)
 
     monkeypatch.setattr(Store, "_execute", failing_once)
+    monkeypatch.setattr(checkpoint_module, "FLUSH_AFTER_S", 0.0)  # each row rides an event
     run = quickstart(tmp_path)
     assert run.status == "completed"
     assert not [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]
@@ -298,6 +299,7 @@ def test_rows_that_fail_twice_end_checkpoints_with_one_error(
         return execute(store, sql, params)
 
     monkeypatch.setattr(Store, "_execute", failing_from_the_second)
+    monkeypatch.setattr(checkpoint_module, "FLUSH_AFTER_S", 0.0)  # each row rides an event
     run = quickstart(tmp_path)
     assert run.status == "completed"
     errors = [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]

@@ -49,3 +49,20 @@ def test_an_old_store_opens_with_the_new_tables_and_keeps_its_runs(tmp_path: Pat
         migrated = rows.migrated_at(store)
         assert migrated is not None
         assert all(r["started_at"] < migrated for r in store.runs())
+
+
+def test_a_turn_written_again_keeps_the_new_row_and_the_rows_around_it(tmp_path: Path) -> None:
+    with gr.Store(tmp_path / "s.sqlite") as store:
+        store.record_run_started(
+            "r", started_at=0, model="m", workspace="", instructions="", config={}
+        )
+        rows.write_checkpoint(store, row(1), {})
+        rows.write_checkpoint(store, row(2), {})
+        again = row(2)._replace(seq=7, state='{"counters":{"turn":1}}')
+        with store.transaction() as conn:  # a batch whose second row takes a turn again
+            rows.insert_checkpoints(conn, [row(3), again, row(4)], [])
+        assert rows.checkpoint_turns(store, "r") == [1, 2, 3, 4]
+        assert rows.checkpoint(store, "r", 2) == again
+        with pytest.raises(gr.StoreError, match="FOREIGN KEY"), store.transaction() as conn:
+            rows.insert_checkpoints(conn, [row(5)._replace(run_id="no-such-run")], [])
+        assert rows.checkpoint_turns(store, "r") == [1, 2, 3, 4]
