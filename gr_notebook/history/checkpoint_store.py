@@ -182,18 +182,21 @@ def insert_checkpoints(
             "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", blobs
         )
     try:
-        conn.executemany(_INSERT_CHECKPOINT.format(""), rows)
-    except sqlite3.IntegrityError:  # a turn taken again (a restore went back): the new row
-        conn.executemany(_INSERT_CHECKPOINT.format(" OR REPLACE"), rows)
+        conn.executemany(_INSERT_CHECKPOINT, rows)
+    except sqlite3.IntegrityError:  # a turn written again: the new row replaces the old
+        conn.executemany(_REPLACE_CHECKPOINT, rows)
 
 
-_INSERT_CHECKPOINT: Final = (
-    "INSERT{} INTO checkpoints (run_id, turn, seq, time, state, files)"
+_COLUMNS_AND_VALUES: Final = (
+    " INTO checkpoints (run_id, turn, seq, time, state, files)"
     " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?)"
 )
+_INSERT_CHECKPOINT: Final = "INSERT" + _COLUMNS_AND_VALUES
 """``state`` goes in as the UTF-8 bytes orjson wrote and is kept as text: no decoding to
 a ``str`` and encoding back for SQLite. A plain ``INSERT`` costs a sixth less than ``INSERT
-OR REPLACE``, which is only needed when a turn is taken again."""
+OR REPLACE`` (:data:`_REPLACE_CHECKPOINT`), which is only needed when a turn is written
+again."""
+_REPLACE_CHECKPOINT: Final = "INSERT OR REPLACE" + _COLUMNS_AND_VALUES
 
 
 def blob(store: Store, digest: str) -> bytes:
