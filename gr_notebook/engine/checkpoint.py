@@ -47,20 +47,23 @@ from gr_notebook.engine.checkpoint_read import (
     CALLS,
     CHANGED,
     NESTED,
+    RESULT,
     SEEN,
     TALLIES,
     USE,
+    USE_BLOCK,
     Checkpoint,
     load_checkpoint,
 )
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import StoreError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.events import ErrorEvent, RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
-from gr_notebook.messages import Message
+from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, block_json
 from gr_notebook.workflow.workspace import SYSTEM_DIR
 from gr_notebook.workflow.workspace_files import FileTree
 
@@ -101,21 +104,39 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
 
 
 def _appended(logs: dict[str, Any]) -> dict[str, Any]:
-    """What the logs gained, as the row keeps it."""
-    uses: list[dict[str, Any]] = []
+    """What the logs gained, as the row keeps it (messages in their row form)."""
+    uses: list[ToolUseBlock] = []
     messages = logs.get("messages")
     if messages is not None:
         epoch, start, items = messages
-        encoded = [m.to_json() for m in items]
-        for message in encoded:
-            for block in message["content"]:
-                if block["type"] == "tool_use":
-                    uses.append(block)
-        logs["messages"] = {"epoch": epoch, "start": start, "items": encoded}
+        logs["messages"] = {
+            "epoch": epoch,
+            "start": start,
+            "items": [_message_row(m, uses) for m in items],
+        }
     calls = logs.get(CALLS)
     if calls:
         logs[CALLS] = [_by_use(record, uses) for record in calls]
     return logs
+
+
+def _message_row(message: Message, uses: list[ToolUseBlock]) -> tuple[str, list[Any]]:
+    """A message as a row keeps it (:data:`~gr_notebook.engine.checkpoint_read.ROW_BLOCKS`):
+    tuples for the blocks of every turn, which cost less to build and to store than the
+    wire shape's objects; the tool uses go to ``uses``. A tool's input goes as it is: what
+    orjson refuses in it (a read-only mapping) goes to the row's ``default``."""
+    blocks: list[Any] = []
+    for block in message.content:
+        if type(block) is ToolResultBlock:
+            blocks.append((RESULT, block.tool_use_id, block.content, block.is_error))
+        elif type(block) is ToolUseBlock:
+            uses.append(block)
+            blocks.append((USE_BLOCK, block.id, block.name, block.input))
+        elif type(block) is TextBlock:
+            blocks.append(block.text)
+        else:
+            blocks.append(block_json(block))
+    return message.role, blocks
 
 
 def _may_hold_floats(row: dict[str, Any]) -> list[Any]:
@@ -125,22 +146,27 @@ def _may_hold_floats(row: dict[str, Any]) -> list[Any]:
     appended = row["appended"]
     messages = appended.get("messages")
     if messages is not None:
-        for message in messages["items"]:
-            found += [b["input"] for b in message["content"] if b["type"] == "tool_use"]
+        for _, blocks in messages["items"]:
+            found += [_plain_input(b[3]) for b in blocks if type(b) is tuple and b[0] == USE_BLOCK]
     for record in appended.get(CALLS, ()):
         found += (record.get("params"), record["time"])
     return found
 
 
-def _by_use(record: dict[str, Any], uses: list[dict[str, Any]]) -> dict[str, Any]:
+def _plain_input(value: Any) -> Any:
+    """A tool's input as marshal takes it (it refuses a read-only mapping)."""
+    return plain_json(value) if type(value) is not dict else value
+
+
+def _by_use(record: dict[str, Any], uses: list[ToolUseBlock]) -> dict[str, Any]:
     """A call's record whose params are the input of a tool use in the same row (a
     ``write_file`` carries the whole file) names that use instead of holding them twice."""
     params = record["params"]
     for use in uses:
-        if use["name"] == record["tool"] and use["input"] == params:
+        if use.name == record["tool"] and use.input == params:
             named = dict(record)
             del named["params"]
-            named[USE] = use["id"]
+            named[USE] = use.id
             return named
     return record
 

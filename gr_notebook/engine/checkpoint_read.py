@@ -29,9 +29,11 @@ __all__ = [
     "CHANGED",
     "FOLDERS",
     "NESTED",
+    "RESULT",
     "SEEN",
     "TALLIES",
     "USE",
+    "USE_BLOCK",
     "Checkpoint",
     "load_checkpoint",
 ]
@@ -46,6 +48,12 @@ NESTED: Final = "nested"
 """The parts of which a key holding an object changed only in some of its keys: those
 keys, to lay over that object as it was (the feedback's count of calls, in the
 guardrails)."""
+RESULT: Final = "r"
+USE_BLOCK: Final = "u"
+"""In a row, a message is ``[role, blocks]`` (rows written before decision 282 keep the wire
+shape, ``{"role", "content"}``); a block is a text block's text, ``["u", id, name, input]``
+for a tool use, ``["r", tool_use_id, content, is_error]`` for a tool result, or any other
+kind in the wire shape (an object)."""
 USE: Final = "params_of"
 """In a call's record: the id of the tool use, in the same row, whose input its params are."""
 TALLIES: Final = "tallies"
@@ -126,12 +134,10 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
                 messages = []
             if gained["start"] != len(messages):
                 raise ValueError(f"messages from {gained['start']} follow {len(messages)}")
-            messages.extend(gained["items"])
+            items = [_wire(m) for m in gained["items"]]
+            messages.extend(items)
             inputs = {
-                b["id"]: b["input"]
-                for m in gained["items"]
-                for b in m["content"]
-                if b["type"] == "tool_use"
+                b["id"]: b["input"] for m in items for b in m["content"] if b["type"] == "tool_use"
             }
         for record in appended.get(CALLS, ()):
             if USE in record:  # its params are a tool use's input in this row
@@ -172,3 +178,24 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
     snapshot[FOLDERS] = folders
     return snapshot
+
+
+def _wire(message: Any) -> dict[str, Any]:
+    """A message of a row (:data:`USE_BLOCK`) in the wire shape ``Message.from_json`` reads."""
+    if isinstance(message, dict):  # written before decision 282
+        return message
+    role, blocks = message
+    return {"role": role, "content": [_wire_block(b) for b in blocks]}
+
+
+def _wire_block(block: Any) -> dict[str, Any]:
+    if isinstance(block, str):
+        return {"type": "text", "text": block}
+    if isinstance(block, dict):
+        return block
+    kind, first, second, third = block
+    if kind == USE_BLOCK:
+        return {"type": "tool_use", "id": first, "name": second, "input": third}
+    if kind == RESULT:
+        return {"type": "tool_result", "tool_use_id": first, "content": second, "is_error": third}
+    raise ValueError(f"unknown block {kind!r} in a checkpoint's message")

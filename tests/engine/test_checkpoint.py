@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from gr_notebook.engine.checkpoint import Checkpointer, load_checkpoint
 from gr_notebook.engine.state import RunState
 from gr_notebook.examples import QUICKSTART
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.messages import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.workflow.workspace_files import hash_files
 
 
@@ -81,6 +84,42 @@ def test_every_turn_restores_to_the_state_it_had(tmp_path: Path) -> None:
             assert again == snapshot, f"turn {turn}"
             assert again_seqs == seqs, f"turn {turn}"
             assert again_files == files, f"turn {turn}"
+
+
+def test_every_kind_of_block_comes_back_as_it_was(tmp_path: Path) -> None:
+    """A row keeps the blocks of every turn as tuples and the others in the wire shape."""
+    nested = MappingProxyType({"path": "notes.md", "opts": MappingProxyType({"n": (1, 2.5)})})
+    script = [
+        ModelResponse(
+            (
+                ThinkingBlock("Which file first?", "sig-1"),
+                RedactedThinkingBlock("opaque=="),
+                TextBlock("Looking around."),
+                ToolUseBlock("", "list_files", nested),
+            ),
+            "tool_use",
+        ),
+        gr.tool_call("read_file", path="missing.md"),  # an error result
+        gr.tool_calls([("list_files", {}), ("read_file", {"path": "instructions.md"})]),
+        gr.text("done"),
+    ]
+    agent = gr.Agent(
+        gr.ScriptedModel(script), workspace=tmp_path / "ws", store=tmp_path / "s.sqlite"
+    )
+    run, seen = recorded(agent, "Look around.")
+    assert len(seen) == 4
+    with gr.Store(tmp_path / "s.sqlite") as store:
+        for turn, (snapshot, _, _) in seen.items():
+            again = restored(agent, store, run, turn)[0]
+            assert again["context"] == snapshot["context"], f"turn {turn}"
+        messages = seen[4][0]["context"]["messages"]
+        kinds = {block["type"] for m in messages for block in m["content"]}
+        assert kinds >= {"thinking", "redacted_thinking", "text", "tool_use", "tool_result"}
+        assert any(b.get("is_error") for m in messages for b in m["content"])
+        row = rows.checkpoint(store, run.run_id, 2)
+        assert row is not None
+        state = rows.states_upto(store, row)[-1]  # turn 1's messages
+        assert '"type":"thinking"' in state and '"type":"tool_use"' not in state
 
 
 def test_a_prompt_merged_into_a_recorded_message_starts_a_new_epoch(tmp_path: Path) -> None:
