@@ -117,8 +117,7 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
     seen: set[int] = set()
     folders: dict[str, Any] = {}
     state: dict[str, Any] = {}
-    for text in rows.states_upto(store, row):
-        state = json.loads(text)
+    for state in rows.states_upto(store, row):
         snapshot.update(state["inline"])
         for name, delta in state.get(CHANGED, {}).items():
             snapshot[name] = {**snapshot[name], **delta}

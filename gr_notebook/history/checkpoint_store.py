@@ -1,13 +1,15 @@
 """The checkpoint tables of the run store: blobs by hash, checkpoints, lineage.
 
-A checkpoint row keeps, as one JSON text, the run state's parts that changed since the
-run's last checkpoint (whole, or the keys that changed) and what the run's append-only
-logs gained since then (layer 5's new messages, the feedback's new tool calls); and the
-hash of the workspace's root folder. Reading a checkpoint back replays the rows up to it.
+A checkpoint keeps, as one JSON text, the run state's parts that changed since the run's
+last checkpoint (whole, or the keys that changed) and what the run's append-only logs
+gained since then (layer 5's new messages, the feedback's new tool calls); and the hash of
+the workspace's root folder. Reading a checkpoint back replays the checkpoints up to it.
 Every blob (a file, a folder) is keyed by the hash of its content, so what did not change is
-never written twice, and a turn costs one row. The JSON is orjson's, checked for what
-orjson would write differently from ``json`` (:func:`json_bytes`). The tables are created
-by the store's ``add_checkpoints`` migration (schema 2).
+never written twice. The checkpoints of consecutive turns committed together are one row
+of the table (:func:`batched`): a fast run pays one insert per commit, not one per turn.
+The JSON is orjson's, checked for what orjson would write differently from ``json``
+(:func:`json_bytes`). The tables are created by the store's ``add_checkpoints`` migration
+(schema 2); ``batch_checkpoints`` (schema 3) lets a row hold several turns.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 import orjson
+from orjson import Fragment
 
 from gr_notebook.errors import StoreError
 from gr_notebook.history.store import Store
@@ -32,8 +35,10 @@ __all__ = [
     "BlobRow",
     "CheckpointRow",
     "Lineage",
+    "batched",
     "blob",
     "checkpoint",
+    "checkpoint_rows",
     "checkpoint_turns",
     "checkpoints_by_run",
     "copy_events",
@@ -176,20 +181,53 @@ def insert_checkpoints(
 ) -> None:
     """Record ``rows``, in turn order, and the new blobs they name, on ``conn``, inside a
     transaction the caller commits (a run's rows ride with an event: :meth:`Store.defer`).
-    The blobs go first; a row that fails leaves the rows before it."""
+    The blobs go first. Rows of consecutive turns go in as one row (:func:`batched`): a
+    fast run's 50 ms of turns cost one insert, not dozens (decision 283)."""
     if blobs:
         conn.executemany(
             "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", blobs
         )
+    stored = batched(rows)
     try:
-        conn.executemany(_INSERT_CHECKPOINT, rows)
+        conn.executemany(_INSERT_CHECKPOINT, stored)
     except sqlite3.IntegrityError:  # a turn written again: the new row replaces the old
-        conn.executemany(_REPLACE_CHECKPOINT, rows)
+        conn.executemany(_REPLACE_CHECKPOINT, stored)
+
+
+def batched(rows: Sequence[CheckpointRow]) -> list[tuple[Any, ...]]:
+    """``rows`` as the table keeps them: each run of consecutive turns of one run as a row
+    from its first turn to its last (``last_turn``), whose ``state`` is the JSON array of
+    ``[seq, time, files, state]`` of each turn (``files`` null when it is the previous
+    one's), and whose other columns are its last turn's; a turn on its own as a row of
+    that turn, ``last_turn`` NULL."""
+    stored: list[tuple[Any, ...]] = []
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end < len(rows):
+            before, row = rows[end - 1], rows[end]
+            if row.turn == before.turn + 1 and row.run_id == before.run_id:
+                continue
+        group = rows[start:end]
+        last = group[-1]
+        if len(group) == 1:
+            stored.append((*last, None))
+        else:
+            entries: list[list[Any]] = []
+            files = None
+            for row in group:
+                state = row.state if isinstance(row.state, bytes) else row.state.encode()
+                same = row.files == files
+                entries.append([row.seq, row.time, None if same else row.files, Fragment(state)])
+                files = row.files
+            first, (run_id, turn, seq, at, _, files) = group[0].turn, last
+            stored.append((run_id, first, seq, at, orjson.dumps(entries), files, turn))
+        start = end
+    return stored
 
 
 _COLUMNS_AND_VALUES: Final = (
-    " INTO checkpoints (run_id, turn, seq, time, state, files)"
-    " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?)"
+    " INTO checkpoints (run_id, turn, seq, time, state, files, last_turn)"
+    " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?, ?)"
 )
 _INSERT_CHECKPOINT: Final = "INSERT" + _COLUMNS_AND_VALUES
 """``state`` goes in as the UTF-8 bytes orjson wrote and is kept as text: no decoding to
@@ -220,48 +258,102 @@ def blob(store: Store, digest: str) -> bytes:
     return content
 
 
-_CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files"
+_CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files, last_turn"
+
+
+def _expanded(found: Sequence[Any]) -> list[tuple[CheckpointRow, Any]]:
+    """A stored row as the checkpoints it holds, each with its state decoded: one, or a
+    batch's (:func:`batched`)."""
+    run_id, turn, seq, at, state, files, last_turn = found
+    if last_turn is None:
+        return [(CheckpointRow(run_id, turn, seq, at, state, files), json.loads(state))]
+    entries = json.loads(state)
+    if len(entries) != last_turn - turn + 1:
+        raise ValueError(f"a row of turns {turn}-{last_turn} holds {len(entries)} checkpoints")
+    expanded = []
+    files = None
+    for offset, (seq, at, named, entry) in enumerate(entries):
+        files = named if named is not None else files
+        if not isinstance(files, str):
+            raise TypeError(f"turn {turn + offset} names no files")
+        expanded.append((CheckpointRow(run_id, turn + offset, seq, at, "", files), entry))
+    return expanded
+
+
+def _text(state: Any) -> str:
+    """A batch's state as the text a row of its own keeps (compact, UTF-8)."""
+    return json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+
+
+def _checkpoints(
+    store: Store, where: str, params: tuple[object, ...]
+) -> list[tuple[CheckpointRow, Any]]:
+    """The checkpoints of the stored rows ``where`` selects, in turn order, each with its
+    state decoded; a row written later replaces an earlier one's checkpoint of a turn (a
+    turn taken again). Damaged JSON raises StoreError."""
+    with store.transaction() as conn:
+        found = conn.execute(
+            f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE {where} ORDER BY rowid",
+            params,
+        ).fetchall()
+    latest: dict[int, tuple[CheckpointRow, Any]] = {}
+    try:
+        for stored in found:
+            for checkpoint in _expanded(stored):
+                latest[checkpoint[0].turn] = checkpoint
+    except (TypeError, ValueError) as exc:
+        raise StoreError(
+            f"the checkpoints of run {params[0]} in run store {store.path} cannot be read "
+            f"({type(exc).__name__}: {exc}); restore the store from a copy"
+        ) from None
+    return [latest[turn] for turn in sorted(latest)]
 
 
 def checkpoint(store: Store, run_id: str, turn: int | None = None) -> CheckpointRow | None:
     """The checkpoint of ``turn``, or the run's latest when ``turn`` is None."""
-    sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = ?"
-    params: tuple[object, ...] = (run_id,)
     if turn is None:
-        sql += " ORDER BY turn DESC LIMIT 1"
-    else:
-        sql += " AND turn = ?"
-        params = (run_id, turn)
-    with store.transaction() as conn:
-        found = conn.execute(sql, params).fetchone()
-    return CheckpointRow(*found) if found is not None else None
+        with store.transaction() as conn:
+            (turn,) = conn.execute(
+                "SELECT MAX(COALESCE(last_turn, turn)) FROM checkpoints WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+        if turn is None:
+            return None
+    where = "run_id = ? AND turn <= ? AND COALESCE(last_turn, turn) >= ?"
+    for row, state in _checkpoints(store, where, (run_id, turn, turn)):
+        if row.turn == turn:
+            return row if row.state else row._replace(state=_text(state))
+    return None
 
 
-def states_upto(store: Store, row: CheckpointRow) -> list[str]:
-    """The ``state`` JSON of the run's checkpoints up to ``row``'s, in turn order."""
-    with store.transaction() as conn:
-        rows = conn.execute(
-            "SELECT state FROM checkpoints WHERE run_id = ? AND turn <= ? ORDER BY turn",
-            (row.run_id, row.turn),
-        ).fetchall()
-    return [text for (text,) in rows]
+def checkpoint_rows(store: Store, run_id: str) -> list[CheckpointRow]:
+    """Every checkpoint of the run, in turn order (a batch's with their states as text)."""
+    found = _checkpoints(store, "run_id = ?", (run_id,))
+    return [row if row.state else row._replace(state=_text(s)) for row, s in found]
+
+
+def states_upto(store: Store, row: CheckpointRow) -> list[Any]:
+    """The states (decoded) of the run's checkpoints up to ``row``'s, in turn order."""
+    found = _checkpoints(store, "run_id = ? AND turn <= ?", (row.run_id, row.turn))
+    return [state for checkpoint, state in found if checkpoint.turn <= row.turn]
 
 
 def checkpoint_turns(store: Store, run_id: str) -> list[int]:
     with store.transaction() as conn:
-        rows = conn.execute(
-            "SELECT turn FROM checkpoints WHERE run_id = ? ORDER BY turn", (run_id,)
+        found = conn.execute(
+            "SELECT turn, last_turn FROM checkpoints WHERE run_id = ?", (run_id,)
         ).fetchall()
-    return [row[0] for row in rows]
+    return sorted({t for first, last in found for t in range(first, (last or first) + 1)})
 
 
 def checkpoints_by_run(store: Store) -> dict[str, tuple[int, int]]:
     """``run_id -> (checkpoints, latest turn)`` for every run that has any."""
     with store.transaction() as conn:
-        rows = conn.execute(
-            "SELECT run_id, COUNT(*), MAX(turn) FROM checkpoints GROUP BY run_id"
-        ).fetchall()
-    return {run_id: (count, last) for run_id, count, last in rows}
+        found = conn.execute("SELECT run_id, turn, last_turn FROM checkpoints").fetchall()
+    turns: dict[str, set[int]] = {}
+    for run_id, first, last in found:
+        turns.setdefault(run_id, set()).update(range(first, (last or first) + 1))
+    return {run_id: (len(held), max(held)) for run_id, held in turns.items()}
 
 
 def copy_events(store: Store, source: str, target: str, upto_seq: int) -> None:

@@ -96,6 +96,13 @@ def add_checkpoints(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX lineage_parent ON lineage (parent_run_id)")
 
 
+@_migration
+def batch_checkpoints(conn: sqlite3.Connection) -> None:
+    """Schema 3: a ``checkpoints`` row may hold the checkpoints of consecutive turns
+    (``turn`` to ``last_turn``), committed together (decision 283); NULL: one turn."""
+    conn.execute("ALTER TABLE checkpoints ADD COLUMN last_turn INTEGER")
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     """Apply pending migrations atomically; IMMEDIATE makes concurrent openers take turns."""
     conn.execute("BEGIN IMMEDIATE")

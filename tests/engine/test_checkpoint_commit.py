@@ -34,11 +34,8 @@ def quickstart(tmp_path: Path) -> gr.Run:
 
 def committed_turns(path: Path, run_id: str) -> list[int]:
     """What another connection sees: the turns whose rows are committed."""
-    with sqlite3.connect(path) as conn:
-        found = conn.execute(
-            "SELECT turn FROM checkpoints WHERE run_id = ? ORDER BY turn", (run_id,)
-        ).fetchall()
-    return [turn for (turn,) in found]
+    with gr.Store(path) as store:
+        return rows.checkpoint_turns(store, run_id)
 
 
 def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way(
@@ -113,11 +110,8 @@ def test_a_fast_run_commits_its_rows_together_and_none_waits_past_the_bound(
 
 
 def checkpoint_times(path: Path, run_id: str) -> dict[int, float]:
-    with sqlite3.connect(path) as conn:
-        found = conn.execute(
-            "SELECT turn, time FROM checkpoints WHERE run_id = ?", (run_id,)
-        ).fetchall()
-    return dict(found)
+    with gr.Store(path) as store:
+        return {row.turn: row.time for row in rows.checkpoint_rows(store, run_id)}
 
 
 def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(

@@ -14,6 +14,8 @@ from gr_notebook.events import Event
 from gr_notebook.history import store as store_module
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 
+LATEST = ["create_runs_jobs_events", "add_checkpoints", "batch_checkpoints"]
+
 
 def start(store: Store, run_id: str, started_at: float = 1.0, **config: Any) -> None:
     store.record_run_started(
@@ -42,7 +44,7 @@ def test_fresh_db_records_each_migration_once(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite"
     with Store(path):
         pass
-    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints"]
+    assert migration_names(path) == LATEST
     with sqlite3.connect(path) as conn:
         stamps = [row[0] for row in conn.execute("SELECT applied_at FROM _migrations")]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
@@ -59,7 +61,7 @@ def test_reopen_does_not_reapply_and_keeps_data(tmp_path: Path) -> None:
     with Store(path) as store:
         assert store.run_ids() == ["r1"]
         assert store.events("r1") == [event(0)]
-    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints"]
+    assert migration_names(path) == LATEST
 
 
 def test_new_migration_is_applied_once_to_an_older_db(
@@ -79,7 +81,7 @@ def test_new_migration_is_applied_once_to_an_older_db(
         with Store(path) as store:
             assert store.run_ids() == ["old"]
     assert calls == ["add_runs_tags"]
-    assert migration_names(path) == ["create_runs_jobs_events", "add_checkpoints", "add_runs_tags"]
+    assert migration_names(path) == [*LATEST, "add_runs_tags"]
     with sqlite3.connect(path) as conn:
         assert "tags" in {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
 
