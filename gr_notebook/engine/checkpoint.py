@@ -1,8 +1,8 @@
 """A checkpoint at every turn boundary: what the run needs to go on from there.
 
 :class:`Checkpointer` records, when a turn begins (before its model call), what the run
-needs to go on from there, in one row of the store
-(:mod:`gr_notebook.history.checkpoint_store`):
+needs to go on from there, as one checkpoint of the store
+(:mod:`gr_notebook.history.checkpoint_store`; those committed together share a row):
 
 - the run state's snapshot without its history
   (:meth:`~gr_notebook.engine.state.RunState.snapshot` with ``history=False``), as what
@@ -11,9 +11,9 @@ needs to go on from there, in one row of the store
   which some keys changed is stored as those keys, any other change as the whole part;
 - what grows by appending, as what it gained since the last checkpoint: layer 5's messages
   (a new epoch when a message already recorded was rewritten: a compaction, a pruning, a
-  prompt merged into the last message), the feedback's recent tool calls and the calls the
-  intervention tracker has seen; the events are in the store already, named by the last
-  one's seq;
+  prompt merged into the last message; in their row form, decision 282), the feedback's
+  recent tool calls and the calls the intervention tracker has seen; the events are in the
+  store already, named by the last one's seq;
 - the workspace's files, as a :class:`~gr_notebook.workflow.workspace_files.FileTree`
   whose changed files are those the workspace reports written (all of them after a pause,
   when a person may have edited some).
