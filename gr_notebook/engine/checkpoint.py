@@ -121,7 +121,7 @@ def _appended(logs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _message_row(message: Message, uses: list[ToolUseBlock]) -> tuple[str, list[Any]]:
-    """A message as a row keeps it (:data:`~gr_notebook.engine.checkpoint_read.ROW_BLOCKS`):
+    """A message as a row keeps it (:data:`~gr_notebook.engine.checkpoint_read.USE_BLOCK`):
     tuples for the blocks of every turn, which cost less to build and to store than the
     wire shape's objects; the tool uses go to ``uses``. A tool's input goes as it is: what
     orjson refuses in it (a read-only mapping) goes to the row's ``default``."""
