@@ -346,8 +346,9 @@ class Checkpointer:
             row[NESTED] = nested
         row["appended"] = appended
         text = rows.json_bytes(row, _plain, checked=False)
-        # a null is a None, or a NaN or an infinity orjson wrote as null: look closer
-        if b"null" in text and not rows.finite(_may_hold_floats(row)):
+        # a null is a None, or a NaN or an infinity orjson wrote as null: look closer (find,
+        # not `in`: `in` tries the needle as an int first, raising and clearing a TypeError)
+        if text.find(b"null") != -1 and not rows.finite(_may_hold_floats(row)):
             text = rows.json_bytes(row, _plain)
         turn = state.turn + 1
         checkpoint = CheckpointRow(self.run_id, turn, seq, state.clock(), text, self._tree.digest)

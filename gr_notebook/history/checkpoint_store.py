@@ -86,7 +86,7 @@ def json_bytes(
     try:
         option = _ORJSON_OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _ORJSON_OPTIONS
         data = orjson.dumps(value, default=default, option=option)
-        if not checked or b"null" not in data or finite(value) or orjson.loads(data) == value:
+        if not checked or data.find(b"null") == -1 or finite(value) or orjson.loads(data) == value:
             return data
     except TypeError:  # orjson.JSONEncodeError
         pass
