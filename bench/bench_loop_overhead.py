@@ -4,6 +4,9 @@ A :class:`gr.ScriptedModel` replays ``N_TURNS`` cheap ``read_file`` calls (they 
 complete a todo nor end the job) and then a final text reply. The model is wrapped so every
 ``complete()`` call is timed with ``perf_counter``; that model time is subtracted from the
 wall time, and what is left is the loop: context assembly, tool dispatch, events, the store.
+A garbage collection that starts inside ``complete()`` is the loop's (its allocations set it
+off, wherever the threshold is crossed): it is timed with ``gc.callbacks`` and left out of
+the model time (decision 279).
 
 Two views of the same runs:
   * per run: (wall time - model time) / turns, including one-off setup; median and p90
@@ -47,21 +50,46 @@ MAX_CHECKPOINT_COST = 0.10
 INSTRUCTIONS = "# Loop overhead benchmark\n\nRead instructions.md again and again.\n"
 
 
+class GcClock:
+    """The time spent in garbage collections, from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+GC = GcClock()
+gc.callbacks.append(GC)
+
+
 class TimedModel:
-    """A transparent wrapper that times each ``complete()`` call of the model it wraps."""
+    """A transparent wrapper that times each ``complete()`` call of the model it wraps, less
+    the garbage collections that ran inside it (the loop's, see :class:`GcClock`)."""
 
     def __init__(self, inner: gr.ScriptedModel) -> None:
         self.inner = inner
         self.durations: list[float] = []
+        self.gc_s = 0.0
+        """Garbage collection inside ``complete()``: counted as the loop's."""
 
     @property
     def name(self) -> str:
         return self.inner.name
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        collected = GC.seconds
         started = time.perf_counter()
         response = await self.inner.complete(request)
-        self.durations.append(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        in_gc = GC.seconds - collected
+        self.gc_s += in_gc
+        self.durations.append(took - in_gc)
         return response
 
 
@@ -91,6 +119,7 @@ class RunMeasure:
     wall_s: float
     model_s: float
     entry_s: float
+    gc_in_model_s: float
     per_turn_us: list[float] = field(default_factory=list)
     """Overhead of turns 1..N_TURNS (index 0 = turn 1), microseconds."""
 
@@ -163,6 +192,7 @@ def run_once(*, with_store: bool, checkpoints: bool = False) -> RunMeasure:
         wall_s=wall,
         model_s=sum(durations),
         entry_s=clock.seconds,
+        gc_in_model_s=model.gc_s,
         per_turn_us=per_turn,
     )
 
@@ -208,6 +238,10 @@ def main() -> int:
         row(
             "model complete() per turn, median (µs)",
             per(lambda rs: _us(_util.median([r.model_s / r.turns * 1e6 for r in rs]))),
+        ),
+        row(
+            "  garbage collection inside it, the loop's (µs)",
+            per(lambda rs: _us(_util.median([r.gc_in_model_s / r.turns * 1e6 for r in rs]))),
         ),
         row(
             "  of which script entries (µs)",
@@ -257,7 +291,8 @@ def main() -> int:
     _util.print_table(["", *labels], rows)
     print(
         "per-run mean = (wall - model time) / turns, setup included; per-turn = gap between\n"
-        "consecutive model_call events minus the second call's model time. Medians over runs."
+        "consecutive model_call events minus the second call's model time; the model time\n"
+        "leaves out the garbage collections that ran inside complete(). Medians over runs."
     )
 
     for label in labels:
