@@ -141,21 +141,17 @@ def _message_row(message: Message, uses: list[ToolUseBlock]) -> tuple[str, list[
 
 def _may_hold_floats(row: dict[str, Any]) -> list[Any]:
     """What in a row may hold a float that is not finite: the counters, the parts, the
-    tools' inputs, the calls' params and times (the logs' texts, ints and flags cannot)."""
+    tools' inputs (as plain JSON: marshal refuses a read-only mapping), the calls' params and
+    times (the logs' texts, ints and flags cannot)."""
     found: list[Any] = [row["counters"], row["inline"], row.get(CHANGED), row.get(NESTED)]
     appended = row["appended"]
     messages = appended.get("messages")
     if messages is not None:
         for _, blocks in messages["items"]:
-            found += [_plain_input(b[3]) for b in blocks if type(b) is tuple and b[0] == USE_BLOCK]
+            found += [plain_json(b[3]) for b in blocks if type(b) is tuple and b[0] == USE_BLOCK]
     for record in appended.get(CALLS, ()):
         found += (record.get("params"), record["time"])
     return found
-
-
-def _plain_input(value: Any) -> Any:
-    """A tool's input as marshal takes it (it refuses a read-only mapping)."""
-    return plain_json(value) if type(value) is not dict else value
 
 
 def _by_use(record: dict[str, Any], uses: list[ToolUseBlock]) -> dict[str, Any]:

@@ -262,11 +262,11 @@ _CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files, last_turn"
 
 
 def _expanded(found: Sequence[Any]) -> list[tuple[CheckpointRow, Any]]:
-    """A stored row as the checkpoints it holds, each with its state decoded: one, or a
-    batch's (:func:`batched`)."""
+    """A stored row as the checkpoints it holds: one, its state the row's text (``None``
+    beside it), or a batch's (:func:`batched`), each state decoded beside an empty text."""
     run_id, turn, seq, at, state, files, last_turn = found
     if last_turn is None:
-        return [(CheckpointRow(run_id, turn, seq, at, state, files), json.loads(state))]
+        return [(CheckpointRow(run_id, turn, seq, at, state, files), None)]
     entries = json.loads(state)
     if len(entries) != last_turn - turn + 1:
         raise ValueError(f"a row of turns {turn}-{last_turn} holds {len(entries)} checkpoints")
@@ -280,17 +280,19 @@ def _expanded(found: Sequence[Any]) -> list[tuple[CheckpointRow, Any]]:
     return expanded
 
 
-def _text(state: Any) -> str:
-    """A batch's state as the text a row of its own keeps (compact, UTF-8)."""
-    return json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+def _with_text(row: CheckpointRow, state: Any) -> CheckpointRow:
+    """A checkpoint with its state as the text a row of its own keeps (compact, UTF-8)."""
+    if state is None:
+        return row
+    return row._replace(state=json.dumps(state, separators=(",", ":"), ensure_ascii=False))
 
 
 def _checkpoints(
     store: Store, where: str, params: tuple[object, ...]
 ) -> list[tuple[CheckpointRow, Any]]:
-    """The checkpoints of the stored rows ``where`` selects, in turn order, each with its
-    state decoded; a row written later replaces an earlier one's checkpoint of a turn (a
-    turn taken again). Damaged JSON raises StoreError."""
+    """The checkpoints of the stored rows ``where`` selects, in turn order (a batch's with
+    their states decoded, see :func:`_expanded`); a row written later replaces an earlier
+    one's checkpoint of a turn (a turn taken again). A damaged batch raises StoreError."""
     with store.transaction() as conn:
         found = conn.execute(
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE {where} ORDER BY rowid",
@@ -322,20 +324,29 @@ def checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint
     where = "run_id = ? AND turn <= ? AND COALESCE(last_turn, turn) >= ?"
     for row, state in _checkpoints(store, where, (run_id, turn, turn)):
         if row.turn == turn:
-            return row if row.state else row._replace(state=_text(state))
+            return _with_text(row, state)
     return None
 
 
 def checkpoint_rows(store: Store, run_id: str) -> list[CheckpointRow]:
     """Every checkpoint of the run, in turn order (a batch's with their states as text)."""
     found = _checkpoints(store, "run_id = ?", (run_id,))
-    return [row if row.state else row._replace(state=_text(s)) for row, s in found]
+    return [_with_text(row, state) for row, state in found]
 
 
 def states_upto(store: Store, row: CheckpointRow) -> list[Any]:
     """The states (decoded) of the run's checkpoints up to ``row``'s, in turn order."""
     found = _checkpoints(store, "run_id = ? AND turn <= ?", (row.run_id, row.turn))
-    return [state for checkpoint, state in found if checkpoint.turn <= row.turn]
+    return [
+        json.loads(checkpoint.state) if state is None else state
+        for checkpoint, state in found
+        if checkpoint.turn <= row.turn
+    ]
+
+
+def _turns(first: int, last: int | None) -> range:
+    """The turns a stored row holds (``last_turn`` NULL: its own)."""
+    return range(first, (first if last is None else last) + 1)
 
 
 def checkpoint_turns(store: Store, run_id: str) -> list[int]:
@@ -343,7 +354,7 @@ def checkpoint_turns(store: Store, run_id: str) -> list[int]:
         found = conn.execute(
             "SELECT turn, last_turn FROM checkpoints WHERE run_id = ?", (run_id,)
         ).fetchall()
-    return sorted({t for first, last in found for t in range(first, (last or first) + 1)})
+    return sorted({t for first, last in found for t in _turns(first, last)})
 
 
 def checkpoints_by_run(store: Store) -> dict[str, tuple[int, int]]:
@@ -352,7 +363,7 @@ def checkpoints_by_run(store: Store) -> dict[str, tuple[int, int]]:
         found = conn.execute("SELECT run_id, turn, last_turn FROM checkpoints").fetchall()
     turns: dict[str, set[int]] = {}
     for run_id, first, last in found:
-        turns.setdefault(run_id, set()).update(range(first, (last or first) + 1))
+        turns.setdefault(run_id, set()).update(_turns(first, last))
     return {run_id: (len(held), max(held)) for run_id, held in turns.items()}
 
 
