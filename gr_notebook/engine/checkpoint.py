@@ -36,9 +36,9 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import compress
-from operator import ne
+from operator import eq, ne
 from pathlib import Path
 from time import monotonic
 from typing import Any, Final
@@ -59,7 +59,7 @@ from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import StoreError
 from gr_notebook.eventdata import plain_json
-from gr_notebook.events import ErrorEvent, RunResumedEvent
+from gr_notebook.events import ErrorEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
@@ -101,23 +101,6 @@ def written_since(root: Path, run_id: str, turn: int) -> set[str]:
         except ValueError:
             continue  # a line cut by the kill
     return paths
-
-
-def _appended(logs: dict[str, Any]) -> dict[str, Any]:
-    """What the logs gained, as the row keeps it (messages in their row form)."""
-    uses: list[ToolUseBlock] = []
-    messages = logs.get("messages")
-    if messages is not None:
-        epoch, start, items = messages
-        logs["messages"] = {
-            "epoch": epoch,
-            "start": start,
-            "items": [_message_row(m, uses) for m in items],
-        }
-    calls = logs.get(CALLS)
-    if calls:
-        logs[CALLS] = [_by_use(record, uses) for record in calls]
-    return logs
 
 
 def _message_row(message: Message, uses: list[ToolUseBlock]) -> tuple[str, list[Any]]:
@@ -192,8 +175,6 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
-        self._seq = -1
-        """The seq of the last event at the last checkpoint."""
         self._parts: dict[str, Any] = {}
         """name -> the part at the last checkpoint (a row holds the parts that differ)."""
         self._keys: dict[str, object] = {}
@@ -244,6 +225,11 @@ class Checkpointer:
         except OSError:
             self._rescan = True  # no journal: a resume will ask about this file
 
+    def after_pause(self) -> None:
+        """A person may have edited files while the run was paused: the next checkpoint
+        looks at all of them (the loop calls this as the run resumes)."""
+        self._rescan = True
+
     # -- the checkpoint -------------------------------------------------------------------------
 
     def __call__(self) -> None:
@@ -271,13 +257,7 @@ class Checkpointer:
             if self._store_failure is not None:
                 raise self._store_failure
         state = self.state
-        events = state.events
-        seq = len(events) - 1
-        if not self._rescan:
-            for event in events[self._seq + 1 :]:
-                if type(event) is RunResumedEvent:  # after a pause a person may have edited
-                    self._rescan = True
-        self._seq = seq
+        seq = len(state.events) - 1
         blobs: dict[str, bytes] = {}
         if self._rescan:
             self._rescan = False
@@ -287,37 +267,42 @@ class Checkpointer:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
         keys = state.part_keys()
-        if keys == self._keys:  # most turns: not one of these parts changed
-            unchanged: Container[str] = keys
-        else:
-            before = self._keys
-            unchanged = [
-                name for name, key in keys.items() if name in before and before[name] == key
-            ]
+        before = self._keys
+        parts = self._parts
+        if (
+            keys == before
+            and state.stuck_detector is None
+            and parts.get("stuck_detector", _MISSING) is None
+        ):
+            snapshot: dict[str, Any] = {}  # most turns: not one part changed
+            counters = state.counters()
+        else:  # the keys come in one order: compared pairwise, in C (none the first time)
+            unchanged = list(compress(keys, map(eq, keys.values(), before.values())))
             self._keys = keys
-        snapshot = state.snapshot(history=False, unchanged=unchanged)
-        counters = snapshot.pop("counters")
+            snapshot = state.snapshot(history=False, unchanged=unchanged)
+            counters = snapshot.pop("counters")
         logs: dict[str, Any] = {}
-        # what moves at every call goes with the counters, so the parts seldom change
-        tallies = {"calls": state.guards.feedback.calls, "recent": self._pack_calls(logs)}
+        uses: list[ToolUseBlock] = []
+        messages = self._new_messages(uses)
+        if messages is not None:
+            logs["messages"] = messages
+        # what moves with the calls goes with the counters, so the parts seldom change
+        tallies = {"calls": state.guards.feedback.calls, "recent": self._pack_calls(logs, uses)}
         guardrails = snapshot.get("guardrails")
         if guardrails is not None:  # its key changed
             feedback = guardrails["feedback"]
             del feedback["recent"], feedback["calls"]  # in the tallies and the log
         engine = state.interventions
         if engine is not None:
-            tallies["step"] = engine.tracker.step
+            moving = engine.tracker
+            tallies["step"], tallies["stuck_counter"] = moving.step, moving.stuck_counter
             tracker = snapshot.get("interventions")
-            if tracker is not None:
-                del tracker["step"]
-            self._pack_seen(engine.tracker.seen_order, logs)
-        messages = self._new_messages()
-        if messages is not None:
-            logs["messages"] = messages
+            if tracker is not None:  # its key changed
+                del tracker["step"], tracker["stuck_counter"]  # in the tallies
+            self._pack_seen(moving.seen_order, logs)
         inline: dict[str, Any] = {}
         changed: dict[str, dict[str, Any]] = {}
         nested: dict[str, dict[str, Any]] = {}
-        parts = self._parts
         for name, part in snapshot.items():
             previous = parts.get(name, _MISSING)
             if previous is _MISSING or (name in _ALWAYS_INLINE and part is not None):
@@ -334,13 +319,12 @@ class Checkpointer:
                         changed.setdefault(name, {})[key] = value
             else:
                 inline[name] = parts[name] = part
-        appended = _appended(logs)
         row: dict[str, Any] = {"counters": counters, TALLIES: tallies, "inline": inline}
         if changed:
             row[CHANGED] = changed
         if nested:
             row[NESTED] = nested
-        row["appended"] = appended
+        row["appended"] = logs
         text = rows.json_bytes(row, _plain, checked=False)
         # a null is a None, or a NaN or an infinity orjson wrote as null: look closer (find,
         # not `in`: `in` tries the needle as an int first, raising and clearing a TypeError)
@@ -412,10 +396,11 @@ class Checkpointer:
         except StoreError as exc:
             self._store_failure = exc
 
-    def _pack_calls(self, logs: dict[str, Any]) -> Any:
+    def _pack_calls(self, logs: dict[str, Any], uses: list[ToolUseBlock]) -> Any:
         """The feedback's recent tool calls (a rolling window, with their inputs) as the
         range of their indexes; the calls not recorded yet go to the log (the records are
-        the runner's own, built once per call and never changed)."""
+        the runner's own, built once per call and never changed), their params named by
+        the tool use among ``uses`` (the row's) that holds them."""
         records = self.state.guards.feedback.recent_json()
         if not records:
             return []
@@ -426,7 +411,7 @@ class Checkpointer:
                 if record is self._last_record:
                     break
                 new.append(record)
-            logs[CALLS] = new[::-1]
+            logs[CALLS] = [_by_use(record, uses) for record in reversed(new)]
             self._last_record = newest
         first, last = records[0]["call_index"], newest["call_index"]
         if last - first + 1 == len(records):
@@ -440,9 +425,10 @@ class Checkpointer:
             logs[SEEN] = order[self._seen :]
             self._seen = len(order)
 
-    def _new_messages(self) -> tuple[int, int, list[Message]] | None:
-        """Layer 5's messages not recorded yet, as ``{epoch, start, items}``; a new epoch
-        from the first message when one already recorded changed."""
+    def _new_messages(self, uses: list[ToolUseBlock]) -> dict[str, Any] | None:
+        """Layer 5's messages not recorded yet, as ``{epoch, start, items}`` in their row
+        form (their tool uses go to ``uses``); a new epoch from the first message when one
+        already recorded changed."""
         context = self.state.context
         written = self._written
         tail = context.messages_from(max(written - 1, 0))
@@ -462,7 +448,11 @@ class Checkpointer:
         if tail:
             self._last = tail[-1]
         self._written = written + len(tail)
-        return self._epoch, written, tail
+        return {
+            "epoch": self._epoch,
+            "start": written,
+            "items": [_message_row(m, uses) for m in tail],
+        }
 
     def close(self, *, keep_journal: bool = False) -> None:
         """Store what waits, and stop following the run; its journal goes, unless the run

@@ -57,8 +57,9 @@ kind in the wire shape (an object)."""
 USE: Final = "params_of"
 """In a call's record: the id of the tool use, in the same row, whose input its params are."""
 TALLIES: Final = "tallies"
-"""What moves at every tool call, kept with the counters in every row rather than in the
-parts: the feedback's count of calls and window of recent calls, the tracker's step."""
+"""What moves with the tool calls, kept with the counters in every row rather than in the
+parts: the feedback's count of calls and window of recent calls, the tracker's step and
+stuck counter (rows written before decision 284 keep the stuck counter in the part)."""
 SEEN: Final = "seen"
 """The log of the calls the intervention tracker has seen: the part keeps their count."""
 
@@ -158,8 +159,9 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
             "recent": tallies["recent"],
         }
         snapshot["guardrails"] = {**guardrails, "feedback": feedback}
-        if "step" in tallies:
-            snapshot["interventions"] = {**snapshot["interventions"], "step": tallies["step"]}
+        if "step" in tallies:  # and the stuck counter, since decision 284
+            moved = {key: tallies[key] for key in ("step", "stuck_counter") if key in tallies}
+            snapshot["interventions"] = {**snapshot["interventions"], **moved}
     feedback = snapshot["guardrails"].get("feedback")
     if isinstance(feedback, dict) and "recent" in feedback:
         window = feedback["recent"]

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from gr_notebook.engine.context import build_recap
 from gr_notebook.engine.definition import AgentDefinition
@@ -95,13 +95,23 @@ class LoopOutcome:
     """The limit that ended the run, when one did (``budget_exhausted``)."""
 
 
+class TurnCheckpoint(Protocol):
+    """What the loop calls at each turn boundary: a run's checkpoint
+    (:class:`~gr_notebook.engine.checkpoint.Checkpointer`)."""
+
+    def __call__(self) -> None: ...
+
+    def after_pause(self) -> None:
+        """A person may have changed the workspace while the run was paused."""
+
+
 class Loop:
     def __init__(
         self,
         definition: AgentDefinition,
         state: RunState,
         *,
-        checkpoint: Callable[[], None] | None = None,
+        checkpoint: TurnCheckpoint | None = None,
     ) -> None:
         self.definition = definition
         self.checkpoint = checkpoint
@@ -209,6 +219,8 @@ class Loop:
             await self._resume.wait()
         finally:
             self.paused = False
+        if self.checkpoint is not None:
+            self.checkpoint.after_pause()
         if not self._stop_requested:
             self.state.emit(RunResumedEvent())
 

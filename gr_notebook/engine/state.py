@@ -196,13 +196,7 @@ class RunState:
         (``"recent"`` is None): a checkpoint keeps those by appending, and hands them back
         to :meth:`restore`. The parts named in ``unchanged`` (those of :meth:`part_keys`,
         whose keys did not change) are left out: a checkpoint has them already."""
-        snapshot: dict[str, Any] = {
-            "counters": {
-                "turn": self.turn,
-                "tokens": self.tokens,
-                "elapsed_s": self.clock() - self.started_at,
-            },
-        }
+        snapshot: dict[str, Any] = {"counters": self.counters()}
         if "guardrails" not in unchanged:
             snapshot["guardrails"] = self.guards.snapshot(recent=history)
         if "interventions" not in unchanged:
@@ -233,6 +227,14 @@ class RunState:
         if "regulation" not in unchanged:
             snapshot["regulation"] = self.regulation.to_json() if self.regulation else None
         return snapshot
+
+    def counters(self) -> dict[str, Any]:
+        """The snapshot's part that moves at every turn: the turn, the tokens, the time."""
+        return {
+            "turn": self.turn,
+            "tokens": self.tokens,
+            "elapsed_s": self.clock() - self.started_at,
+        }
 
     def part_keys(self) -> dict[str, object]:
         """For the parts of :meth:`snapshot` but the counters and the stuck detector (a

@@ -254,13 +254,13 @@ class ProgressTracker:
     """``seen`` in the order it grew: a checkpoint per turn takes only the new ones."""
 
     def state_key(self) -> tuple[object, ...]:
-        """Equal only when :meth:`to_json` with ``seen=False`` would be, but for the step (a
-        checkpoint keeps it apart): values, copied, so a change shows."""
+        """Equal only when :meth:`to_json` with ``seen=False`` would be, but for the step and
+        the stuck counter, which move with the calls (a checkpoint keeps them with its
+        tallies): values, copied, so a change shows."""
         return (
             self.last_start_over_step,
             self.code_edit_count,
             tuple(self.recent_tools),
-            self.stuck_counter,
             self.last_progress_step,
             self.tier,
             self.best_score,

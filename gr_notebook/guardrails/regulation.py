@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
@@ -43,6 +44,9 @@ __all__ = [
 
 DEFAULT_CONFIRM_ABOVE = 100_000
 MAX_LISTED = 50
+_REVISIONS = count()
+"""Shared by every run's reads, so two of them, or one before and after a change, never
+have the same revision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +136,12 @@ class SelfRegulation:
         must outlive the compaction that follows the transition."""
         self.wrap_up: str | None = None
         """The recommendation that ordered a wrap-up, once one did; it stands for the run."""
-        self._requested: set[str] = set()
-        self.summaries: list[ProgressSummary] = []
+        self._requested: frozenset[str] = frozenset()
+        self.summaries: tuple[ProgressSummary, ...] = ()
         self._explored: dict[str, tuple[tuple[int, int], int, int]] = {}
+        self._explored_revision = next(_REVISIONS)
+        """Drawn again whenever ``_explored`` changes: :meth:`state_key` holds it, not a
+        copy of every read."""
         self.generation = 0
         """Bumped whenever the conversation is pruned or compacted: older reads are gone."""
 
@@ -200,12 +207,13 @@ class SelfRegulation:
 
     def expect_reads(self, paths: Sequence[str]) -> None:
         """The latest workflow prompt asked for these reads: they are not redundant."""
-        self._requested = set()
+        requested = set()
         for raw in paths:
             try:
-                self._requested.add(canonical_path(self.workspace, raw))
+                requested.add(canonical_path(self.workspace, raw))
             except WorkspaceError:
                 continue
+        self._requested = frozenset(requested)
 
     def summarize(
         self,
@@ -218,7 +226,7 @@ class SelfRegulation:
         summary = ProgressSummary(
             tuple(key_findings), tuple(dict.fromkeys(files_examined)), tuple(next_steps), turn
         )
-        self.summaries.append(summary)
+        self.summaries = (*self.summaries, summary)
         return summary
 
     # -- redundancy detection -------------------------------------------------------------------
@@ -235,7 +243,7 @@ class SelfRegulation:
             return None
         seen = self._explored.get(name)
         if name in self._requested:
-            self._requested.discard(name)
+            self._requested = self._requested - {name}
         elif seen is not None and seen[0] == stamp and seen[2] == self.generation:
             return Feedback(
                 provider_name="Redundancy",
@@ -252,6 +260,7 @@ class SelfRegulation:
                 call_index=call_index,
             )
         self._explored[name] = (stamp, turn, self.generation)
+        self._explored_revision = next(_REVISIONS)
         return None
 
     def note_pruned(self) -> None:
@@ -260,17 +269,17 @@ class SelfRegulation:
     # -- snapshots ------------------------------------------------------------------------------
 
     def state_key(self) -> tuple[object, ...]:
-        """What :meth:`to_json` is made of, as values (frozen, or copied into tuples) that
+        """What :meth:`to_json` is made of, as frozen values and the reads' revision, that
         compare equal only when its JSON would be the same: a checkpoint builds this part
-        again only when the key changed."""
+        again only when the key changed. It costs the same however many files were read."""
         return (
             self.assessment,
             self.answer,
             self.wrap_up,
             self.generation,
-            tuple(self.summaries),
-            frozenset(self._requested),
-            tuple(self._explored.items()),
+            self.summaries,
+            self._requested,
+            self._explored_revision,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -290,7 +299,7 @@ class SelfRegulation:
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
         """Check a saved state; returns the function that applies it."""
         assessment = TaskAssessment(**data["assessment"]) if data["assessment"] else None
-        summaries = [
+        summaries = tuple(
             ProgressSummary(
                 tuple(s["key_findings"]),
                 tuple(s["files_examined"]),
@@ -298,18 +307,20 @@ class SelfRegulation:
                 int(s["turn"]),
             )
             for s in data["summaries"]
-        ]
+        )
         explored = {
             str(name): ((int(stamp[0]), int(stamp[1])), int(turn), int(generation))
             for name, stamp, turn, generation in data["explored"]
         }
-        requested, generation = {str(r) for r in data["requested"]}, int(data["generation"])
+        requested = frozenset(str(r) for r in data["requested"])
+        generation = int(data["generation"])
         answer, wrap_up = data["answer"], data["wrap_up"]
 
         def apply() -> None:
             self.assessment, self.answer, self.wrap_up = assessment, answer, wrap_up
             self._requested, self.summaries = requested, summaries
             self._explored, self.generation = explored, generation
+            self._explored_revision = next(_REVISIONS)
 
         return apply
 

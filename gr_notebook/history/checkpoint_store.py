@@ -21,6 +21,8 @@ import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, eq, ne, or_
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -199,28 +201,47 @@ def batched(rows: Sequence[CheckpointRow]) -> list[tuple[Any, ...]]:
     from its first turn to its last (``last_turn``), whose ``state`` is the JSON array of
     ``[seq, time, files, state]`` of each turn (``files`` null when it is the previous
     one's), and whose other columns are its last turn's; a turn on its own as a row of
-    that turn, ``last_turn`` NULL."""
+    that turn, ``last_turn`` NULL. The rows are split and joined column by column, in C: a
+    fast run hands over a hundred turns at a time."""
+    if len(rows) < 2:
+        return [(*row, None) for row in rows]
+    run_ids, turns, seqs, times, states, files = zip(*rows, strict=True)
+    cuts = [
+        *compress(
+            range(1, len(rows)),
+            map(or_, map(ne, run_ids[1:], run_ids), map(ne, turns[1:], map(add, turns, repeat(1)))),
+        ),
+        len(rows),
+    ]
+    shown = list(files)  # the array names the files only where they changed
+    for index in compress(range(1, len(rows)), map(eq, files[1:], files)):
+        shown[index] = None
     stored: list[tuple[Any, ...]] = []
     start = 0
-    for end in range(1, len(rows) + 1):
-        if end < len(rows):
-            before, row = rows[end - 1], rows[end]
-            if row.turn == before.turn + 1 and row.run_id == before.run_id:
-                continue
-        group = rows[start:end]
-        last = group[-1]
-        if len(group) == 1:
-            stored.append((*last, None))
+    for end in cuts:
+        last = end - 1
+        if start == last:
+            stored.append((*rows[last], None))
         else:
-            entries: list[list[Any]] = []
-            files = None
-            for row in group:
-                state = row.state if isinstance(row.state, bytes) else row.state.encode()
-                same = row.files == files
-                entries.append([row.seq, row.time, None if same else row.files, Fragment(state)])
-                files = row.files
-            first, (run_id, turn, seq, at, _, files) = group[0].turn, last
-            stored.append((run_id, first, seq, at, orjson.dumps(entries), files, turn))
+            shown[start] = files[start]
+            entries = zip(
+                seqs[start:end],
+                times[start:end],
+                shown[start:end],
+                map(Fragment, states[start:end]),
+                strict=True,
+            )
+            stored.append(
+                (
+                    run_ids[last],
+                    turns[start],
+                    seqs[last],
+                    times[last],
+                    orjson.dumps([*entries]),
+                    files[last],
+                    turns[last],
+                )
+            )
         start = end
     return stored
 

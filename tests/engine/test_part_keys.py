@@ -17,8 +17,11 @@ from gr_notebook.examples import QUICKSTART
 from gr_notebook.guardrails import PolicyMemory
 from gr_notebook.guardrails.interventions import ProgressTracker
 
-TALLIED = {"guardrails": ("feedback", ("calls", "recent")), "interventions": (None, ("step",))}
-"""What moves at every tool call, kept apart from the parts (and out of their keys)."""
+TALLIED = {
+    "guardrails": ("feedback", ("calls", "recent")),
+    "interventions": (None, ("step", "stuck_counter")),
+}
+"""What moves with the tool calls, kept apart from the parts (and out of their keys)."""
 
 
 def without_tallies(name: str, part: Any) -> Any:
@@ -100,23 +103,63 @@ def test_a_key_that_did_not_change_means_its_part_did_not(
     assert changes["phases"] >= 5, changes
 
 
-def test_the_trackers_key_changes_with_every_field_but_the_step() -> None:
+def test_the_trackers_key_changes_with_every_field_but_the_step_and_stuck_counter() -> None:
     tracker = ProgressTracker()
     changes: dict[str, Callable[[ProgressTracker], None]] = {
         "last_start_over_step": lambda t: setattr(t, "last_start_over_step", 3),
         "code_edit_count": lambda t: setattr(t, "code_edit_count", 1),
         "recent_tools": lambda t: t.recent_tools.append("read_file"),
-        "stuck_counter": lambda t: setattr(t, "stuck_counter", 1),
         "last_progress_step": lambda t: setattr(t, "last_progress_step", 2),
         "tier": lambda t: setattr(t, "tier", 1),
         "best_score": lambda t: setattr(t, "best_score", 0.5),
         "fresh_window": lambda t: setattr(t, "fresh_window", True),
         "seen": lambda t: t.seen.add(7),
     }
-    assert set(changes) == set(tracker.to_json(seen=False)) - {"step"}  # a new field: add it
+    tallied = {"step", "stuck_counter"}
+    assert set(changes) == set(tracker.to_json(seen=False)) - tallied  # a new field: add it
     for field, change in changes.items():
         changed = ProgressTracker()
         change(changed)
         assert changed.state_key() != tracker.state_key(), field
-    stepped = ProgressTracker(step=5)
+    stepped = ProgressTracker(step=5, stuck_counter=2)
     assert stepped.state_key() == tracker.state_key()
+
+
+def test_self_regulations_key_changes_exactly_when_its_json_does(
+    make_agent: Callable[..., gr.Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads of new, unchanged and changed files, reads a prompt asked for, a summary, a
+    pruning: at every turn the key is the same as the turn before's exactly when the JSON
+    is. The reads are one revision in the key, not a copy of each (decision 277)."""
+    taken: list[tuple[object, str]] = []
+    take = Checkpointer._take
+
+    def recording(checkpointer: Checkpointer) -> None:
+        regulation = checkpointer.state.regulation
+        assert regulation is not None
+        taken.append((regulation.state_key(), json.dumps(regulation.to_json())))
+        take(checkpointer)
+
+    monkeypatch.setattr(Checkpointer, "_take", recording)
+    read = gr.tool_call("read_file", path="notes.txt")
+    summary = {"key_findings": ["one"], "files_examined": ["notes.txt"], "next_steps": ["go"]}
+    model = gr.ScriptedModel(
+        [
+            gr.tool_call("write_file", path="notes.txt", content="one"),
+            read,  # a new file: explored
+            read,  # unchanged: redundant, nothing changes
+            gr.tool_call("write_file", path="notes.txt", content="two, longer"),
+            read,  # changed: explored again
+            gr.tool_call("summarize_progress", **summary),  # a summary, and a pruning
+            read,
+            gr.tool_call("read_file", path="instructions.md"),
+            gr.text("ok"),
+        ]
+    )
+    run = make_agent(model, store=True).run_sync("job")
+    assert run.status == "completed" and len(taken) == run.turns
+    moved = 0
+    for (key, data), (next_key, next_data) in pairwise(taken):
+        assert (next_key == key) == (next_data == data), (key, next_key)
+        moved += next_key != key
+    assert moved >= 4, moved

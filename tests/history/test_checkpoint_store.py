@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -101,3 +102,31 @@ def test_rows_of_consecutive_turns_are_stored_as_one_and_read_back_each(tmp_path
             conn.execute("UPDATE checkpoints SET state = '[[1, 0.5, \"f\", {}]]' WHERE turn = 1")
         with pytest.raises(gr.StoreError, match="turns 1-4 holds 1 checkpoints"):
             rows.checkpoint(store, "r", 1)
+
+
+def test_a_batch_is_cut_where_the_turns_or_the_run_change() -> None:
+    """The rows are split column by column: a gap, a turn taken again or another run's
+    turn starts a new row; the files show where they change; text and bytes states mix."""
+
+    def taken(run_id: str, turn: int, files: str = "f") -> rows.CheckpointRow:
+        state = f'{{"turn":{turn}}}'
+        return rows.CheckpointRow(
+            run_id, turn, turn, 0.5, state.encode() if turn % 2 else state, files
+        )
+
+    given = [
+        taken("a", 1), taken("a", 2, "g"), taken("a", 3, "g"),  # one row, files at 1 and 2
+        taken("b", 4),  # another run: a row of its own
+        taken("a", 4), taken("a", 5),  # back to the first run: a new row
+        taken("a", 5),  # taken again: its own row
+    ]  # fmt: skip
+    stored = rows.batched(given)
+    assert [(r[0], r[1], r[6]) for r in stored] == [
+        ("a", 1, 3), ("b", 4, None), ("a", 4, 5), ("a", 5, None)
+    ]  # fmt: skip
+    assert json.loads(stored[0][4]) == [
+        [1, 0.5, "f", {"turn": 1}], [2, 0.5, "g", {"turn": 2}], [3, 0.5, None, {"turn": 3}]
+    ]  # fmt: skip
+    assert stored[1] == (*given[3], None)
+    assert stored[0][5] == "g" and stored[2][2:4] == (5, 0.5)
+    assert rows.batched([]) == [] and rows.batched(given[:1]) == [(*given[0], None)]
