@@ -130,7 +130,7 @@ def test_self_regulations_key_changes_exactly_when_its_json_does(
 ) -> None:
     """Reads of new, unchanged and changed files, reads a prompt asked for, a summary, a
     pruning: at every turn the key is the same as the turn before's exactly when the JSON
-    is. The reads are one revision in the key, not a copy of each (decision 277)."""
+    is. The reads are one revision in the key, not a copy of each (decision 284)."""
     taken: list[tuple[object, str]] = []
     take = Checkpointer._take
 
