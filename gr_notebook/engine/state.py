@@ -240,8 +240,8 @@ class RunState:
         """For the parts of :meth:`snapshot` but the counters and the stuck detector (a
         person's), a key that compares equal only when the part would be the same (see
         ``PhaseController.state_key``), what moves at every tool call aside (the
-        feedback's count of calls and recent calls, the tracker's step): a checkpoint
-        builds a part again only when its key changed."""
+        feedback's count of calls and recent calls, the tracker's step and stuck counter): a
+        checkpoint builds a part again only when its key changed."""
         return {
             "version": STATE_VERSION,
             "run": (self.run_id, self.name, self.workspace, self.plan_file),  # one root each
