@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,20 +106,13 @@ def test_rewind_after_the_run_finished_is_refused(make_agent: Callable[..., gr.A
 
 
 def test_run_sync_works_inside_a_running_event_loop(tmp_path: Path) -> None:
-    # In a subprocess: nest-asyncio's patch is global and permanent for the process.
-    code = f"""
-import asyncio, sys, gr_notebook as gr
-assert 'nest_asyncio' not in sys.modules
-async def cell():
-    agent = gr.Agent(model=gr.ScriptedModel([gr.text('ok')]), workspace={str(tmp_path / "ws")!r},
-                     store=False)
-    return agent.run_sync('job').status
-print(asyncio.run(cell()))
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, check=True
-    )
-    assert out.stdout.strip() == "completed"
+    async def cell() -> str:
+        agent = gr.Agent(gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path / "ws", store=False)
+        run = agent.run_sync("job")
+        await run.wait()  # its loop has closed; the finished run still answers
+        return run.status
+
+    assert asyncio.run(cell()) == "completed"
 
 
 def test_dataframes_have_the_contract_columns(make_agent: Callable[..., gr.Agent]) -> None:

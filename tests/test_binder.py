@@ -13,7 +13,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 # Import names whose distribution is named differently.
-DISTRIBUTIONS = {"IPython": "ipython", "nest_asyncio": "nest-asyncio"}
+DISTRIBUTIONS = {"IPython": "ipython"}
 
 
 def _name(requirement: str) -> str:

@@ -23,6 +23,7 @@ from IPython import display as ipython_display
 
 from gr_notebook.errors import RunError
 from gr_notebook.guardrails.regulation import ConfirmationRequest
+from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.validation import seconds
 
 __all__ = ["DEFAULT_TIMEOUT", "ConfirmationPrompt", "Outcome", "WidgetConfirmer"]
@@ -54,8 +55,8 @@ class ConfirmationPrompt(w.VBox):  # type: ignore[misc]
         self._answered = asyncio.Event()  # binds to a loop on first wait (Python >= 3.10)
         self.approve_button = w.Button(description="Approve", icon="check", button_style="success")
         self.deny_button = w.Button(description="Deny", icon="times", button_style="danger")
-        self.approve_button.on_click(lambda _: self.approve())
-        self.deny_button.on_click(lambda _: self.deny())
+        self.approve_button.on_click(on_this_loop(self.approve))
+        self.deny_button.on_click(on_this_loop(self.deny))
         self.status = w.HTML()
         super().__init__(
             [

@@ -1,10 +1,13 @@
-"""Real-browser test: the quickstart notebook in JupyterLab, driven by headless Chromium.
+"""Real-browser tests: every notebook in JupyterLab, driven by headless Chromium.
 
-A private JupyterLab server (its config, data, runtime and IPython dirs all under the
-test's tmp dir) serves a copy of ``notebooks/01_quickstart.ipynb`` with its outputs
-cleared. Playwright opens it in Debian's Chromium, runs every cell from the Run menu and
-checks that no cell failed and that the live dashboard widget is on the page.
+A private JupyterLab server (its config, data, runtime and IPython dirs all under a
+temporary dir) serves copies of the notebooks with their outputs cleared. Playwright opens
+each in Debian's Chromium and runs it as a reader does, from Run → Run All Cells: every cell
+is queued at once, which is what nbval's one-cell-at-a-time run cannot see. A notebook
+passes when every code cell ran and no output is an error or an asyncio complaint. The
+quickstart's dashboard is then used by hand: Pause, Resume, Rewind while paused.
 
+Screenshots go to ``build/screenshots/`` (GR_SCREENSHOTS overrides it), to be looked at.
 Skipped only when Chromium or the ``playwright`` package is missing.
 """
 
@@ -23,7 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,8 @@ import nbformat
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The notebook under test. GR_BROWSER_NOTEBOOK may point at another notebook
-# (e.g. a stand-in while developing); the copy served keeps the file's name.
-NOTEBOOK = Path(
-    os.environ.get("GR_BROWSER_NOTEBOOK", REPO_ROOT / "notebooks" / "01_quickstart.ipynb")
-)
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+SHOTS = Path(os.environ.get("GR_SCREENSHOTS", REPO_ROOT / "build" / "screenshots"))
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -48,12 +48,14 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 SERVER_START_TIMEOUT = 60.0  # s, until /api/status answers
-RUN_ALL_TIMEOUT_MS = 180_000  # until every code cell has run and the kernel is idle again
+RUN_ALL_TIMEOUT_MS = 240_000  # until every code cell has run and the kernel is idle again
 UI_TIMEOUT_MS = 60_000  # page load, kernel start, clicks
 WIDGET_TIMEOUT_MS = 30_000  # the dashboard rendering once the cells have run
 
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 STDERR_OUTPUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+# What a cell re-entering the kernel's loop under Run All prints (ipykernel 7), besides errors.
+ASYNCIO_COMPLAINTS = ("already entered", "Task was destroyed", "Traceback")
 ERROR_OUTPUT = ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
 IDLE = f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']"
 
@@ -67,7 +69,7 @@ def _find_chromium() -> str | None:
 CHROMIUM = _find_chromium()
 
 try:
-    from playwright.sync_api import Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 except ImportError as exc:  # pragma: no cover - depends on the environment
     _PLAYWRIGHT_MISSING: str | None = f"playwright is not importable ({exc})"
 else:
@@ -116,7 +118,8 @@ RUN_FINISHED_JS = f"""
     if (!panel) return false;
     if (panel.querySelector({json.dumps(ERROR_OUTPUT)})) return true;
     const stderr = [...panel.querySelectorAll({json.dumps(STDERR_OUTPUT)})];
-    if (stderr.some((el) => el.textContent.includes('Traceback'))) return true;
+    const bad = {json.dumps(list(("already entered", "Task was destroyed", "Traceback")))};
+    if (stderr.some((el) => bad.some((b) => el.textContent.includes(b)))) return true;
     const notRun = ({CELLS_NOT_RUN_JS})(panelSelector);
     return notRun.length === 0;
 }}
@@ -176,22 +179,7 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def _copy_notebook(src: Path, dest_dir: Path) -> Path:
-    """Copy ``src`` into ``dest_dir`` with outputs and counts cleared, on the python3 kernel."""
-    nb = nbformat.read(src, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    nb.metadata.pop("widgets", None)
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    dest = dest_dir / src.name
-    nbformat.write(nb, dest)
-    return dest
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
 def _write_private_jupyter_dirs(base: Path) -> dict[str, str]:
@@ -240,9 +228,9 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
         proc.wait(timeout=timeout)
 
 
-@pytest.fixture
-def lab_server(tmp_path: Path) -> Iterator[LabServer]:
-    base = tmp_path / "lab"
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir(parents=True)
     env = {**os.environ, **_write_private_jupyter_dirs(base)}
@@ -303,7 +291,7 @@ def lab_server(tmp_path: Path) -> Iterator[LabServer]:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _wait_for_kernel(page: Page, server: LabServer) -> None:
+def _wait_for_kernel(page: Page, server: LabServer, name: str) -> None:
     """Wait until the page's kernel is up and idle.
 
     The execution indicator alone is not enough: it reads "idle" (with "No Kernel") for a
@@ -314,89 +302,229 @@ def _wait_for_kernel(page: Page, server: LabServer) -> None:
     while True:
         sessions = server.api("GET", "/api/sessions")
         if any(
-            s["path"] == NOTEBOOK.name
+            s["path"] == name
             and s["kernel"]["execution_state"] == "idle"
             and s["kernel"]["connections"] >= 1
             for s in sessions
         ):
             break
         if time.monotonic() > deadline:
-            pytest.fail(f"no idle kernel for {NOTEBOOK.name}: {sessions}\n{server.log_tail()}")
+            pytest.fail(f"no idle kernel for {name}: {sessions}\n{server.log_tail()}")
         time.sleep(0.2)
     page.wait_for_selector(IDLE)
 
 
 def _assert_no_errors(page: Page) -> None:
-    tracebacks = page.locator(f"{PANEL} {STDERR_OUTPUT}", has_text="Traceback")
-    errors = page.locator(f"{PANEL} {ERROR_OUTPUT}")
-    problems = [*tracebacks.all_inner_texts(), *errors.all_inner_texts()]
+    stderr = page.locator(f"{PANEL} {STDERR_OUTPUT}").all_inner_texts()
+    complaints = [text for text in stderr if any(bad in text for bad in ASYNCIO_COMPLAINTS)]
+    errors = page.locator(f"{PANEL} {ERROR_OUTPUT}").all_inner_texts()
+    problems = [*complaints, *errors]
     assert not problems, "cell errors in the notebook:\n\n" + "\n\n".join(problems)
 
 
-def test_quickstart_dashboard_in_browser(lab_server: LabServer, tmp_path: Path) -> None:
-    started = time.monotonic()
-    server = lab_server
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
     assert CHROMIUM is not None
-    assert NOTEBOOK.is_file(), f"notebook under test is missing: {NOTEBOOK}"
-    _copy_notebook(NOTEBOOK, server.root)
-    n_code_cells = sum(
-        1 for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell.cell_type == "code"
-    )
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
-    # Every run gets a fresh kernel.
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS
+
+
+def _end_sessions(server: LabServer) -> None:
     for session in server.api("GET", "/api/sessions"):
         server.api("DELETE", f"/api/sessions/{session['id']}")
 
-    shots = tmp_path / "screenshots"
-    shots.mkdir()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            page.goto(f"{server.url}/lab/tree/{NOTEBOOK.name}?reset&token={server.token}")
-            _wait_for_kernel(page, server)
 
-            if Path("/proc").is_dir():
-                # The kernel behind the page runs on this interpreter (the venv's python).
-                argvs = [_cmdline(pid) for pid in _children(server.proc.pid)]
-                kernels = [argv for argv in argvs if "ipykernel_launcher" in argv]
-                assert kernels, f"no kernel process under the server: {argvs}"
-                for argv in kernels:
-                    assert Path(argv[0]).resolve() == Path(sys.executable).resolve(), argv
+@contextlib.contextmanager
+def _opened(
+    browser: Browser, server: LabServer, notebook: nbformat.NotebookNode, name: str
+) -> Iterator[Page]:
+    """``notebook`` served as ``name`` on a fresh kernel, open in a 1400 px page."""
+    notebook.metadata["kernelspec"] = KERNELSPEC
+    nbformat.write(notebook, server.root / name)
+    _end_sessions(server)  # every notebook gets a fresh kernel
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page.goto(f"{server.url}/lab/tree/{name}?reset&token={server.token}")
+        _wait_for_kernel(page, server, name)
+        yield page
+    finally:
+        page.close()
+        _end_sessions(server)
 
-            cells = page.locator(f"{PANEL} .jp-Notebook .jp-CodeCell")
-            assert cells.count() == n_code_cells, "not every code cell is in the DOM"
 
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu [data-command='runmenu:run-all']").click()
-            page.wait_for_function(RUN_FINISHED_JS, arg=PANEL, timeout=RUN_ALL_TIMEOUT_MS)
-            page.wait_for_selector(IDLE, timeout=RUN_ALL_TIMEOUT_MS)
+def _run_all(page: Page, n_code_cells: int) -> None:
+    """Run → Run All Cells, as a reader does; then no cell may have failed or be left."""
+    cells = page.locator(f"{PANEL} .jp-Notebook .jp-CodeCell")
+    assert cells.count() == n_code_cells, "not every code cell is in the DOM"
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu [data-command='runmenu:run-all']").click()
+    page.wait_for_function(RUN_FINISHED_JS, arg=PANEL, timeout=RUN_ALL_TIMEOUT_MS)
+    page.wait_for_selector(IDLE, timeout=RUN_ALL_TIMEOUT_MS)
+    _assert_no_errors(page)
+    not_run = page.evaluate(CELLS_NOT_RUN_JS, PANEL)
+    assert not not_run, f"code cells (0-based) without an execution count: {not_run}"
 
-            _assert_no_errors(page)
-            not_run = page.evaluate(CELLS_NOT_RUN_JS, PANEL)
-            assert not not_run, f"code cells (0-based) without an execution count: {not_run}"
 
-            dashboard = page.locator(f"{PANEL} .gr-dashboard").first
-            expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
-            todos = dashboard.locator(".gr-todos").first
-            expect(todos).to_be_visible()
-            expect(todos).to_contain_text("ACTIVE TODO LIST")
-            meters = dashboard.locator(".gr-meters").first
-            expect(meters).to_be_visible()
-            expect(meters.locator(".gr-meter").nth(2)).to_be_visible()  # at least three
-            for meter in meters.locator(".gr-meter").all():
-                expect(meter).to_be_visible()
-            expect(dashboard.locator(".gr-timeline").first).to_be_visible()
+def _cleared(path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    return nb
 
-            _assert_no_errors(page)  # nothing failed while the widget rendered either
 
-            dashboard.scroll_into_view_if_needed()
-            full = shots / "quickstart-full.png"
-            widget = shots / "quickstart-dashboard.png"
-            page.screenshot(path=str(full), full_page=True)
-            dashboard.screenshot(path=str(widget))
-            print(f"\nscreenshots: {full}\n             {widget}")
-        finally:
-            browser.close()
-    print(f"browser test took {time.monotonic() - started:.1f}s (after server start)")
+def _meters_within_100(dashboard: Locator) -> None:
+    """A healthy run's meters never read past 100%."""
+    text = dashboard.locator(".gr-meters").first.inner_text()
+    over = [int(p) for p in re.findall(r"(\d+)%", text) if int(p) > 100]
+    assert not over, f"a meter reads past 100%: {text}"
+
+
+def _quickstart(page: Page, shots: Path) -> None:
+    dashboard = page.locator(f"{PANEL} .gr-dashboard").first
+    expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    todos = dashboard.locator(".gr-todos").first
+    expect(todos).to_be_visible()
+    expect(todos).to_contain_text("ACTIVE TODO LIST")
+    meters = dashboard.locator(".gr-meters").first
+    expect(meters.locator(".gr-meter").nth(2)).to_be_visible()  # at least three
+    for meter in meters.locator(".gr-meter").all():
+        expect(meter).to_be_visible()
+    expect(dashboard.locator(".gr-timeline").first).to_be_visible()
+    expect(dashboard.locator(".gr-state").first).to_have_text("completed")
+    for board in page.locator(f"{PANEL} .gr-dashboard").all():
+        _meters_within_100(board)
+    dashboard.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "quickstart-full.png"), full_page=True)
+    dashboard.screenshot(path=str(shots / "quickstart-dashboard.png"))
+
+
+def _plot_output(page: Page, source: str) -> Locator:
+    """The image a cell whose source holds ``source`` displayed."""
+    cell = page.locator(f"{PANEL} .jp-CodeCell").filter(
+        has=page.locator(".jp-InputArea", has_text=source)
+    )
+    image = cell.locator(".jp-OutputArea-output img").first
+    expect(image).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    return image
+
+
+def _time_travel(page: Page, shots: Path) -> None:
+    image = _plot_output(page, "comparison.plot()")
+    image.scroll_into_view_if_needed()
+    image.screenshot(path=str(shots / "time-travel-plot.png"))
+
+
+def _experiments(page: Page, shots: Path) -> None:
+    image = _plot_output(page, "results.plot(")
+    image.scroll_into_view_if_needed()
+    image.screenshot(path=str(shots / "experiments-plot.png"))
+
+
+def _agent_sdk(page: Page, shots: Path) -> None:
+    dashboard = page.locator(f"{PANEL} .gr-dashboard").first
+    expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    dashboard.scroll_into_view_if_needed()
+    dashboard.screenshot(path=str(shots / "agent-sdk-dashboard.png"))
+
+
+CHECKS: dict[str, Callable[[Page, Path], None]] = {
+    "01_quickstart": _quickstart,
+    "07_time_travel": _time_travel,
+    "08_experiments": _experiments,
+    "09_claude_agent_sdk": _agent_sdk,
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_run_all_in_jupyterlab(
+    path: Path, lab_server: LabServer, browser: Browser, shots: Path
+) -> None:
+    """Run All queues every cell at once: a cell that waits for a run must not step the
+    cells queued behind it (ipykernel 7 runs each as a task on the kernel's loop)."""
+    notebook = _cleared(path)
+    started = time.monotonic()
+    with _opened(browser, lab_server, notebook, path.name) as page:
+        _run_all(page, sum(cell.cell_type == "code" for cell in notebook.cells))
+        CHECKS.get(path.stem, lambda page, shots: None)(page, shots)
+        _assert_no_errors(page)  # nothing failed while the widgets rendered either
+    print(f"{path.name}: Run All in {time.monotonic() - started:.1f} s")
+
+
+RESUME_JOB = "# Job\n\n" + "".join(
+    f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
+    for p in range(1, 9)
+)
+
+
+def _turns(dashboard: Locator) -> int:
+    text = dashboard.locator(".gr-meters").first.inner_text()
+    found = re.search(r"Iterations[^:\n]*:\s*([\d,]+)", text)
+    assert found, f"no iterations meter: {text}"
+    return int(found.group(1).replace(",", ""))
+
+
+def _advances(dashboard: Locator, since: int, *, by: int = 3, within_s: float = 20) -> int:
+    """Wait, touching no cell, until the run is ``by`` turns past ``since``."""
+    deadline = time.monotonic() + within_s
+    while (turns := _turns(dashboard)) < since + by:
+        assert time.monotonic() < deadline, f"the run stayed at turn {turns} (from {since})"
+        time.sleep(0.2)
+    return turns
+
+
+def test_dashboard_pause_resume_and_rewind_while_paused(
+    lab_server: LabServer, browser: Browser, shots: Path
+) -> None:
+    """The dashboard's buttons act at once, with no cell executed to wake the kernel."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+            "slow = gr.Agent(gr.SimulatedModel(latency=0.1), store=False, max_iterations=400)"
+        ),
+        nbformat.v4.new_code_cell(f"%%agent --background --agent slow --out bg\n{RESUME_JOB}"),
+    ]
+    with _opened(browser, lab_server, notebook, "resume.ipynb") as page:
+        _run_all(page, 2)
+        dashboard = page.locator(f"{PANEL} .gr-dashboard").first
+        expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+        state = dashboard.locator(".gr-state").first
+        pause = dashboard.locator(".gr-controls button", has_text="Pause")
+        resume = dashboard.locator(".gr-controls button", has_text="Resume")
+        turns = _advances(dashboard, 0)
+
+        pause.click()
+        expect(state).to_have_text("paused")
+        held = _turns(dashboard)
+        time.sleep(1.0)
+        assert _turns(dashboard) == held, "a paused run went on"
+        resume.click()
+        expect(state).to_have_text("running")
+        turns = _advances(dashboard, held)
+
+        pause.click()
+        expect(state).to_have_text("paused")
+        dashboard.locator(".gr-controls input").fill("The parts are out of order")
+        dashboard.locator(".gr-controls button", has_text="Rewind").click()
+        resume.click()
+        expect(dashboard.locator(".gr-timeline").first).to_contain_text(
+            "The parts are out of order", timeout=WIDGET_TIMEOUT_MS
+        )
+        _advances(dashboard, turns)
+        dashboard.screenshot(path=str(shots / "resume-dashboard.png"))
+        dashboard.locator(".gr-controls button", has_text="Stop").click()
+        expect(state).to_have_text("cancelled", timeout=WIDGET_TIMEOUT_MS)
