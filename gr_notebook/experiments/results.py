@@ -122,8 +122,9 @@ class Results:
         ax: Axes | None = None,
     ) -> Axes:
         """Each agent's rate or mean of ``metric`` with its interval as error bars; with
-        ``by_job``, one group of bars per job."""
-        import matplotlib.pyplot as plt
+        ``by_job``, one group of bars per job. The legend sits right of the axes, clear of
+        the bars. Without ``ax``, the axes are those of a new figure that draws itself as a
+        cell's last expression (pyplot does not hold it: ``plt.show()`` leaves it out)."""
 
         if metric not in ("job_done", "failed", *MEANS):
             raise ConfigError(
@@ -132,7 +133,9 @@ class Results:
         keys = ["job", "agent"] if by_job else ["agent"]
         table = self.summary(confidence, by=keys)
         if ax is None:
-            _, ax = plt.subplots(figsize=(7, 3.5))
+            from gr_notebook.display.figures import subplots
+
+            _, ax = subplots(figsize=(7, 3.5))
         agents = list(dict.fromkeys(table["agent"]))
         groups = list(dict.fromkeys(table["job"])) if by_job else [""]
         width = 0.8 / len(agents)
@@ -152,7 +155,7 @@ class Results:
         ax.set_xticks(range(len(groups)), groups if by_job else [""])
         ax.set_ylabel(metric)
         ax.set_title(f"{metric} by agent ({confidence:.0%} intervals)")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
         return ax
 
     def _run_id(self, run: str | int | RunRecord) -> str:

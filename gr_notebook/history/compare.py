@@ -3,7 +3,10 @@
 Made for a fork and its parent (they share every turn before the fork), it reads any two
 runs from their events alone: live runs, finished ones, or runs in a store by id. A turn is
 the same in both when the model made the same tool calls with the same inputs (or wrote the
-same text); the first turn that is not is where they diverge.
+same text), each call came out the same way (done, denied by a policy, or failed), and the
+turn used as many tokens and completed as many tasks. The first turn that is not is where
+they diverge: the first row of ``turns`` that differs (decision 291). A fork replays its
+turn, so a call the other agent denies there differs at the fork's own turn.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -27,23 +30,29 @@ from gr_notebook.events import (
     ToolCallEvent,
     as_typed,
 )
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, status_as_read
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
+
+    from gr_notebook.display.figures import NotebookFigure
 
 __all__ = ["Comparison", "compare"]
 
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
+    """One turn of a run: what it did (``signature``), and the run's totals at its end."""
+
     signature: str
     tools: str
     tokens: int
     tasks_done: int
     denials: int
     errors: int
+    step: tuple[object, ...] = ()
+    """What the two runs must share for the turn to be the same: the signature and what
+    the turn alone added to each total."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +73,12 @@ class Comparison:
     outcomes: pd.DataFrame
     diverged_at: int | None
 
-    def plot(self) -> Figure:
-        """Tokens used and tasks completed, turn by turn, with the divergence marked."""
-        from matplotlib.figure import Figure
+    def plot(self) -> NotebookFigure:
+        """Tokens used and tasks completed, turn by turn, with the divergence marked: a
+        matplotlib figure that draws itself as a cell's last expression."""
+        from gr_notebook.display.figures import subplots
 
-        figure = Figure(figsize=(9, 3.2), layout="constrained")
-        tokens, tasks = figure.subplots(1, 2)
+        figure, (tokens, tasks) = subplots(1, 2, figsize=(9, 3.2))
         for side, style in zip(("a", "b"), ("-", "--"), strict=True):
             label = self.labels[0 if side == "a" else 1]
             frame = self.turns.dropna(subset=[f"{side}_tokens"])
@@ -124,7 +133,7 @@ def compare(
     diverged = None
     for turn in range(1, max([*a.turns, *b.turns, 0]) + 1):
         ta, tb = a.turns.get(turn), b.turns.get(turn)
-        same = ta is not None and tb is not None and ta.signature == tb.signature
+        same = ta is not None and tb is not None and ta.step == tb.step
         if not same and diverged is None:
             diverged = turn
         row: dict[str, Any] = {"turn": turn}
@@ -179,7 +188,8 @@ def _side(run: object, label: str | None, store: Store | str | os.PathLike[str] 
 
 def _read(label: str, events: Iterable[Event]) -> _Side:
     turns: dict[int, _Turn] = {}
-    calls: dict[int, list[str]] = {}
+    calls: dict[int, list[tuple[str, str]]] = {}  # (the call with its input, its outcome)
+    denied: dict[str, list[bool]] = {}  # per tool, the policy decisions its calls await
     texts: dict[int, str] = {}
     tokens = tasks = denials = errors = phases = 0
     outcome: dict[str, Any] = {
@@ -198,14 +208,17 @@ def _read(label: str, events: Iterable[Event]) -> _Side:
             tokens = e.tokens_used
             texts[e.turn] = e.text
         elif isinstance(e, ToolCallEvent):
-            calls.setdefault(e.turn, []).append(
-                f"{e.tool}({json.dumps(e.input, sort_keys=True, default=str)})"
-            )
+            waiting = denied.get(e.tool)
+            was_denied = waiting.pop(0) if waiting else False
+            outcome_of_call = "denied" if was_denied else "error" if e.is_error else ""
+            call = f"{e.tool}({json.dumps(e.input, sort_keys=True, default=str)})"
+            calls.setdefault(e.turn, []).append((call, outcome_of_call))
             errors += e.is_error
         elif isinstance(e, TodoCompletedEvent):
             tasks += 1
         elif isinstance(e, PolicyDecisionEvent):
             denials += not e.allowed
+            denied.setdefault(e.tool, []).append(not e.allowed)
         elif isinstance(e, PhaseTransitionEvent):
             phases += e.todo_kind == "phase" and e.outcome == "complete"
         elif isinstance(e, JobCompleteEvent):
@@ -216,14 +229,28 @@ def _read(label: str, events: Iterable[Event]) -> _Side:
         if e.turn > 0:
             done = calls.get(e.turn, [])
             turns[e.turn] = _Turn(
-                signature="\n".join(done) if done else f"text:{texts.get(e.turn, '')}",
-                tools=", ".join(c.split("(", 1)[0] for c in done),
+                signature="\n".join(f"{c} {o}".rstrip() for c, o in done)
+                if done
+                else f"text:{texts.get(e.turn, '')}",
+                tools=", ".join(_tool_label(c, o) for c, o in done),
                 tokens=tokens,
                 tasks_done=tasks,
                 denials=denials,
                 errors=errors,
             )
+    before = _Turn("", "", 0, 0, 0, 0)
+    for turn in sorted(turns):
+        t = turns[turn]
+        step = (
+            t.signature,
+            t.tokens - before.tokens,
+            t.tasks_done - before.tasks_done,
+            t.denials - before.denials,
+            t.errors - before.errors,
+        )
+        turns[turn] = before = replace(t, step=step)
     outcome.update(
+        status=status_as_read(outcome["status"], job=outcome["job"] is not None),
         turns=max(turns, default=0),
         tokens_used=tokens,
         phases_completed=phases,
@@ -232,3 +259,8 @@ def _read(label: str, events: Iterable[Event]) -> _Side:
         tool_errors=errors,
     )
     return _Side(label, turns, outcome)
+
+
+def _tool_label(call: str, outcome: str) -> str:
+    name = call.split("(", 1)[0]
+    return f"{name} ({outcome})" if outcome else name

@@ -40,6 +40,53 @@ def test_a_fork_that_does_otherwise_diverges_at_its_turn(tmp_path: Path) -> None
     assert by_id.diverged_at == comparison.diverged_at
 
 
+def test_a_fork_whose_replayed_call_is_denied_diverges_at_the_fork_turn(tmp_path: Path) -> None:
+    # Notebook 07: the reckless agent rewrites notes.md unread at the start of phase 2; the
+    # fork replays that turn under ReadBeforeWritePolicy, and the same call is denied there.
+    job = "\n".join(
+        f"## {part}\n" + "\n".join(f"- {part}: section {i}" for i in range(1, 5))
+        for part in ("Gather", "Draft", "Review")
+    )
+    listed = gr.SequentialDependencyPolicy(dependencies={"job_complete": {"list_files"}})
+    weak = gr.Agent(
+        gr.SimulatedModel("reckless"),
+        workspace=tmp_path / "ws",
+        store=tmp_path / "s",
+        max_iterations=300,
+        policies=[listed],
+    )
+    parent = weak.run_sync(job)
+    calls = parent.tool_calls_df()
+    to_notes = calls["input"].map(lambda i: i.get("path")) == "notes.md"
+    turn = int(calls[(calls["tool"] == "write_file") & to_notes]["turn"].iloc[1])
+    strict = gr.Agent(
+        gr.SimulatedModel("reckless"),
+        max_iterations=300,
+        policies=[listed, gr.ReadBeforeWritePolicy()],
+    )
+    fork = parent.fork(turn=turn, agent=strict, workspace=tmp_path / "fork")
+    comparison = gr.compare(parent, fork, labels=["weak", "strict"])
+    assert comparison.diverged_at == turn
+    assert comparison.describe().endswith(f"they diverge at turn {turn}")
+    rows = comparison.turns.set_index("turn")
+    assert rows.loc[: turn - 1, "same"].all()
+    row = rows.loc[turn]
+    assert not row["same"]
+    assert (row["a_tools"], row["b_tools"]) == ("write_file", "write_file (denied)")
+    assert (row["a_denials"], row["b_denials"]) == (0, 1)
+    assert row["a_tokens"] == row["b_tokens"]  # the same model call, answered otherwise
+
+
+def test_a_fork_under_the_same_agent_never_diverges(tmp_path: Path) -> None:
+    agent = gr.Agent(
+        gr.SimulatedModel(), workspace=tmp_path / "ws", store=tmp_path / "s", max_iterations=200
+    )
+    parent = agent.run_sync(QUICKSTART)
+    again = gr.compare(parent, parent.fork(12, workspace=tmp_path / "fork"))
+    assert again.diverged_at is None and again.turns["same"].all()
+    assert again.describe().endswith("no turn differs")
+
+
 def test_compare_says_what_it_takes() -> None:
     with pytest.raises(gr.ConfigError, match="compare takes runs, run ids or runs' events"):
         gr.compare(3, 4)
