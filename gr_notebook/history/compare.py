@@ -82,8 +82,10 @@ class Comparison:
         for side, style in zip(("a", "b"), ("-", "--"), strict=True):
             label = self.labels[0 if side == "a" else 1]
             frame = self.turns.dropna(subset=[f"{side}_tokens"])
-            tokens.plot(frame["turn"], frame[f"{side}_tokens"], style, label=label)
-            tasks.plot(frame["turn"], frame[f"{side}_tasks_done"], style, label=label)
+            turns = frame["turn"].to_numpy(dtype=float)
+            for axes, column in ((tokens, "tokens"), (tasks, "tasks_done")):
+                values = frame[f"{side}_{column}"].to_numpy(dtype=float)
+                axes.plot(turns, values, style, label=label)
         for axes, title in ((tokens, "tokens used"), (tasks, "tasks completed")):
             if self.diverged_at is not None:
                 axes.axvline(self.diverged_at, color="#9e9e9e", linestyle=":", linewidth=1)
@@ -145,7 +147,10 @@ def compare(
             row[f"{side}_errors"] = t.errors if t else None
         row["same"] = same
         rows.append(row)
-    turns = pd.DataFrame(rows, columns=_COLUMNS)
+    counts = {
+        c: "Int64" for c in _COLUMNS if c[2:] in ("tokens", "tasks_done", "denials", "errors")
+    }
+    turns = pd.DataFrame(rows, columns=_COLUMNS).astype(counts)  # a run's missing turns are <NA>
     outcomes = pd.DataFrame(
         {a.label: a.outcome, b.label: b.outcome}, index=list(a.outcome), dtype=object
     )

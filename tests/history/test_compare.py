@@ -75,6 +75,9 @@ def test_a_fork_whose_replayed_call_is_denied_diverges_at_the_fork_turn(tmp_path
     assert (row["a_tools"], row["b_tools"]) == ("write_file", "write_file (denied)")
     assert (row["a_denials"], row["b_denials"]) == (0, 1)
     assert row["a_tokens"] == row["b_tokens"]  # the same model call, answered otherwise
+    counts = rows[["a_tokens", "b_tokens", "a_denials", "b_denials"]]
+    assert ".0" not in counts.to_string()  # counts read as counts, with <NA> past a run's end
+    assert counts["a_denials"].isna().sum() == fork.turns - parent.turns
 
 
 def test_a_fork_under_the_same_agent_never_diverges(tmp_path: Path) -> None:
