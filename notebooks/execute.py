@@ -13,11 +13,13 @@ import argparse
 import html
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 
@@ -27,14 +29,22 @@ def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Pa
     workdir = target.parent
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    client = NotebookClient(
-        notebook,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(workdir)}},
-        store_widget_state=True,  # the saved dashboard shows the final state
-    )
-    client.execute()
+    # IPC sockets: a kernel on TCP without keys warns that its traffic is unencrypted.
+    with tempfile.TemporaryDirectory(prefix="gr-kernel-") as sockets:
+        kernel = KernelManager(kernel_name="python3", transport="ipc", ip=f"{sockets}/kernel")
+        client = NotebookClient(
+            notebook,
+            km=kernel,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(workdir)}},
+            store_widget_state=True,  # the saved dashboard shows the final state
+        )
+        try:
+            client.execute()
+        finally:
+            if kernel.has_kernel:  # a kernel handed in is not shut down by nbclient
+                kernel.shutdown_kernel(now=True)
     nbformat.write(notebook, target)
     print(f"executed {path} in {time.perf_counter() - started:.1f} s -> {target.resolve()}")
     if html:

@@ -1,7 +1,7 @@
 """Run a top-level ``%%agent`` cell as top-level ``await``.
 
-A blocking cell magic holds the kernel: under nest-asyncio a click on Stop waits until the
-cell ends, and ipykernel 7 prints ``cannot enter context`` into the cell. Rewritten into
+A blocking cell magic holds the kernel's loop: the runs in the background wait until the
+cell ends. Rewritten into
 ``await <magics>.run_async(line, body)``, the cell awaits the run and the kernel serves the
 dashboard's controls meanwhile.
 

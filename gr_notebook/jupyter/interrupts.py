@@ -1,13 +1,12 @@
 """Ctrl-C in a cell that blocks on a run: stop the run, then raise, at a safe point.
 
-A blocking ``%%agent`` cell spins the kernel's own event loop through nest-asyncio, so the
-loop runs the kernel's callbacks too. A ``KeyboardInterrupt`` raised wherever the main
-thread happens to be can land in one of those and lose it, which wedges the kernel, or land
-outside the run's task, which then goes on. So while the cell blocks, SIGINT only asks the
-run to stop (through the loop's thread-safe door); the run records ``run_finished`` as
-``interrupted`` and the cell raises ``KeyboardInterrupt`` once it has. ipykernel does the
-same for top-level ``await`` cells, by cancelling them. A second Ctrl-C raises at once, for
-a run stuck where a stop cannot reach it.
+A blocking ``%%agent`` cell waits for a run that goes on in a worker thread
+(:func:`~gr_notebook.blocking.run_blocking`). A ``KeyboardInterrupt`` raised in the waiting
+thread would cancel the run's task wherever it is. So while the cell blocks, SIGINT only asks
+the run to stop (through its loop's thread-safe door); the run records ``run_finished`` as
+``interrupted`` and the cell raises ``KeyboardInterrupt`` once it has. ipykernel does the same
+for top-level ``await`` cells, by cancelling them. A second Ctrl-C raises at once, for a run
+stuck where a stop cannot reach it.
 """
 
 from __future__ import annotations
