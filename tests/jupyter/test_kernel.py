@@ -171,3 +171,22 @@ def test_a_kernel_interrupt_ends_a_blocking_agent_cell_interrupted(
     assert (status, last) == ("interrupted", "run_finished"), report
     assert stored == "['interrupted']"
     assert int(turns) < 100  # stopped well before the ~100-turn job could end
+
+
+def test_cells_queued_behind_a_blocking_run_wait_their_turn(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    """JupyterLab's Run All sends every cell at once; ipykernel 7 runs each as a task on its
+    loop. A cell that blocks on a run must not step the next cell inside itself."""
+    _, client = kernel
+    cells = [
+        "import gr_notebook as gr\nagent = gr.Agent('simulated', store=False, max_iterations=300)",
+        f"run = agent.run_sync({JOB!r})\nprint('first', run.status)",
+        "print('second', run.turns > 0)",
+        f"again = agent.run_sync({JOB!r})\nprint('third', again.status)",
+    ]
+    ids = [client.execute(code) for code in cells]  # all queued before any has run
+    outputs = [collect(client, msg_id, timeout=120) for msg_id in ids]
+    for output in outputs:
+        assert "Traceback" not in output and "already entered" not in output, output
+    assert [o.strip() for o in outputs[1:]] == ["first completed", "second True", "third completed"]
