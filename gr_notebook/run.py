@@ -27,6 +27,7 @@ from gr_notebook.events import (
     as_typed,
 )
 from gr_notebook.guardrails.policy import PolicyState
+from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.reprs import to_html
@@ -83,9 +84,12 @@ class Run:
         phases: PhaseController,
         instructions: str,
         limits: Limits,
+        harness: Harness = GR_LOOP,
     ) -> None:
         self.run_id = run_id
         self.limits = limits
+        self.harness = harness
+        """What runs the model: gr's phased loop, or another harness (no todo list, no plan)."""
         self.workspace = workspace
         self.instructions = instructions
         self.status: RunStatus = "running"
@@ -372,6 +376,10 @@ class Run:
         if self.reason and (self.status != "completed" or self.job is None):
             head += f" ({self.reason})"
         job = self.job
+        if not self.harness.phased:  # no phases, no todo list: a session of another harness
+            turns = s["turns"]
+            done = ", job complete" if job is not None else ""
+            return f"{head}: {turns} turn{'' if turns == 1 else 's'} in {self.harness.label}{done}>"
         if job is not None:
             where = "job complete" + (
                 f", confidence {job.confidence:.2f}" if job.confidence is not None else ""

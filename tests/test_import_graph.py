@@ -149,6 +149,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "clock",
         "messages",
         "guidance",
+        "harness",
         "limits",
         "validation",
         "wording",

@@ -17,6 +17,7 @@ from gr_notebook.display.state import (
     ThinkingEntry,
     TimelineEntry,
     Tone,
+    ToolCallEntry,
 )
 from gr_notebook.wording import plural
 from gr_notebook.workflow.plan import Plan
@@ -26,6 +27,7 @@ __all__ = [
     "LEVEL_COLOURS",
     "STATE_COLOURS",
     "TONE_STYLES",
+    "render_calls",
     "render_dashboard",
     "render_feedback",
     "render_header",
@@ -59,6 +61,7 @@ STATE_COLOURS = {
 }
 EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
+CALL_COLOURS = {"ran": "#2e7d32", "failed": "#c62828", "denied": "#ef6c00"}
 TIMELINE_ICONS = {
     "run_started": "▶",
     "phase_started": "◆",
@@ -217,6 +220,29 @@ def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) 
     return _panel("gr-feedback", title, body)
 
 
+def render_calls(entries: Sequence[ToolCallEntry], total: int | None = None) -> str:
+    """The latest tool calls of a session that has no todo list: what the model did, and
+    which calls the policies denied (said in words: no symbol a font may lack)."""
+    if not entries:
+        body = "<i style='color:#757575'>No tool calls yet.</i>"
+    else:
+        rows = "".join(
+            f"<li class='gr-call gr-call-{e.outcome}' style='list-style:none'>"
+            f"<span style='color:#9e9e9e;display:inline-block;min-width:5.5em'>turn {e.turn}"
+            f"</span><code>{escape(e.tool)}</code>{escape(' ' + e.target if e.target else '')}"
+            f": <span style='color:{CALL_COLOURS[e.outcome]};font-weight:600'>{escape(e.how)}"
+            "</span></li>"
+            for e in entries
+        )
+        style = "margin:0;padding-left:4px;font-size:12px;overflow-wrap:anywhere"
+        body = f"<ul style='{style}'>{rows}</ul>"
+        if total is not None and total > len(entries):
+            earlier = total - len(entries)
+            body += f"<div style='color:#9e9e9e;font-size:11px'>… {earlier} earlier</div>"
+    title = "Tool calls (newest first)" + (f", {total:,} in all" if total else "")
+    return _panel("gr-calls", title, body)
+
+
 def render_thinking(entries: Sequence[ThinkingEntry]) -> str:
     """The model's latest finished thinking, each reply collapsed under a one-line summary
     (a ``<details>``): it is long, and read only when wanted. Nothing at all for a model that
@@ -276,14 +302,19 @@ def render_header(state: DashboardState) -> str:
 
 
 def render_dashboard(state: DashboardState) -> str:
-    """The whole dashboard as one static block: what a saved notebook or export shows."""
+    """The whole dashboard as one static block: what a saved notebook or export shows. A
+    session of another harness has no todo list or plan: its tool calls stand in their place."""
+    if state.harness.phased:
+        main = render_todos(state.todos)
+        side = f"{render_plan(state.plan)}{render_meters(state.meters)}"
+    else:
+        main, side = render_calls(state.calls, state.calls_total), render_meters(state.meters)
     return (
         "<div class='gr-dashboard'>"
         f"{render_header(state)}"
         "<div style='display:flex;gap:8px;flex-wrap:wrap'>"
-        f"<div style='flex:1 1 480px'>{render_todos(state.todos)}</div>"
-        f"<div style='flex:1 1 260px'>{render_plan(state.plan)}{render_meters(state.meters)}"
-        "</div></div>"
+        f"<div style='flex:1 1 480px;min-width:0'>{main}</div>"
+        f"<div style='flex:1 1 260px'>{side}</div></div>"
         f"{render_feedback(state.feedback, state.feedback_total)}"
         f"{render_thinking(state.thinking)}"
         f"{render_timeline(state.timeline, state.timeline_total)}"
@@ -297,10 +328,15 @@ def render_run_card(state: DashboardState, *, turns: int, phases_completed: int)
     tokens = state.meters[0].used if state.meters else 0
     reason = f" ({escape(state.note)})" if state.note else ""
     job = f" · job complete: {escape(state.job_summary)}" if state.job_summary else ""
+    phases = (
+        f" · {plural(phases_completed, 'phase')} complete"
+        if state.harness.phased
+        else f" · {escape(state.harness.label)}"
+    )
     return (
         f"<div class='gr-run'><b>Run {escape(state.run_id)}</b> "
         f"<span style='color:{colour};font-weight:600'>{escape(state.state)}</span>{reason}"
-        f" · {plural(turns, 'turn')} · {plural(phases_completed, 'phase')} complete"
+        f" · {plural(turns, 'turn')}{phases}"
         f" · {tokens:,} tokens{job}</div>"
     )
 
@@ -313,13 +349,16 @@ def text_dashboard(state: DashboardState) -> str:
     lines = [head]
     if state.job_summary:
         lines.append(f"Job complete: {state.job_summary}")
-    lines += [state.todos.render(), ""]
-    if state.plan is not None:
+    if not state.harness.phased:  # no todo list or plan: the session's tool calls
+        total = f", {state.calls_total:,} in all" if state.calls_total else ""
+        lines.append(f"Tool calls (newest first{total}):")
+        lines += [f"  turn {c.turn}: {c.describe()}" for c in state.calls] or ["  (none yet)"]
+    elif state.plan is not None:
         marks = {"complete": "[x]", "current": "[>]", "pending": "[ ]"}
-        lines.append("Plan:")
+        lines += [state.todos.render(), "", "Plan:"]
         lines += [f"  {marks[p.status]} Phase {p.number}: {p.name}" for p in state.plan.phases]
     else:
-        lines.append("Plan: none yet")
+        lines += [state.todos.render(), "", "Plan: none yet"]
     lines += [m.describe() for m in state.meters]
     if state.feedback:
         lines.append("Feedback (newest first):")

@@ -28,8 +28,10 @@ from gr_notebook.events import (
     ModelCallEvent,
     TaskAssessedEvent,
     ThinkingEvent,
+    ToolCallEvent,
     as_typed,
 )
+from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 
@@ -46,6 +48,7 @@ __all__ = [
     "ThinkingEntry",
     "TimelineEntry",
     "Tone",
+    "ToolCallEntry",
     "describe",
     "meter_level",
 ]
@@ -58,7 +61,10 @@ HIGH_AT = 0.8
 TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
 THINKING_SIZE = 3
+CALLS_SIZE = 8
 MAX_BLOCK = 1_000
+MAX_TARGET = 80
+_TARGET_KEYS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query")
 
 
 def meter_level(used: float, limit: float | None) -> Level:
@@ -160,6 +166,55 @@ class ThinkingEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallEntry:
+    """One tool call as a session's dashboard lists it: the tool, what it acted on, and
+    how it went (a policy's denial names the policy)."""
+
+    turn: int
+    tool: str
+    target: str
+    """The file, command, pattern or address it was given; empty for none of those."""
+    outcome: Literal["ran", "failed", "denied"]
+    note: str = ""
+    """The policy that denied it, or the first line of its error."""
+
+    @classmethod
+    def from_event(cls, event: ToolCallEvent) -> ToolCallEntry:
+        params = event.input if isinstance(event.input, Mapping) else {}
+        target = next((str(params[k]) for k in _TARGET_KEYS if params.get(k)), "")
+        target = " ".join(target.split())
+        if len(target) > MAX_TARGET:
+            target = target[: MAX_TARGET - 1] + "…"
+        source = event.directive.source if event.directive is not None else ""
+        if event.is_error and source.startswith("policy:"):
+            return cls(event.turn, event.tool, target, "denied", source.removeprefix("policy:"))
+        if event.is_error:
+            first = (event.result.strip().splitlines() or [""])[0]
+            return cls(event.turn, event.tool, target, "failed", first[:MAX_TARGET])
+        return cls(event.turn, event.tool, target, "ran")
+
+    @property
+    def how(self) -> str:
+        """How the call went, in words: ``ran``, ``denied by no_secrets``, ``failed: …``."""
+        if self.outcome == "denied":
+            return f"denied by {self.note}"
+        if self.outcome == "failed" and self.note:
+            return f"failed: {self.note}"
+        return self.outcome
+
+    def describe(self) -> str:
+        target = f" {self.target}" if self.target else ""
+        return f"{self.tool}{target}: {self.how}"
+
+    def relative_to(self, root: str) -> ToolCallEntry:
+        """The target with the workspace's own prefix dropped, as the session's cwd reads."""
+        prefix = root.rstrip("/") + "/"
+        if prefix == "/" or prefix not in self.target:
+            return self
+        return replace(self, target=self.target.replace(prefix, ""))
+
+
+@dataclass(frozen=True, slots=True)
 class DashboardState:
     run_id: str
     state: str
@@ -176,6 +231,11 @@ class DashboardState:
     job_summary: str | None = None
     thinking: tuple[ThinkingEntry, ...] = ()
     """The model's latest thinking, newest first (empty unless it thinks)."""
+    harness: Harness = GR_LOOP
+    """What ran the model: a harness that is not ``phased`` has no todo list or plan to show."""
+    calls: tuple[ToolCallEntry, ...] = ()
+    """The latest tool calls, newest first: what a session without a todo list shows."""
+    calls_total: int = 0
 
     @property
     def ended_early(self) -> bool:
@@ -185,6 +245,8 @@ class DashboardState:
     @property
     def note(self) -> str | None:
         """Why the run is where it is, when that is worth saying."""
+        if self.ended_early and not self.harness.phased:  # no checker judged the stop
+            return f"{self.reason or 'stopped'}; no completion check confirmed the job"
         if self.ended_early:
             return f"{self.reason or 'stopped'}; the job is not complete"
         return self.reason if self.state != "completed" else None
@@ -205,6 +267,7 @@ class RunTracker:
         timeline_size: int = TIMELINE_SIZE,
         feedback_size: int = FEEDBACK_SIZE,
         thinking_size: int = THINKING_SIZE,
+        calls_size: int = CALLS_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
     ) -> None:
         self.kinds = kinds
@@ -212,6 +275,8 @@ class RunTracker:
         self.timeline: deque[TimelineEntry] = deque()
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
         self.thinking: deque[ThinkingEntry] = deque(maxlen=thinking_size)
+        self.calls: deque[ToolCallEntry] = deque(maxlen=calls_size)
+        self.calls_total = 0
         self.timeline_total = 0
         self.feedback_total = 0
         self.tokens_budget: int | None = None
@@ -226,8 +291,8 @@ class RunTracker:
         """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
     def add(self, event: Event) -> bool:
-        """Take one event; True when it changed what the timeline, the feedback panel or the
-        thinking panel shows."""
+        """Take one event; True when it changed what the timeline, the feedback panel, the
+        thinking panel or the tool calls show."""
         event = as_typed(event)
         kind = event.kind
         if isinstance(event, ModelCallEvent):
@@ -247,6 +312,10 @@ class RunTracker:
             return True
         if isinstance(event, ThinkingEvent):
             self.thinking.append(ThinkingEntry.from_event(event))
+            return True
+        if isinstance(event, ToolCallEvent):
+            self.calls.append(ToolCallEntry.from_event(event))
+            self.calls_total += 1
             return True
         if kind not in self.kinds or not worth_a_line(event):
             return False
@@ -311,4 +380,7 @@ class RunTracker:
             feedback_total=self.feedback_total,
             job_summary=job.summary if job else None,
             thinking=tuple(reversed(self.thinking)),
+            harness=run.harness,
+            calls=tuple(c.relative_to(str(run.workspace.root)) for c in reversed(self.calls)),
+            calls_total=self.calls_total,
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.paths import is_file
+from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow import prompts
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ class TaskCompletionContext:
     stop_reason: StopKind
     budget: BudgetUsage
     run_id: str = ""
+    harness: Harness = GR_LOOP
+    """What runs the model: feedback names gr's todo tools only where ``harness.phased``."""
 
 
 @runtime_checkable
@@ -132,11 +135,14 @@ class PlanBasedChecker:
         sentence = ", and ".join(parts)
         titles = list(dict.fromkeys([*pending, *steps]))
         listed = ", ".join(titles[:MAX_TITLES]) + (", ..." if len(titles) > MAX_TITLES else "")
+        # todo_complete is gr's loop's tool: another harness's model finishes them its own way
+        finish = (
+            "Finish them (todo_complete() after each)" if context.harness.phased else "Finish them"
+        )
         return TaskCompletionResult.incomplete(
             "<blocker>\n"
             f"{sentence[0].upper()}{sentence[1:]}: {listed}\n"
-            "Finish them (todo_complete() after each), or revise the plan if some are no "
-            "longer needed, before you stop.\n"
+            f"{finish}, or revise the plan if some are no longer needed, before you stop.\n"
             "</blocker>"
         )
 

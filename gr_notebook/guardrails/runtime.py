@@ -35,6 +35,7 @@ from gr_notebook.guardrails.policy import (
 )
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
+from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.prompts import stop_refused_prompt
 
 if TYPE_CHECKING:
@@ -67,10 +68,12 @@ class StopVerdict:
 
 
 class Guardrails:
-    def __init__(self, spec: GuardrailSpec, run: RunView) -> None:
+    def __init__(self, spec: GuardrailSpec, run: RunView, *, harness: Harness = GR_LOOP) -> None:
         """Once ``run.wrap_up`` says the run was told to wrap up, a stop is never refused,
-        since refusing it would contradict that order."""
+        since refusing it would contradict that order. ``harness`` is what runs the model:
+        a refused stop and the checker's feedback are worded for it."""
         self.spec = spec
+        self.harness = harness
         self._run = run
         self.workspace = run.workspace
         self._emit, self._clock, self._usage = run.emit, run.clock, run.usage
@@ -208,7 +211,10 @@ class Guardrails:
     def refusal(self, verdict: StopVerdict) -> str:
         """What the model is told when its stop is refused."""
         return stop_refused_prompt(
-            verdict.feedback, refusals=self.refusals, limit=self.spec.max_refusals
+            verdict.feedback,
+            refusals=self.refusals,
+            limit=self.spec.max_refusals,
+            harness=self.harness,
         )
 
     def pressing(self, usage: BudgetUsage | None = None) -> str | None:
@@ -252,6 +258,7 @@ class Guardrails:
             stop_reason=kind,
             budget=self._usage(),
             run_id=self.run_id,
+            harness=self.harness,
         )
         try:
             result = checker.check(context)

@@ -24,6 +24,7 @@ import ipywidgets as w
 from gr_notebook.agent import Agent
 from gr_notebook.display.live import LiveTurn, render_live
 from gr_notebook.display.render import (
+    render_calls,
     render_dashboard,
     render_feedback,
     render_header,
@@ -172,7 +173,11 @@ class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
 
 
 class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
-    """Everything about one run, live: todo layer, plan, meters, feedback, timeline, controls."""
+    """Everything about one run, live: todo layer, plan, meters, feedback, timeline, controls.
+
+    A session of another harness (``run.harness`` not phased, e.g. the Claude Agent SDK's)
+    has no todo list, plan or loop to pause, rewind or fork: its dashboard shows its tool
+    calls, meters, feedback and timeline, and the Stop button, which its hooks honour."""
 
     def __init__(
         self,
@@ -188,9 +193,17 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.tracker = RunTracker()
         for event in run.events:
             self.tracker.add(event)
+        self.phased = run.harness.phased
         self.header = w.HTML()
-        self.todos = TodoPanel.for_run(run)
-        self.todos.layout = w.Layout(flex="1 1 480px")
+        self.todos: TodoPanel | None = None
+        self.calls: w.HTML | None = None
+        """The session's latest tool calls, where a run of gr's loop shows its todo layer."""
+        main: w.DOMWidget
+        if self.phased:
+            self.todos = main = TodoPanel.for_run(run)
+        else:
+            self.calls = main = w.HTML()
+        main.layout = w.Layout(flex="1 1 480px", min_width="0")  # narrow: it wraps, not overflows
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
@@ -216,16 +229,21 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.pause_button.on_click(lambda _: self.toggle_pause())
         self.rewind_button.on_click(lambda _: self.rewind())
         self._log: deque[str] = deque(maxlen=LOG_LINES)
-        side = w.VBox([self.plan, self.meters], layout=w.Layout(flex="1 1 260px"))
+        side = w.VBox(
+            [self.plan, self.meters] if self.phased else [self.meters],
+            layout=w.Layout(flex="1 1 260px"),
+        )
         controls = self._controls = w.HBox(
             [self.stop_button, self.pause_button, self.issue, self.rewind_button, self.fork_open]
+            if self.phased
+            else [self.stop_button]
         )
         controls.layout.flex_flow = "row wrap"  # room for the fork row when it opens
         controls.add_class("gr-controls")
         super().__init__(
             [
                 self.header,
-                w.HBox([self.todos, side], layout=w.Layout(flex_flow="row wrap")),
+                w.HBox([main, side], layout=w.Layout(flex_flow="row wrap")),
                 self.feedback,  # then the thinking and live panels, when there is any
                 self.timeline,
                 self.prompts,
@@ -304,7 +322,10 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def refresh(self) -> None:
         state = self.state()
         self.header.value = render_header(state)
-        self.plan.value = render_plan(state.plan)
+        if self.calls is not None:
+            self.calls.value = render_calls(state.calls, state.calls_total)
+        else:
+            self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
         if state.thinking or self._thinking is not None:
@@ -389,6 +410,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.refresh()
 
     def toggle_pause(self) -> None:
+        if not self._loop_controls("pause"):
+            return
         try:
             if self.run.state in ("paused", "pausing"):
                 self.run.resume()
@@ -401,6 +424,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.refresh()
 
     def rewind(self, issue: str | None = None) -> None:
+        if not self._loop_controls("rewind"):
+            return
         text = (self.issue.value if issue is None else issue).strip()
         if not text:
             self.add_log("Type what is wrong in the box first, then press Rewind.")
@@ -416,6 +441,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def fork(self, turn: int | None = None, agent: Agent | None = None) -> Run | None:
         """Fork the run at ``turn`` (the picked one) under ``agent`` (the picked one; the
         run's own by default): the new run goes on in the background."""
+        if not self._loop_controls("fork"):
+            return None
         turn = self.fork_turn.value if turn is None else turn
         if turn is None:
             self.add_log("Pick a turn on the timeline first, then press Fork.")
@@ -430,6 +457,16 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         (self.on_fork or _bind_fork)(forked)
         self.add_log(f"Forked at turn {turn} as run {forked.run_id}: `fork` in the notebook.")
         return forked
+
+    def _loop_controls(self, action: str) -> bool:
+        """Pause, rewind and fork act on gr's loop; another harness's session has none."""
+        if self.phased:
+            return True
+        self.add_log(
+            f"Cannot {action} {self.run.harness.label}: it runs outside gr's loop. Stop ends "
+            "it at its next tool call or stop."
+        )
+        return False
 
     # -- display ------------------------------------------------------------------------------
 

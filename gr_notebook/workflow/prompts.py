@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gr_notebook.guidance import Action, Directive
+from gr_notebook.harness import GR_LOOP, Harness
 
 if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
@@ -222,12 +223,16 @@ def checkpoint_prompt(turns: int, *, waiting_for_todos: bool = False) -> str:
     )
 
 
-def stop_refused_prompt(feedback: str | None, *, refusals: int, limit: int) -> str:
+def stop_refused_prompt(
+    feedback: str | None, *, refusals: int, limit: int, harness: Harness = GR_LOOP
+) -> str:
+    """A refused stop; it names the todo list only where the model has one (``harness``)."""
     left = limit - refusals
+    work = "through your todo list" if harness.phased else "on the task"
     return (
         f"{STOP_REFUSED_MARKER}: the task is not complete, so the run goes on.\n"
         f"{(feedback or 'The completion check found unfinished work.').strip()}\n"
-        "Keep working through your todo list and stop only when the work is done "
+        f"Keep working {work} and stop only when the work is done "
         f"({left} more refused stop{'' if left == 1 else 's'} in a row end the run as "
         "incomplete)."
     )

@@ -89,7 +89,8 @@ class GuardrailHooks:
     def __init__(self, sdk: ModuleType, session: Session) -> None:
         self._sdk, self._session = sdk, session
         view = ClaudeView(session.state, session.names)
-        session.state.guards = type(session.state.guards)(session.state.guards.spec, view)
+        guards = session.state.guards
+        session.state.guards = type(guards)(guards.spec, view, harness=session.run.harness)
         self._callbacks = callbacks = HookCallbacks(session, view)
         self._quiet: set[int] = set()
         """Options built with the stream events on by default (not passed on)."""

@@ -5,7 +5,10 @@ Seed 002's "Adapter Integration": policies run in ``PreToolUse`` (a denial is
 intervention engine and the feedback providers run in ``PostToolUse`` (and
 ``PostToolUseFailure`` for a call that failed), whose ``additionalContext`` carries the
 feedback blocks and the strategy checks; the completion checker judges the ``Stop`` hook,
-where a refusal is ``decision: "block"`` with the checker's feedback. Each callback does what
+where a refusal is ``decision: "block"`` with the checker's feedback. What Claude is told
+names only what Claude has: the guardrails word their orders for the
+:data:`~gr_notebook.harness.CLAUDE_AGENT_SDK` harness (no todo list, none of gr's workflow
+tools), and gr's tool names become Claude's. Each callback does what
 gr's tool step (:mod:`gr_notebook.engine.tool_calls`) does at the same point, in the same
 order, with the same objects, and records the same events.
 """
@@ -28,6 +31,7 @@ from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
 from gr_notebook.tools.base import ToolOutput
+from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.prompts import directive, marker_of
 
 __all__ = ["HookCallbacks"]
@@ -193,13 +197,19 @@ class HookCallbacks:
             if verdict.give_up:
                 session.end_with(gave_up(state, verdict))
                 return {}
-            text = guards.refusal(verdict)
+            text = self.names.in_claude_terms(guards.refusal(verdict))
             self._inject(text)
             return {"decision": "block", "reason": text}
         reason = "the model ended its turn"
         if verdict.bypassed:
             reason += f"; the completion check was bypassed: {verdict.bypassed}"
-        session.end_with(settle(state, LoopOutcome("completed", reason), "end_turn", final))
+        outcome = settle(state, LoopOutcome("completed", reason), "end_turn", final)
+        if outcome.status == "completed" and guards.spec.checker is not None:
+            # Claude has no job_complete: the agent's checker says the job is done, and its
+            # verdict is the job's record, as a job_complete call is in gr's loop
+            summary = final.strip() or "The completion check found the job complete."
+            state.phases.complete_job(JobResult(summary, source="completion_check"))
+        session.end_with(outcome)
         return {}
 
     # -- shared ---------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ __all__ = ["second_strategy_check", "strategy_check", "stuck_reason"]
 def strategy_check(steps: int, checks: int) -> str:
     """Tier 1 of seed 004, without gr's rewind tool."""
     return (
-        f"{STRATEGY_CHECK_MARKER}: no progress in the last {steps} steps ({checks} checks in a "
-        "row: no test newly passing, no task completed). Stop repeating what you were doing. "
-        "Re-read the task, decide what is blocking you, and change your approach."
+        f"{STRATEGY_CHECK_MARKER}: no progress in the last {steps} tool calls ({checks} checks "
+        "in a row: no test newly passing, no task completed). Stop repeating what you were "
+        "doing. Re-read the task, decide what is blocking you, and change your approach."
     )
 
 
@@ -28,15 +28,16 @@ def second_strategy_check(steps: int, recent_tools: Sequence[str]) -> str:
     """Tier 2: gr rewinds its todo list; an SDK session has none, so Claude is told to."""
     tools = ", ".join(recent_tools[-5:]) or "none"
     return (
-        f"{STRATEGY_CHECK_MARKER}: still no progress in {steps} steps, even after a strategy "
-        f"check. The latest tool calls were: {tools}. Drop the current approach: note what "
-        "failed and why, then start over with a different one."
+        f"{STRATEGY_CHECK_MARKER}: still no progress in {steps} tool calls, even after a "
+        f"strategy check. The latest tool calls were: {tools}. Drop the current approach: note "
+        "what failed and why, then start over with a different one."
     )
 
 
 def stuck_reason(steps: int, step: int) -> str:
-    """Tier 3: the session is stopped; the run's reason, as gr's loop words it."""
+    """Tier 3: the session is stopped; the run's reason, with tier 2 as the session had it
+    (a second strategy check, where gr's loop rewinds its todo list)."""
     return (
-        f"no progress in {steps} steps, after a strategy check and a rewind "
-        f"(intervention tier 3 at step {step})"
+        f"no progress in {steps} tool calls, after two strategy checks "
+        f"(intervention 3 of 3, after {step} tool calls)"
     )

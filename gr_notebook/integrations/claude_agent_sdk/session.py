@@ -23,6 +23,7 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ModelCallEvent, RunStartedEvent
 from gr_notebook.guardrails.spec import GuardrailSpec
+from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
@@ -79,6 +80,7 @@ class Session:
             events=self.state.events,
             phases=self.state.phases,
             instructions=instructions or "(a Claude Agent SDK session)",
+            harness=CLAUDE_AGENT_SDK,
             limits=Limits(
                 max_iterations=agent.budget.max_iterations,
                 context_window=facts_of(model.removeprefix("claude-agent-sdk:")).context_window,
@@ -175,7 +177,7 @@ class Session:
         self._lock = WorkspaceLock.acquire(root, LockOwner.this_process(self.run_id, agent.clock()))
         self._done = asyncio.Event()
         self._observed = asyncio.Event()
-        config = {**agent.config(), "model": self.model, "harness": "claude-agent-sdk"}
+        config = {**agent.config(), "model": self.model, "harness": CLAUDE_AGENT_SDK.name}
         config.update(self.state.guards.spec.describe(), self_regulation=False)
         store = self._store = agent._open_store()
         if store is not None:
