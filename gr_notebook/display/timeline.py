@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from gr_notebook.events import (
+    AllotmentExtendedEvent,
     CompactionEvent,
     CompletionCheckEvent,
     ConfirmationEvent,
@@ -315,6 +316,16 @@ def _assessed(e: TaskAssessedEvent) -> str:
     )
 
 
+@_line(AllotmentExtendedEvent)
+def _extended(e: AllotmentExtendedEvent) -> str:
+    return (
+        f"Allotment for {e.scope or 'the phase'} extended from "
+        f"{plural(e.previous_max_iterations, 'turn')} to {e.max_iterations:,} and from "
+        f"{e.previous_token_budget:,} to {e.token_budget:,} tokens, as the phase needed more "
+        f"(the run's hard limits are {e.limits_percentage_used:.0f}% used)"
+    )
+
+
 @_line(ConfirmationEvent)
 def _confirmation(e: ConfirmationEvent) -> str:
     verdict = "Approved" if e.approved else "Denied"
@@ -345,6 +356,7 @@ TIMELINE_KINDS = frozenset(
         "intervention",
         "intervention_skipped",
         "task_assessed",
+        "allotment_extended",
         "confirmation",
         "conversation_pruned",
         "model_retry",

@@ -157,10 +157,18 @@ class Loop:
 
     def _wrap_up_when_limits_run_low(self) -> None:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
-        model that has not called check_resources lately still hears it in time."""
+        model that has not called check_resources lately still hears it in time. While the
+        limits have room, a phase that outgrew its allotment gets it extended, and the model
+        reads a line saying so (decision 296)."""
         phases, regulation = self.state.phases, self.state.regulation
-        if regulation is not None and not phases.wrap_up_ordered and regulation.check().wrap_up:
+        if regulation is None or phases.wrap_up_ordered:
+            return
+        if regulation.check().wrap_up:
             phases.order_wrap_up()
+            return
+        extended = regulation.extend()
+        if extended is not None:
+            self._inject([extended])
 
     def _note_todo_layer(self) -> None:
         """The todo layer's INSTRUCTION line is an order on every turn: recorded when it

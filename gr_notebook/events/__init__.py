@@ -12,6 +12,7 @@ from typing import Final, TypeAlias, get_args
 
 from gr_notebook.events.base import Event, EventData, as_typed, decode, event_class, kinds
 from gr_notebook.events.guardrails import (
+    AllotmentExtendedEvent,
     CompletionCheckEvent,
     ConfirmationEvent,
     FeedbackEvent,
@@ -60,6 +61,7 @@ from gr_notebook.events.workflow import (
 __all__ = [
     "CORE_EVENTS",
     "EVENT_KINDS",
+    "AllotmentExtendedEvent",
     "CompactionEvent",
     "CompletionCheckEvent",
     "ConfirmationEvent",
@@ -134,6 +136,7 @@ CoreEvent: TypeAlias = (
     | InterventionEvent
     | InterventionSkippedEvent
     | TaskAssessedEvent
+    | AllotmentExtendedEvent
     | ConfirmationEvent
     | CompactionEvent
     | ConversationPrunedEvent

@@ -12,6 +12,7 @@ from gr_notebook.events.schema import key
 from gr_notebook.events.turn import GuidanceRecord
 
 __all__ = [
+    "AllotmentExtendedEvent",
     "CompletionCheckEvent",
     "ConfirmationEvent",
     "FeedbackEvent",
@@ -129,6 +130,25 @@ class TaskAssessedEvent(Event):
     tokens_at: int
     iterations_at: int
     approved: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class AllotmentExtendedEvent(Event):
+    """A phase outgrew its assessed allotment while the hard limits had room, so the
+    allotment grew (decision 296); the model is told in a plain line of its own."""
+
+    kind: ClassVar[Literal["allotment_extended"]] = "allotment_extended"
+    scope: str
+    assessed_phase: int = key("phase")
+    token_budget: int
+    max_iterations: int
+    """The allotment now, counted from the assessment."""
+    previous_token_budget: int
+    previous_max_iterations: int
+    tokens_used: int
+    iterations_used: int
+    """Used of the allotment when it grew."""
+    limits_percentage_used: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

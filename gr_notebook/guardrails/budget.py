@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gr_notebook.history.store import Store
 
 __all__ = [
+    "DEFAULT_MAX_ITERATIONS",
     "Budget",
     "BudgetAdvisor",
     "BudgetSuggestion",
@@ -42,13 +43,19 @@ __all__ = [
 ]
 
 
+DEFAULT_MAX_ITERATIONS = 200
+"""The default cap on model calls: room for the README's and the notebooks' jobs (the
+quickstart's takes 53 turns) twice over before the 80% wrap-up mark, for a model slower than
+the simulated one and phases that outgrow their allotments (decision 295)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Limits for one run; ``None`` means no limit of that kind."""
 
     max_tokens: int | None = None
     """Cumulative input and output tokens over every model call."""
-    max_iterations: int = 50
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
     """Model calls (turns)."""
     deadline_s: float | None = None
     """Wall-clock seconds from the start of the run, read from the agent's clock."""

@@ -17,13 +17,16 @@ gets at least the base 80K tokens and 20 iterations, and a phase the agent estim
 rounds gets 30. Only the run's hard limits (``gr.Budget``) cap it, at what they leave
 before their 80% mark (where ``check_resources`` orders a wrap-up): an estimate over that is
 the one the guidance calls too large.
+
+A phase that outgrows its allotment gets it extended by half (``EXTEND_BY``), as often as it
+takes, within the same caps (:meth:`TaskAssessment.covering`, decision 296).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -33,6 +36,7 @@ from gr_notebook.validation import whole_number
 
 __all__ = [
     "DEFAULT_BUDGETS",
+    "EXTEND_BY",
     "FILE_CARRY",
     "RESERVE",
     "BudgetTable",
@@ -46,6 +50,9 @@ run's cost per turn: estimates run short, and turns late in a phase cost more th
 average (the context grows until the next compaction). A healthy phase ends near 80%."""
 FILE_CARRY = 2
 """Turns a file read stays in the context, on average, before summarize_progress prunes it."""
+EXTEND_BY = 0.5
+"""An allotment a phase outgrows grows by half of itself, as often as it takes: enough for
+the few turns a short estimate missed, without hiding a phase that runs far over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,35 @@ class TaskAssessment:
     tokens_at: int = 0
     """Tokens the run had used when the allocation began; usage counts from here."""
     iterations_at: int = 0
+
+    def covering(
+        self,
+        tokens_used: int,
+        iterations_used: int,
+        *,
+        max_tokens: int | None,
+        max_iterations: int,
+    ) -> TaskAssessment | None:
+        """The allotment that covers this usage (counted from the assessment): itself while
+        it does, else grown by ``EXTEND_BY`` as many times as it takes, each size within
+        ``max_tokens`` and ``max_iterations`` (what the hard limits leave, counted from the
+        assessment too). None when even those do not cover it: the hard limits are then
+        what the phase is measured against."""
+        tokens, iterations = self.token_budget, self.max_iterations
+        token_cap = None if max_tokens is None else max(max_tokens, tokens)
+        iteration_cap = max(max_iterations, iterations)
+        while tokens_used > tokens or iterations_used > iterations:
+            more_tokens = _thousands(tokens * (1 + EXTEND_BY))
+            more_tokens = more_tokens if token_cap is None else min(more_tokens, token_cap)
+            more_iterations = min(math.ceil(iterations * (1 + EXTEND_BY)), iteration_cap)
+            if (tokens_used > tokens and more_tokens <= tokens) or (
+                iterations_used > iterations and more_iterations <= iterations
+            ):
+                return None
+            tokens, iterations = more_tokens, more_iterations
+        if (tokens, iterations) == (self.token_budget, self.max_iterations):
+            return self
+        return replace(self, token_budget=tokens, max_iterations=iterations)
 
     def event(self, *, approved: bool) -> TaskAssessedEvent:
         """The ``task_assessed`` event; ``approved`` is whether the allotment stands."""

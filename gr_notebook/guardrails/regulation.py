@@ -16,7 +16,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.events import ConfirmationEvent
+from gr_notebook.events import AllotmentExtendedEvent, ConfirmationEvent
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
 from gr_notebook.guardrails.feedback import Feedback, Observation
@@ -24,9 +24,12 @@ from gr_notebook.guardrails.paths import canonical_path, file_stamp
 from gr_notebook.guardrails.resources import (
     WRAP_UP_AT,
     ResourceReport,
+    allotment_in_force,
     recommendation_for,
     typical_file_tokens,
 )
+from gr_notebook.guidance import Directive
+from gr_notebook.wording import plural
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.view import RunView
@@ -197,6 +200,33 @@ class SelfRegulation:
             self.wrap_up = report.recommendation
         return report
 
+    def extend(self) -> Directive | None:
+        """A phase that outgrew its allotment while the hard limits leave room: the
+        extension the reports already measure against becomes the allotment in force, and
+        the line that tells the model so (plain facts, decision 296). None otherwise."""
+        if self.assessment is None or self.wrap_up is not None:
+            return None
+        usage = self.usage()
+        grown = allotment_in_force(usage, self.assessment)
+        if grown is None or grown is self.assessment:
+            return None
+        before, self.assessment = self.assessment, grown
+        limits = ResourceReport.of(usage, None).limits_percentage_used
+        self.emit(
+            AllotmentExtendedEvent(
+                scope=grown.scope,
+                assessed_phase=grown.phase,
+                token_budget=grown.token_budget,
+                max_iterations=grown.max_iterations,
+                previous_token_budget=before.token_budget,
+                previous_max_iterations=before.max_iterations,
+                tokens_used=usage.tokens - grown.tokens_at,
+                iterations_used=usage.iterations - grown.iterations_at,
+                limits_percentage_used=limits,
+            )
+        )
+        return Directive(_extension_line(before, grown, usage, limits), "allotment", "continue")
+
     def on_phase_started(self, phase: int) -> None:
         """An allotment covers its own phase: another phase starts unassessed, measured
         against the run's limits until the agent assesses it."""
@@ -356,3 +386,22 @@ class SelfRegulation:
             )
         )
         return approved
+
+
+def _extension_line(
+    before: TaskAssessment, grown: TaskAssessment, usage: BudgetUsage, limits: float
+) -> str:
+    """What the model reads when its allotment grows: what the phase needed, how far the
+    hard limits are, and the new allotment; facts and the next action, not a rebuke."""
+    outgrown = []
+    if usage.iterations - before.iterations_at > before.max_iterations:
+        outgrown.append(plural(before.max_iterations, "iteration"))
+    if usage.tokens - before.tokens_at > before.token_budget:
+        outgrown.append(f"{before.token_budget:,} tokens")
+    scope = grown.scope[:1].upper() + grown.scope[1:]
+    return (
+        f"ALLOTMENT EXTENDED: {scope} has needed more than the {' and '.join(outgrown)} "
+        f"assessed for it. The run's hard limits are {limits:.0f}% used, so its allotment is "
+        f"now {plural(grown.max_iterations, 'iteration')} and {grown.token_budget:,} tokens, "
+        "counted from the assessment. Carry on with your todo list."
+    )

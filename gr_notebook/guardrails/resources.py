@@ -1,6 +1,10 @@
 """What ``check_resources`` reports (seed 003): usage against the phase's allotment, else the
 run's hard limits, with the seed's recommendation; and what reading a file is likely to cost.
 
+An allotment the phase has outgrown is extended while the hard limits leave room, and past
+that the report measures the hard limits: no report says more than 100% of the budget it
+measures while the run is within its limits (decisions 296, 297).
+
 A value and its wording, apart from the session state in
 :mod:`~gr_notebook.guardrails.regulation` that keeps the assessment they are measured
 against, so the meters, the loop and the tools read one report.
@@ -22,6 +26,7 @@ __all__ = [
     "WARNING",
     "WRAP_UP_AT",
     "ResourceReport",
+    "allotment_in_force",
     "recommendation_for",
     "typical_file_tokens",
 ]
@@ -43,6 +48,25 @@ def recommendation_for(percentage_used: float) -> str:
     return HEALTHY
 
 
+def allotment_in_force(
+    usage: BudgetUsage, assessment: TaskAssessment | None
+) -> TaskAssessment | None:
+    """The allotment usage is measured against now: the assessment, extended as far as the
+    phase has outgrown it within what the hard limits leave before their wrap-up mark. None
+    without an assessment, or when the phase has outgrown even that."""
+    if assessment is None:
+        return None
+    hard = usage.budget
+    return assessment.covering(
+        usage.tokens - assessment.tokens_at,
+        usage.iterations - assessment.iterations_at,
+        max_tokens=None
+        if hard.max_tokens is None
+        else int(hard.max_tokens * WRAP_UP_AT / 100) - assessment.tokens_at,
+        max_iterations=int(hard.max_iterations * WRAP_UP_AT / 100) - assessment.iterations_at,
+    )
+
+
 def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool) -> str:
     """Only the hard limits can order a wrap-up: an allotment spent early while the limits
     have room asks for pace, not for the end of the job (decision 110). A limit with one
@@ -62,9 +86,9 @@ def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool)
 class ResourceReport:
     """``check_resources``' answer. ``percentage_used`` is the larger of the token and the
     iteration fractions of the budget the agent is measured against (the assessed
-    allotment, counted from the assessment, else the run's limits): whichever runs out
-    first is the one to plan around. ``limits_percentage_used`` is the same for the run's
-    hard limits, over the whole job, and only it can call for a wrap-up."""
+    allotment in force, counted from the assessment, else the run's limits): whichever runs
+    out first is the one to plan around. ``limits_percentage_used`` is the same for the
+    run's hard limits, over the whole job, and only it can call for a wrap-up."""
 
     tokens_used: int
     tokens_budget: int | None
@@ -95,11 +119,12 @@ class ResourceReport:
             hard.max_tokens is not None and hard.max_tokens - usage.tokens <= per_turn
         )
         tokens_budget: int | None
-        if assessment is not None:
-            tokens_used = usage.tokens - assessment.tokens_at
-            iterations_used = usage.iterations - assessment.iterations_at
-            tokens_budget, iterations_max = assessment.token_budget, assessment.max_iterations
-            source, scope = "assessment", assessment.scope
+        allotment = allotment_in_force(usage, assessment)
+        if allotment is not None:
+            tokens_used = usage.tokens - allotment.tokens_at
+            iterations_used = usage.iterations - allotment.iterations_at
+            tokens_budget, iterations_max = allotment.token_budget, allotment.max_iterations
+            source, scope = "assessment", allotment.scope
         else:
             tokens_used, iterations_used = usage.tokens, usage.iterations
             tokens_budget, iterations_max, source = hard.max_tokens, hard.max_iterations, "limits"

@@ -23,6 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.errors import GrNotebookError, ModelSpecError
+from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS
 from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
 from gr_notebook.jupyter.cells import TopLevelAwait
 from gr_notebook.jupyter.interrupts import INTERRUPTED, CtrlC
@@ -55,7 +56,11 @@ _RUN_LAST = re.compile(r"(?:^|\s)--run(?:\s+|=)(\S+)\s*$")
 )
 @argument("--workspace", help="directory the agent works in (default: gr_runs/<run id>)")
 @argument("--name", help="a name for the agent, kept with the run")
-@argument("--max-iterations", type=int, help="hard cap on model turns (default: 50)")
+@argument(
+    "--max-iterations",
+    type=int,
+    help=f"hard cap on model turns (default: {DEFAULT_MAX_ITERATIONS})",
+)
 @argument("--background", action="store_true", help="return at once; the run goes on")
 @argument("--agent", dest="agent_var", help="use the gr.Agent in this variable")
 @argument("--out", default="run", help="variable the run is bound to (default: run)")

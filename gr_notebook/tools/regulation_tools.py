@@ -156,7 +156,8 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
             _check_resources,
             docs="Returns tokens_used, tokens_budget, tokens_remaining, percentage_used, "
             "iterations_used, iterations_max and iterations_remaining against the phase's "
-            "budget (from its assessment; the run's limits when there is none), the job's "
+            "budget (from its assessment, extended by half when the phase needs more while "
+            "the hard limits have room; the run's limits when there is none), the job's "
             "totals with limits_percentage_used against the run's hard limits, and a "
             "recommendation: above 80% of a hard limit, summarize and wrap up; above 50%, "
             "caution.",
