@@ -430,11 +430,12 @@ def status_line(run: Run) -> str:
     summary = run.summary()
     limits = run.limits
     todos = run.todos
-    where = (
-        f"job complete: {run.job.summary}"
-        if run.job
-        else f"{todos.phase_label()}, {todos.done_count}/{len(todos.items)} tasks"
-    )
+    if run.job:
+        where = f"job complete: {run.job.summary}"
+    elif not run.harness.phased:  # a session with no todo list (a Claude Agent SDK session)
+        where = run.harness.label
+    else:
+        where = f"{todos.phase_label()}, {todos.done_count}/{len(todos.items)} tasks"
     reason = f" ({run.reason})" if run.reason and run.status != "completed" else ""
     turns = f"turn {summary['turns']}/{limits.max_iterations}"
     tokens = f"{summary['tokens_used']:,}"

@@ -15,6 +15,7 @@ from gr_notebook.display.render import render_dashboard, render_run_card, text_d
 from gr_notebook.display.state import RunTracker
 from gr_notebook.events import FeedbackEvent, PromptInjectedEvent, ToolCallEvent
 from gr_notebook.harness import CLAUDE_AGENT_SDK
+from gr_notebook.jupyter.magics import status_line
 from gr_notebook.workflow.prompts import stop_refused_prompt
 from tests.integrations.conftest import Session, sdk_session
 
@@ -234,6 +235,8 @@ async def test_without_a_checker_the_outcome_is_not_claimed(tmp_path: Path) -> N
     assert state.ended_early
     assert state.note == "the model ended its turn; no completion check confirmed the job"
     assert "no completion check confirmed the job" in render_dashboard(state)
+    line = status_line(run)  # %agent status
+    assert "a Claude Agent SDK session" in line and "tasks" not in line, line
 
 
 def _tree(widget: Any) -> list[Any]:
