@@ -62,8 +62,13 @@ STATE_COLOURS = {
 EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
 CALL_COLOURS = {"ran": "#2e7d32", "failed": "#c62828", "denied": "#ef6c00"}
+#: One symbol per kind of line. Every one is in DejaVu Sans, the font Debian's Chromium falls
+#: back on: an emoji (U+26D4 no entry, U+270B raised hand) shows as an empty box where no
+#: emoji font is installed.
 TIMELINE_ICONS = {
     "run_started": "▶",
+    "todos_written": "✎",
+    "todo_completed": "✓",
     "phase_started": "◆",
     "phase_transition": "⇢",
     "compaction": "⇊",
@@ -73,8 +78,8 @@ TIMELINE_ICONS = {
     "run_resumed": "▶",
     "job_complete": "✔",
     "error": "✖",
-    "policy_decision": "⛔",
-    "completion_check": "✋",
+    "policy_decision": "✕",
+    "completion_check": "↩",
     "policies_reset": "↺",
     "intervention": "⚑",
     "intervention_skipped": "·",
@@ -93,6 +98,7 @@ MONO = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-hei
 PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
 TITLE_STYLE = "font-weight:600;margin-bottom:4px"
 PLAN_ROWS = 12
+CURRENT_MARK = "← CURRENT"
 
 
 def _panel(cls: str, title: str, body: str) -> str:
@@ -105,7 +111,7 @@ def _panel(cls: str, title: str, body: str) -> str:
 def render_todos(todos: TodoList) -> str:
     """Layer 2 exactly as :meth:`TodoList.render` draws it, with the current task highlighted
     and done tasks in green: one source for the text, so the two never drift apart."""
-    lines = [escape(line) for line in todos.render().split("\n")]
+    lines = [_unbroken(escape(line)) for line in todos.render().split("\n")]
     phase_at = next(i for i, line in enumerate(lines) if line.startswith("Phase: "))
     lines[phase_at] = f"Phase: <b>{escape(todos.phase_label())}</b>"
     first = phase_at + 2  # the items follow the phase line and a blank line
@@ -121,8 +127,18 @@ def render_todos(todos: TodoList) -> str:
             continue
         lines[first + i] = f"<span {style}>{lines[first + i]}</span>"
     body = "\n".join(lines)
-    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:anywhere;overflow-x:auto"
+    # Lines wrap between words only: ``anywhere`` also let the panel shrink below a word and
+    # cut "CURRENT" in two. A word wider than the panel (a long path) still breaks, so
+    # nothing overflows but the rules, which are cut at the panel's edge.
+    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:break-word;overflow-x:hidden"
     return f"<pre class='gr-todos' style='{style}'>{body}</pre>"
+
+
+def _unbroken(line: str) -> str:
+    """A rule of the todo layer, or its "← CURRENT" mark, kept on one line."""
+    if line and not line.strip("═─"):
+        return f"<span style='white-space:pre'>{line}</span>"
+    return line.replace(CURRENT_MARK, f"<span style='white-space:nowrap'>{CURRENT_MARK}</span>")
 
 
 def render_plan(plan: Plan | None, *, rows: int = PLAN_ROWS) -> str:

@@ -4,6 +4,10 @@ Every kind of event has a describer: a small function of its typed fields, regis
 :func:`_line`. :data:`TIMELINE_KINDS` are the kinds the dashboard shows; the others are
 described for whoever asks (a log, a test). Each describer takes O(1): the dashboard calls
 them on every event of a live run.
+
+A line is read by someone who knows the notebook, not the code: no internal codes (a skip
+reason, a task type, a status are put in words), and counts name what they count (tool
+calls, turns), so a line never contradicts the turn it sits on.
 """
 
 from __future__ import annotations
@@ -118,7 +122,8 @@ def _resumed(e: RunResumedEvent) -> str:
 @_line(RunFinishedEvent)
 def _run_finished(e: RunFinishedEvent) -> str:
     reason = f" ({e.reason})" if e.reason else ""
-    return f"Run {e.status or 'finished'}{reason} after {plural(e.turns, 'turn')}"
+    status = _words(e.status or "finished")
+    return f"Run {status}{reason} after {plural(e.turns, 'turn')}"
 
 
 @_line(ErrorEvent)
@@ -198,7 +203,7 @@ def _guidance(e: GuidanceEvent) -> str:
 
 @_line(StuckCheckpointEvent)
 def _stuck(e: StuckCheckpointEvent) -> str:
-    return "Stuck checkpoint: the todo list has not changed"
+    return "Todo list unchanged for many turns: the model is asked to take stock"
 
 
 # -- the workflow --------------------------------------------------------------------------------
@@ -207,12 +212,15 @@ def _stuck(e: StuckCheckpointEvent) -> str:
 @_line(TodosWrittenEvent)
 def _todos_written(e: TodosWrittenEvent) -> str:
     what = _list_name(e.todo_kind, e.phase_number, e.name)
+    if e.source == "person" and e.titles:  # a person's %todo add appends one task
+        return f"A person added task {len(e.titles)} '{e.titles[-1]}' to {what}"
     return f"Todo list of {what} written by the {e.source}: {plural(len(e.titles), 'task')}"
 
 
 @_line(TodoCompletedEvent)
 def _todo_completed(e: TodoCompletedEvent) -> str:
-    return f"Task {e.index} '{e.title}' done, {e.remaining} left"
+    who = " by a person" if e.source == "person" else ""
+    return f"Task {e.index} '{e.title}' done{who}, {e.remaining} left"
 
 
 @_line(PhaseStartedEvent)
@@ -254,8 +262,9 @@ def _job_complete(e: JobCompleteEvent) -> str:
 @_line(PolicyDecisionEvent)
 def _policy_decision(e: PolicyDecisionEvent) -> str:
     if e.allowed:
-        return f"Allowed {e.tool or 'a tool'} by {', '.join(e.policies)}"
-    return f"Denied {e.tool or 'a tool'} by {e.policy or 'a policy'}: {e.reason or ''}"
+        return f"{e.tool or 'A tool call'} allowed by the policies {', '.join(e.policies)}"
+    policy = f"the policy {e.policy}" if e.policy else "a policy"
+    return f"{e.tool or 'A tool call'} denied by {policy}: {e.reason or ''}"
 
 
 @_line(PoliciesResetEvent)
@@ -270,21 +279,30 @@ def _feedback(e: FeedbackEvent) -> str:
 
 @_line(CompletionCheckEvent)
 def _completion_check(e: CompletionCheckEvent) -> str:
-    stop = "job_complete" if e.stop == "job_complete" else "the final reply"
+    stop = "calling job_complete" if e.stop == "job_complete" else "a final reply"
     if e.bypassed:
-        return f"Stop by {stop} allowed unchecked: {e.bypassed}"
+        return f"Stop by {stop} allowed without the completion check: {e.bypassed}"
     if e.complete:
         return f"Stop by {stop} allowed: the job is complete"
     feedback = str(e.feedback or "").replace("<blocker>", "").replace("</blocker>", "")
-    ending = " — giving up" if e.give_up else ""
-    return f"Stop by {stop} refused ({e.refusals} in a row){ending}: {feedback}"
+    ending = "; the run ends incomplete" if e.give_up else ""
+    return f"Stop by {stop} refused ({e.refusals} in a row{ending}): {feedback}"
+
+
+#: What each tier of intervention does, in the reader's words.
+_DOING = {
+    "replan": "the agent is told to rethink its approach",
+    "rewind": "the todo list is rewound",
+    "stop": "the run is stopped",
+}
 
 
 @_line(InterventionEvent)
 def _intervention(e: InterventionEvent) -> str:
+    doing = _DOING.get(str(e.action), _words(str(e.action)))
     return (
-        f"Intervention tier {e.tier} ({e.action}) at step {e.step}: "
-        f"{plural(e.steps_since_progress, 'step')} without progress"
+        f"Intervention {e.tier} of 3, after {plural(e.step, 'tool call')} with no progress "
+        f"in the last {e.steps_since_progress:,}: {doing}"
     )
 
 
@@ -292,27 +310,26 @@ def _intervention(e: InterventionEvent) -> str:
 def describe_held_off(
     e: InterventionSkippedEvent, *, first_step: object = None, count: int = 1
 ) -> str:
-    """A check a safeguard held off; ``count`` such checks in a row, for one reason and
-    starting at ``first_step``, share one line."""
-    reason = e.skip_reason or "skipped"
-    detail = {
-        "min_steps": f"only {plural(e.step, 'step')} so far",
-        "grace_period": f"{plural(e.steps_since_reset or 0, 'step')} since the reset",
-        "actively_implementing": f"{plural(e.recent_edits, 'recent edit')}",
-        "not_stuck": f"{plural(e.stuck_counter, 'check')} in a row without progress",
-    }.get(reason, "")
-    what = f"Check at step {e.step}"
+    """A check for a stuck agent that a safeguard held off; ``count`` such checks in a row,
+    for one reason and starting ``first_step`` tool calls in, share one line. Checks count
+    tool calls, which the turn column does not: the line says so rather than "step"."""
     if count > 1:
-        what = f"{count:,} checks at steps {first_step}–{e.step}"
-    return f"{what} held off: {reason}" + (f" ({detail})" if detail else "")
+        span = (
+            f", from {first_step:,} to {e.step:,} tool calls" if isinstance(first_step, int) else ""
+        )
+        return f"No intervention at {count:,} checks{span}: {e.why}"
+    return f"No intervention after {plural(e.step, 'tool call')}: {e.why}"
 
 
 @_line(TaskAssessedEvent)
 def _assessed(e: TaskAssessedEvent) -> str:
-    scope = f" for {e.scope}" if e.scope else ""
+    """The task type is the row of the budget table the model picked for the work ahead:
+    the line says so, as the reader may never have seen the table."""
+    scope = e.scope or "the work ahead"
+    kind = _words(e.task_type) if e.task_type else "unknown"
     return (
-        f"Task assessed as {e.task_type or '?'}{scope}: budget "
-        f"{e.token_budget:,} tokens, {plural(e.max_iterations, 'iteration')}"
+        f"Model assessed {scope} as '{kind}' work (a task type of the budget table): "
+        f"{e.token_budget:,} tokens and {plural(e.max_iterations, 'turn')} allotted"
     )
 
 
@@ -328,12 +345,17 @@ def _extended(e: AllotmentExtendedEvent) -> str:
 
 @_line(ConfirmationEvent)
 def _confirmation(e: ConfirmationEvent) -> str:
-    verdict = "Approved" if e.approved else "Denied"
+    verdict = "approved" if e.approved else "denied"
+    what = _words(e.operation) if e.operation else "an operation"
     return (
-        f"{verdict} {e.operation or 'an operation'} asking for "
-        f"{e.estimated_tokens:,} tokens (confirm above {e.threshold:,}): "
-        f"{e.by or 'not confirmed'}"
+        f"Request for {e.estimated_tokens:,} tokens by {what} {verdict} "
+        f"(a person confirms anything over {e.threshold:,}): {e.by or 'not confirmed'}"
     )
+
+
+def _words(code: str) -> str:
+    """A code (``budget_exhausted``, ``multi_file_refactor``) as words."""
+    return code.replace("_", " ")
 
 
 #: The kinds the dashboard's timeline shows; the rest (each model and tool call, every
@@ -341,6 +363,8 @@ def _confirmation(e: ConfirmationEvent) -> str:
 TIMELINE_KINDS = frozenset(
     {
         "run_started",
+        "todos_written",
+        "todo_completed",
         "phase_started",
         "phase_transition",
         "compaction",
@@ -367,8 +391,11 @@ TIMELINE_KINDS = frozenset(
 
 #: Kinds that reach the timeline only sometimes: a denial, not every allowed call; a refused
 #: or bypassed stop, not one that was simply allowed; an assessment that stands (a denied one
-#: already has its confirmation line).
+#: already has its confirmation line); a person's edit of the todo list, not the model's own
+#: (its phases have lines of their own).
 _NOTEWORTHY: dict[type[Event], Callable[[Any], bool]] = {
+    TodosWrittenEvent: lambda e: e.source == "person",
+    TodoCompletedEvent: lambda e: e.source == "person",
     PolicyDecisionEvent: lambda e: e.allowed is False,
     CompletionCheckEvent: lambda e: e.complete is not True,
     ConfirmationEvent: lambda e: e.approved is not True,

@@ -426,8 +426,8 @@ class Loop:
         else:
             return LoopOutcome(
                 "stuck",
-                f"no progress in {steps} steps, after a strategy check and a rewind "
-                f"(intervention tier 3 at step {check.step})",
+                f"no progress in {steps} tool calls, after a strategy check and a rewind "
+                f"(intervention 3 of 3, after {check.step} tool calls)",
             )
         return None
 

@@ -1,5 +1,5 @@
-"""What the guardrails decided: policy decisions, feedback, completion checks, interventions
-(seeds 002 and 004), and self-regulation's assessments and confirmations (seed 003)."""
+"""What the guardrails decided: policy decisions, feedback, completion checks, intervention
+checks, and self-regulation's assessments and confirmations."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 from gr_notebook.events.base import Event
 from gr_notebook.events.schema import key
 from gr_notebook.events.turn import GuidanceRecord
+from gr_notebook.wording import plural
 
 __all__ = [
     "AllotmentExtendedEvent",
@@ -84,8 +85,9 @@ class CompletionCheckEvent(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class InterventionCheckEvent(Event):
-    """Seed 004's check and the tracker's figures it decided on: the fields of both
-    ``intervention`` (it fired) and ``intervention_skipped`` (a safeguard held it off)."""
+    """A check for a stuck agent and the tracker's figures it decided on: the fields of both
+    ``intervention`` (it fired) and ``intervention_skipped`` (a safeguard held it off).
+    ``step`` counts the run's tool calls so far, not its turns."""
 
     step: int
     fired: bool
@@ -97,6 +99,37 @@ class InterventionCheckEvent(Event):
     steps_since_progress: int
     recent_edits: int
     recent_tools: Sequence[str]
+    threshold: int | None = None
+    """The setting the deciding safeguard compared against (the minimum tool calls, the
+    grace period, the edits that count as busy, the checks that count as stuck); None in
+    events recorded before it was kept."""
+
+    @property
+    def why(self) -> str:
+        """Why the check decided as it did, in a reader's words (``skip_reason`` is the
+        code to filter on)."""
+        limit = self.threshold
+        if self.fired:
+            return f"no progress in the last {plural(self.steps_since_progress, 'tool call')}"
+        reason = self.skip_reason
+        if reason == "min_steps":
+            if limit is None:
+                return f"too early ({plural(self.step, 'tool call')} so far)"
+            return f"too early (fewer than {limit} tool calls so far)"
+        if reason == "grace_period":
+            since = self.steps_since_reset or 0
+            calls = f"{since} of {limit} tool calls" if limit else plural(since, "tool call")
+            return f"grace period after a rewind or a start-over ({calls} since)"
+        if reason == "actively_implementing":
+            edits = plural(self.recent_edits, "file edit")
+            return f"the agent is busy editing ({edits} since the previous check)"
+        if reason == "not_stuck":
+            if not self.stuck_counter:
+                return "the agent made progress since the previous check"
+            counted = f"{plural(self.stuck_counter, 'check')} in a row without progress"
+            take = f"; {limit} count as stuck" if limit is not None else ""
+            return f"not stuck yet ({counted}{take})"
+        return str(reason or "a safeguard held it off").replace("_", " ")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -98,7 +98,7 @@ class CompactionEvent(Event):
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ConversationPrunedEvent(Event):
     """After summarize_progress: the conversation was cut to the summary and the last
-    messages (seed 003)."""
+    messages."""
 
     kind: ClassVar[Literal["conversation_pruned"]] = "conversation_pruned"
     messages_removed: int

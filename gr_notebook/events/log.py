@@ -59,7 +59,7 @@ class EventLog(Sequence[Event]):
         """Record an event: a kind's class as an emitter built it, or (as before events
         were typed) a kind's name and its data, or an untyped event, decoded to the kind's
         class when the data has its layout. The log stamps the envelope and clips what is
-        too long (decision 23): no string in any event is longer than ``MAX_EVENT_TEXT``."""
+        too long: no string in any event is longer than ``MAX_EVENT_TEXT``."""
         if isinstance(event, str):
             event = decode(event, _frozen(data))
         elif type(event) is Event:  # untyped: read as a kind's name and data are

@@ -170,7 +170,7 @@ class PromptInjectedEvent(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class StuckCheckpointEvent(Event):
-    """Seed 000's checkpoint: the todo list has not changed for too long."""
+    """The stuck checkpoint: the todo list has not changed for too long."""
 
     kind: ClassVar[Literal["stuck_checkpoint"]] = "stuck_checkpoint"
     prompt: str

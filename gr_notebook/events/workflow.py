@@ -1,4 +1,4 @@
-"""The phase workflow of seeds 000/001: todo lists, phases, rewinds, the plan and the job.
+"""The phase workflow: todo lists, phases, rewinds, the plan and the job.
 
 A todo list's ``phase`` and ``kind`` keep their names in the data; as fields they are
 ``phase_number`` and ``todo_kind``, since ``phase`` and ``kind`` name the event's own.

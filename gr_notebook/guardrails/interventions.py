@@ -1,4 +1,4 @@
-"""Seed 004: step in when an agent is stuck, never while it is still getting somewhere.
+"""Interventions: step in when an agent is stuck, never while it is still getting somewhere.
 
 A *step* is one tool call. The engine watches every step (resets, edits, progress) and,
 every ``check_every`` steps, decides whether to intervene. It intervenes only when every
@@ -87,7 +87,7 @@ def pass_count_and_todos(step: ToolStep) -> float | bool | None:
 def pass_count_todos_and_first_reads(step: ToolStep) -> float | bool | None:
     """:func:`pass_count_and_todos`, and the first read of each file, for jobs where reading
     is the work (an audit, a review): taking in a file not seen before is gathering
-    information, re-reading the same ones is going round in circles (decision 96)."""
+    information, re-reading the same ones is going round in circles."""
     signal = pass_count_and_todos(step)
     if signal is None and step.novel and step.tool == "read_file":
         return True
@@ -96,8 +96,8 @@ def pass_count_todos_and_first_reads(step: ToolStep) -> float | bool | None:
 
 @dataclass(frozen=True, slots=True)
 class InterventionConfig:
-    """The safeguards' numbers. The defaults are seed 004's; see the presets for its two
-    tunings, and ``docs/decisions.md`` for how its timelines were reconciled."""
+    """The safeguards' numbers, counted in tool calls (a *step* is one tool call). The
+    defaults are the specification's; the two presets are its two alternative tunings."""
 
     check_every: int = 5
     min_steps_before_intervention: int = 10
@@ -142,12 +142,14 @@ class InterventionConfig:
 
     @classmethod
     def more_protective(cls) -> InterventionConfig:
-        """Seed 004's longer implementation time: 20 steps of grace, 2 edits are active."""
+        """More time to implement after a reset: 20 tool calls of grace, and 2 edits
+        between checks already count as busy."""
         return cls(grace_period_after_reset=20, active_edit_threshold=2)
 
     @classmethod
     def less_protective(cls) -> InterventionConfig:
-        """Seed 004's faster intervention: 10 steps of grace, 5 edits to count as active."""
+        """Faster intervention: 10 tool calls of grace, and 5 edits between checks to count
+        as busy."""
         return cls(grace_period_after_reset=10, active_edit_threshold=5)
 
     def with_(self, **changes: Any) -> InterventionConfig:
@@ -188,6 +190,10 @@ class InterventionCheck:
     steps_since_progress: int
     recent_edits: int
     recent_tools: tuple[str, ...] = ()
+    threshold: int | None = None
+    """The setting the deciding safeguard compared against: ``min_steps_before_intervention``,
+    ``grace_period_after_reset``, ``active_edit_threshold`` or, for a check that fired or
+    found the agent not stuck, ``consecutive_stuck_tolerance``."""
 
     @property
     def action(self) -> Action | None:
@@ -207,6 +213,7 @@ class InterventionCheck:
             steps_since_progress=self.steps_since_progress,
             recent_edits=self.recent_edits,
             recent_tools=list(self.recent_tools),
+            threshold=self.threshold,
         )
 
     def to_event(self) -> dict[str, Any]:
@@ -232,7 +239,7 @@ class InterventionCheck:
 
 @dataclass
 class ProgressTracker:
-    """Seed 004's ``progress_tracker``, plus the bookkeeping escalation needs."""
+    """The specification's ``progress_tracker``, plus the bookkeeping escalation needs."""
 
     last_start_over_step: int | None = None
     """``None`` until the first reset: a run's start is covered by ``min_steps``."""
@@ -303,7 +310,7 @@ class ProgressTracker:
 
 
 class InterventionEngine:
-    """Seed 004's combined safeguard logic, run at every ``check_every``-th step."""
+    """The combined safeguard logic, run at every ``check_every``-th tool call."""
 
     def __init__(self, config: InterventionConfig | None = None) -> None:
         self.config = config or InterventionConfig()
@@ -393,22 +400,23 @@ class InterventionEngine:
         t.fresh_window = False
         since = self._since_reset()
         reason: SkipReason | None = None
+        threshold = c.consecutive_stuck_tolerance
         if t.step < c.min_steps_before_intervention:
-            reason = "min_steps"
+            reason, threshold = "min_steps", c.min_steps_before_intervention
             logger.info(
                 "Only %d steps so far (minimum %d) - skipping intervention",
                 t.step,
                 c.min_steps_before_intervention,
             )
         elif since is not None and since <= c.grace_period_after_reset:
-            reason = "grace_period"
+            reason, threshold = "grace_period", c.grace_period_after_reset
             logger.info(
                 "In grace period after start_over (%d/%d steps) - skipping intervention",
                 since,
                 c.grace_period_after_reset,
             )
         elif edits >= c.active_edit_threshold:
-            reason = "actively_implementing"
+            reason, threshold = "actively_implementing", c.active_edit_threshold
             logger.info(
                 "Agent actively implementing (%d recent edits) - skipping intervention", edits
             )
@@ -444,6 +452,7 @@ class InterventionEngine:
             steps_since_progress=stalled,
             recent_edits=edits,
             recent_tools=tuple(t.recent_tools),
+            threshold=threshold,
         )
 
 

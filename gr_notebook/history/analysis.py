@@ -153,6 +153,7 @@ FRAMES: Mapping[str, EventFrame] = {
             "tier",
             "fired",
             "skip_reason",
+            "why",
             "stuck_counter",
             "steps_since_reset",
             "recent_edits",
@@ -306,8 +307,9 @@ def completion_df(events: Iterable[Event]) -> pd.DataFrame:
 
 
 def interventions_df(events: Iterable[Event]) -> pd.DataFrame:
-    """One row per intervention check (every ``check_every`` tool calls): ``fired`` with its
-    tier, or the safeguard that held it off in ``skip_reason``."""
+    """One row per intervention check (every ``check_every`` tool calls; ``step`` counts
+    them): ``fired`` with its tier, or the safeguard that held it off in ``skip_reason`` (a
+    code to filter on), with ``why`` saying the same in words."""
     return FRAMES["interventions_df"].build(events)
 
 

@@ -342,11 +342,13 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self._refresh_fork(state)
 
     def _refresh_fork(self, state: DashboardState) -> None:
-        """The turns on the timeline (newest first) and the notebook's agents, to fork."""
+        """The turns on the timeline worth forking at (newest first, the newest picked) and
+        the notebook's agents. A muted line (a check that held off) names no turn: it
+        says nothing happened there."""
         turns: dict[int, str] = {}
-        for entry in state.timeline:  # the latest line of each turn names it
-            if entry.turn >= 1:
-                turns[entry.turn] = f"turn {entry.turn}: {entry.text}"[:80]
+        for entry in state.timeline:  # newest first: the latest line of each turn names it
+            if entry.turn >= 1 and entry.tone != "muted":
+                turns.setdefault(entry.turn, f"turn {entry.turn}: {entry.text}"[:80])
         self.fork_open.disabled = not turns
         if self._fork is None:
             return
@@ -355,8 +357,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         if options != list(controls.turn.options):
             chosen = controls.turn.value
             controls.turn.options = options
-            if chosen in turns:
-                controls.turn.value = chosen
+            controls.turn.value = (
+                chosen if chosen in turns else (options[0][1] if options else None)
+            )
         agents = [("the same agent", ""), *((name, name) for name in _notebook_agents())]
         if agents != list(controls.agent.options):
             chosen = controls.agent.value
@@ -493,11 +496,21 @@ class _ForkControls:
     """The fork row: a turn, an agent, and the button."""
 
     def __init__(self, fork: Callable[[], object]) -> None:
-        self.turn = w.Dropdown(options=[], layout=w.Layout(flex="1 1 auto"))
-        self.agent = w.Dropdown(options=[("the same agent", "")], layout=w.Layout(width="auto"))
+        # The labels are the dropdowns' descriptions, as wide as their words: a Label of its
+        # own took a fixed width and cut "Fork at" short.
+        wide = {"description_width": "initial"}
+        self.turn = w.Dropdown(
+            options=[], description="Fork at", style=wide, layout=w.Layout(flex="1 1 auto")
+        )
+        self.agent = w.Dropdown(
+            options=[("the same agent", "")],
+            description="under",
+            style=wide,
+            layout=w.Layout(width="auto"),
+        )
         self.button = w.Button(description="Fork", icon="code-branch")
         self.button.on_click(lambda _: fork())
-        self.row = (w.Label("Fork at"), self.turn, w.Label("under"), self.agent, self.button)
+        self.row = (self.turn, self.agent, self.button)
 
 
 def _notebook_agents() -> dict[str, Agent]:

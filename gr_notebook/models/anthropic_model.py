@@ -90,16 +90,15 @@ class AnthropicModel:
     top of its own); without one, the adapter builds a client with the SDK's retries off,
     from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
     None, it is the client's own (the SDK's 600 s, 5 s to connect, for one the adapter
-    builds). ``layer2`` places the todo layer when caching: ``"tail"`` (the default, decision
-    180) or ``"system"``. ``context_window`` defaults to the model's own
+    builds). ``layer2`` places the todo layer when caching: ``"tail"`` (the default) or
+    ``"system"``. ``context_window`` defaults to the model's own
     (:mod:`~gr_notebook.models.catalog`); ``context_1m=True`` opens the 1M-token window on a
-    model that has one, with the beta header where the API still asks for it (decision 188).
+    model that has one, with the beta header where the API still asks for it.
     ``thinking`` turns on extended thinking: a token budget (``thinking=4096``, below
-    ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`
-    (decision 190). Thinking blocks are kept in the conversation and sent back unchanged
-    whether or not it is set (a model may think by default; decision 192).
-    ``stream=False`` sends each request whole, for a gateway that buffers server-sent events
-    (decision 200).
+    ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`.
+    Thinking blocks are kept in the conversation and sent back unchanged whether or not it
+    is set (a model may think by default). ``stream=False`` sends each request whole, for a
+    gateway that buffers server-sent events.
     """
 
     def __init__(
@@ -218,7 +217,7 @@ class AnthropicModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """One turn. A ``pause_turn`` is continued here, as the API asks: the paused
         assistant content is sent back as the last message, and the segments come back as
-        one response with their usage summed, so the loop sees one turn (decision 186)."""
+        one response with their usage summed, so the loop sees one turn."""
         params = self.request_params(request)
         check_network(self.base_url)
         call, stream = current_call(), turn_stream()

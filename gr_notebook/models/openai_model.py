@@ -83,7 +83,7 @@ class OpenAIModel:
     The key is ``api_key`` or ``OPENAI_API_KEY``; a server other than OpenAI's needs none.
     ``timeout`` is seconds per request (None: the SDK's own). ``client=`` takes an
     ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) configured elsewhere, used as it is.
-    ``stream=False`` sends each request whole, for a server that cannot stream (decision 205).
+    ``stream=False`` sends each request whole, for a server that cannot stream.
     """
 
     def __init__(

@@ -34,7 +34,7 @@ class Thinking:
     ``gr.Thinking("adaptive")``: the model decides. ``display`` asks for the thinking text
     ``"summarized"`` (the default: what the dashboard shows) or ``"omitted"`` (signature
     only); None sends nothing, and the model's default holds, which is ``"omitted"`` from
-    Claude Opus 4.7 on (decision 273)."""
+    Claude Opus 4.7 on."""
 
     budget: int | Literal["adaptive"] = "adaptive"
     display: Display | None = "summarized"

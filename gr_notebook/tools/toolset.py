@@ -23,7 +23,7 @@ __all__ = ["Toolset", "flatten_tools"]
 @dataclass(frozen=True, slots=True)
 class Toolset:
     """Tools that belong together, passed to ``gr.Agent(tools=...)`` as one unit, with the
-    policies that govern them (seed 002's section-scoped policies)."""
+    policies that govern them: a policy given here applies to these tools only."""
 
     tools: Sequence[Tool]
     name: str = ""

@@ -30,7 +30,7 @@ from gr_notebook.events import (
 from gr_notebook.guidance import Directive
 from gr_notebook.workflow import prompts
 from gr_notebook.workflow.journal import EXPERIENCES_FILE, Journal
-from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.plan import Phase, Plan
 from gr_notebook.workflow.summary import SUMMARY_FILE, build_workspace_summary
 from gr_notebook.workflow.todos import TodoBoard, TodoItem, TodoKind, TodoList
 from gr_notebook.workflow.workspace import Workspace
@@ -162,13 +162,7 @@ class PhaseController:
         plan = self.plan()
         if self._pending == "phase":  # the phase after the one that just finished
             finished = self.segments[-1].phase if self.segments else todos.phase_number
-            upcoming = (
-                next(
-                    (p for p in plan.phases if p.status != "complete" and p.number > finished), None
-                )
-                if plan
-                else None
-            )
+            upcoming = self._next_phase(plan)
         else:  # a rewind or reset: the list written next belongs to the plan's active phase
             upcoming = plan.active if plan else None
             finished = max(todos.phase_number, 1) - 1
@@ -362,6 +356,8 @@ class PhaseController:
         if self._pending == "phase" and plan.is_complete:
             self._pending = None
             self._begin_job_completion()
+        elif self._pending == "phase":  # the phase ahead may have changed with the plan
+            self._name_next_phase(self.todos)
         return list(plan.warnings)
 
     # -- snapshots --------------------------------------------------------------------------
@@ -527,14 +523,41 @@ class PhaseController:
     def _await_todos(self, kind: TransitionKind, *, what: str) -> None:
         self._pending = kind
         todos = self.todos
-        self._set(
-            TodoList(
-                phase_number=todos.phase_number,
-                phase_total=todos.phase_total,
-                phase_name=todos.phase_name,
-                instruction=_WAITING.format(what=what),
-            )
+        waiting = TodoList(
+            phase_number=todos.phase_number,
+            phase_total=todos.phase_total,
+            phase_name=todos.phase_name,
+            instruction=_WAITING.format(what=what),
         )
+        if kind == "phase":
+            self._name_next_phase(waiting)
+        else:
+            self._set(waiting)
+
+    def _next_phase(self, plan: Plan | None) -> Phase | None:
+        """During a phase transition, the plan's first unfinished phase after the one that
+        just ended (the model may not have marked it current yet)."""
+        if plan is None:
+            return None
+        finished = self.segments[-1].phase if self.segments else self.todos.phase_number
+        return next(
+            (p for p in plan.phases if p.status != "complete" and p.number > finished), None
+        )
+
+    def _name_next_phase(self, waiting: TodoList) -> None:
+        """Between phases the empty list names the phase whose todos come next, not the one
+        that ended: the layer and the plan agree on where the job is."""
+        plan = self.plan()
+        upcoming = self._next_phase(plan)
+        if plan is not None and upcoming is not None:
+            waiting = replace(
+                waiting,
+                phase_number=upcoming.number,
+                phase_total=len(plan.phases),
+                phase_name=upcoming.name,
+                kind="phase",
+            )
+        self._set(waiting)
 
     def _end_segment(self, outcome: str, *, issue: str | None = None) -> str | None:
         todos = self.todos

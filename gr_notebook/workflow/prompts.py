@@ -241,8 +241,8 @@ def stop_refused_prompt(
 def strategy_check_prompt(steps: int, checks: int) -> str:
     """Tier 1 of seed 004: no progress for a while, outside every safeguard."""
     return (
-        f"{STRATEGY_CHECK_MARKER}: no progress in the last {steps} steps ({checks} checks in a "
-        "row: no test newly passing, no task completed). Stop repeating what you were doing. "
+        f"{STRATEGY_CHECK_MARKER}: no progress in the last {steps} tool calls ({checks} checks "
+        "in a row: no test newly passing, no task completed). Stop repeating what you were doing. "
         "Re-read the current task and the plan, decide what is blocking you, and change your "
         "approach. If the approach cannot work, call "
         'todo_rewind(issue="what is wrong and what could work instead").'
@@ -253,8 +253,8 @@ def stuck_rewind_issue(steps: int, recent_tools: Sequence[str]) -> str:
     """Tier 2's issue text, written by the system for the rewind it performs."""
     tools = ", ".join(recent_tools[-5:]) or "none"
     return (
-        f"The system rewound this list: no progress in {steps} steps, even after a strategy "
-        f"check. The latest tool calls were: {tools}. Try a different approach."
+        f"The system rewound this list: no progress in {steps} tool calls, even after a "
+        f"strategy check. The latest tool calls were: {tools}. Try a different approach."
     )
 
 

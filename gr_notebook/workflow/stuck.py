@@ -25,7 +25,7 @@ class StuckDetector(Protocol):
 
 @dataclass
 class SameStateDetector:
-    """Seed 000's stuck detection: the todo list unchanged for ``turns`` turns."""
+    """Stuck detection: the todo list unchanged for ``turns`` turns forces a checkpoint."""
 
     turns: int = 10
     _last: tuple[Any, ...] | None = field(default=None, init=False)

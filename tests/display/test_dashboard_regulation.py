@@ -56,9 +56,9 @@ def test_an_approved_assessment_moves_the_meters_at_once(make_agent: Factory) ->
     assert allotted >= 80_000
     assert by_label(tracker.meters(run))["Context"][1] == run.limits.context_window
     [line] = [e for e in tracker.timeline if e.kind == "task_assessed"]
-    assert line.text == (
-        f"Task assessed as codebase_audit for the bootstrap: budget {allotted:,} tokens, "
-        "20 iterations"
+    assert line.text == (  # the task type in words, said to be the budget table's row
+        f"Model assessed the bootstrap as 'codebase audit' work (a task type of the budget "
+        f"table): {allotted:,} tokens and 20 turns allotted"
     )
 
 
@@ -83,8 +83,8 @@ def test_a_denied_assessment_keeps_the_limits_and_says_why(make_agent: Factory) 
     [line] = [e for e in state.timeline if e.kind == "confirmation"]
     assert line.tone == "notice"
     assert line.text == (
-        f"Denied assess_task asking for {asked:,} tokens (confirm above 100,000): "
-        "no confirmer (headless runs deny)"
+        f"Request for {asked:,} tokens by assess task denied (a person confirms anything over "
+        "100,000): no confirmer (headless runs deny)"
     )
     assert not any(e.kind == "task_assessed" for e in state.timeline)
 
@@ -96,16 +96,24 @@ def test_interventions_fire_loud_and_held_off_checks_stay_muted(make_agent: Fact
     for event in run.events:
         tracker.add(event)
     lines = [e for e in tracker.timeline if e.kind.startswith("intervention")]
-    assert [e.text for e in lines] == [
-        "Check at step 5 held off: min_steps (only 5 steps so far)",
-        "Check at step 10 held off: not_stuck (2 checks in a row without progress)",
-        "Intervention tier 1 (replan) at step 15: 15 steps without progress",
-        "Check at step 20 held off: not_stuck (1 check in a row without progress)",
-        "Check at step 25 held off: not_stuck (2 checks in a row without progress)",
-        "Intervention tier 2 (rewind) at step 30: 30 steps without progress",
-        "3 checks at steps 35–45 held off: grace_period (15 steps since the reset)",
-        "Intervention tier 3 (stop) at step 50: 50 steps without progress",
+    assert [e.text for e in lines] == [  # counted in tool calls, with no internal codes
+        "No intervention after 5 tool calls: too early (fewer than 10 tool calls so far)",
+        "No intervention after 10 tool calls: not stuck yet (2 checks in a row without "
+        "progress; 3 count as stuck)",
+        "Intervention 1 of 3, after 15 tool calls with no progress in the last 15: the agent "
+        "is told to rethink its approach",
+        "No intervention after 20 tool calls: not stuck yet (1 check in a row without "
+        "progress; 3 count as stuck)",
+        "No intervention after 25 tool calls: not stuck yet (2 checks in a row without "
+        "progress; 3 count as stuck)",
+        "Intervention 2 of 3, after 30 tool calls with no progress in the last 30: the todo "
+        "list is rewound",
+        "No intervention at 3 checks, from 35 to 45 tool calls: grace period after a rewind "
+        "or a start-over (15 of 15 tool calls since)",
+        "Intervention 3 of 3, after 50 tool calls with no progress in the last 50: the run "
+        "is stopped",
     ]
+    assert not any(re.search(r"\b[a-z]+_[a-z_]+\b", e.text) for e in lines)
     tones = ["muted", "muted", "notice", "muted", "muted", "notice", "muted", "alert"]
     assert [e.tone for e in lines] == tones
     html = render_timeline(tuple(reversed(tracker.timeline)))
@@ -121,7 +129,7 @@ def test_a_stuck_run_has_its_own_colour(make_agent: Factory) -> None:
     assert f"background:{STATE_COLOURS['stuck']}" in header and ">stuck</span>" in header
     others = {k: v for k, v in STATE_COLOURS.items() if k != "stuck"}
     assert STATE_COLOURS["stuck"] not in others.values()
-    assert "intervention tier 3 at step 50" in header  # the reason, next to the state
+    assert "intervention 3 of 3, after 50 tool calls" in header  # the reason, by the state
 
 
 def test_held_off_checks_share_a_line_only_while_nothing_else_happens() -> None:
@@ -131,15 +139,17 @@ def test_held_off_checks_share_a_line_only_while_nothing_else_happens() -> None:
     for step in range(5, 5_005, 5):
         log.append("intervention_skipped", {"step": step, "skip_reason": "not_stuck"})
     assert [e.text for e in tracker.timeline] == [
-        "1,000 checks at steps 5–5000 held off: not_stuck (0 checks in a row without progress)"
+        "No intervention at 1,000 checks, from 5 to 5,000 tool calls: the agent made "
+        "progress since the previous check"
     ]
     log.append("rewind", {"source": "person", "issue": "try the index"})
     log.append("intervention_skipped", {"step": 5005, "skip_reason": "not_stuck"})
     log.append("intervention_skipped", {"step": 5010, "skip_reason": "grace_period"})
     assert [e.text for e in tracker.timeline][1:] == [
         "Rewind by the person: try the index",
-        "Check at step 5005 held off: not_stuck (0 checks in a row without progress)",
-        "Check at step 5010 held off: grace_period (0 steps since the reset)",
+        "No intervention after 5,005 tool calls: the agent made progress since the previous check",
+        "No intervention after 5,010 tool calls: grace period after a rewind or a "
+        "start-over (0 tool calls since)",
     ]
     assert tracker.timeline_total == 4  # lines shown, not events seen
 
@@ -155,7 +165,8 @@ def test_held_off_checks_make_way_before_any_other_line() -> None:
     log.append("run_resumed")
     assert [e.text for e in tracker.timeline] == [
         "Paused",
-        "Check at step 50 held off: grace_period (0 steps since the reset)",
+        "No intervention after 50 tool calls: grace period after a rewind or a start-over "
+        "(0 tool calls since)",
         "Resumed",
     ]
     assert tracker.timeline_total == 12

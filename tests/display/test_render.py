@@ -49,8 +49,8 @@ def test_todo_layer_html_reads_exactly_like_the_seed_display() -> None:
 
 def test_todo_layer_highlights_the_current_task_only() -> None:
     html = render_todos(todos(done=2))
-    current = re.findall(r"<span class='gr-current'[^>]*>(.*?)</span>", html)
-    assert current == ["[ ] 3. Task 3      ← CURRENT"]
+    current = re.findall(r"<span class='gr-current'[^>]*>(.*?)</span></span>", html)
+    assert [strip_tags(line) for line in current] == ["[ ] 3. Task 3      ← CURRENT"]
 
 
 def test_todo_titles_are_escaped() -> None:

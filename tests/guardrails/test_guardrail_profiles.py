@@ -120,8 +120,8 @@ def test_the_dashboard_shows_denials_refusals_and_feedback(
     for event in run.events:
         tracker.add(event)
     texts = [e.text for e in tracker.timeline]
-    assert any(t.startswith("Stop by the final reply refused (1 in a row)") for t in texts)
-    assert not any(t.startswith("Denied") for t in texts)  # allowed calls stay off it
+    assert any(t.startswith("Stop by a final reply refused (1 in a row)") for t in texts)
+    assert not any(" denied by " in t for t in texts)  # allowed calls stay off it
     html = render_dashboard(tracker.snapshot(run))
     assert "gr-severity-caution" in html and "#f9a825" in html
     assert "&lt;feedback provider=&#x27;Static&#x27;&gt;" in html
@@ -137,7 +137,9 @@ def test_a_denial_reaches_the_timeline(make_agent: Callable[..., gr.Agent]) -> N
     for event in run.events:
         tracker.add(event)
     [denied] = [e for e in tracker.timeline if e.kind == "policy_decision"]
-    assert denied.text.startswith("Denied write_file by read_before_write: 'instructions.md'")
+    assert denied.text.startswith(
+        "write_file denied by the policy read_before_write: 'instructions.md'"
+    )
 
 
 # -- path canonicalisation, as properties ------------------------------------------------------

@@ -22,17 +22,18 @@ async def test_a_looping_agent_is_replanned_rewound_then_stopped(make_agent: Fac
     model = gr.ScriptedModel(looping_script())
     run = await make_agent(model, stuck_turns=None).run("job")
     assert run.status == "stuck"
-    assert "tier 3 at step 50" in (run.reason or "")
+    assert "intervention 3 of 3, after 50 tool calls" in (run.reason or "")
     fired = run.interventions_df().query("fired")
     assert fired[["step", "tier"]].values.tolist() == [[15, 1], [30, 2], [50, 3]]
     # tier 1 told the model to re-plan, in the request after the turn of step 15
     assert (
-        "STRATEGY CHECK: no progress in the last 15 steps" in model.requests[15].messages[-1].text
+        "STRATEGY CHECK: no progress in the last 15 tool calls"
+        in model.requests[15].messages[-1].text
     )
     # tier 2 rewound the todo list in the system's name
     rewinds = run.events.of_kind("rewind")
     assert [e.data["source"] for e in rewinds] == ["system"]
-    assert "no progress in 30 steps" in rewinds[0].data["issue"]
+    assert "no progress in 30 tool calls" in rewinds[0].data["issue"]
     skipped = run.interventions_df().query("not fired")
     assert set(skipped.skip_reason) == {"min_steps", "not_stuck", "grace_period"}
 
@@ -51,6 +52,7 @@ async def test_interventions_none_turns_the_engine_off(make_agent: Factory) -> N
         "tier",
         "fired",
         "skip_reason",
+        "why",
         "stuck_counter",
         "steps_since_reset",
         "recent_edits",

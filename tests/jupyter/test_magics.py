@@ -158,7 +158,7 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
     assert WIDGET_VIEW in started.outputs[0].data
     assert f"Run {run.run_id} goes on in the background as `bg`" in started.stdout
 
-    await until(lambda: run.todos.phase_name == "Drafting")
+    await until(lambda: run.todos.phase_name == "Drafting" and bool(run.todos.items))
     with capture_output() as shown:
         ip.run_line_magic("agent", "pause")
     assert "pauses at the next safe point" in shown.stdout
@@ -277,7 +277,7 @@ def test_run_option_is_only_the_first_or_last_word(ip: InteractiveShell, tmp_pat
         with capture_output() as shown:
             ip.run_cell_magic("agent", "--background --agent slow --out bg", JOB)
             run = ip.user_ns["bg"]
-            await until(lambda: run.todos.phase_name == "Drafting")
+            await until(lambda: run.todos.phase_name == "Drafting" and bool(run.todos.items))
             ip.run_line_magic("todo", "add Use the --run flag properly")
             ip.run_line_magic("todo", "--run bg add\tCheck\tthe index")
             ip.run_line_magic("rewind", "Wrong order; try --run=other next time --run bg")

@@ -160,3 +160,54 @@ async def test_close_unsubscribes_and_closes_every_child(make_agent: Factory) ->
     renders = dash.renders
     await run.wait()
     assert dash.renders == renders  # it stopped following the run
+
+
+def test_the_fork_picker_opens_on_the_latest_turn_worth_forking(make_agent: Factory) -> None:
+    read = gr.tool_call("read_file", path="instructions.md")
+    run = make_agent(gr.ScriptedModel([read] * 60)).run_sync("job")
+    dash = Dashboard(run)
+    timeline = dash.state().timeline
+    said = {e.turn for e in timeline if e.tone != "muted"}
+    only_held_off = {e.turn for e in timeline if e.tone == "muted"} - said
+    assert only_held_off  # turns where nothing happened but a check that held off
+    dash.fork_open.click()
+    options = list(dash.fork_turn.options)
+    turns = [turn for _, turn in options]
+    assert turns and set(turns) == {t for t in said if t >= 1}
+    assert not any("No intervention" in label for label, _ in options)
+    assert dash.fork_turn.value == turns[0] == max(turns)  # not blank: the latest is picked
+    # the labels are the dropdowns' own, as wide as their words, not clipped Labels
+    assert dash.fork_turn.description == "Fork at"
+    assert dash.fork_agent.description == "under"
+    for dropdown in (dash.fork_turn, dash.fork_agent):
+        assert dropdown.style.description_width == "initial"
+    assert not any(type(c).__name__ == "Label" for c in dash.children[-2].children)
+
+
+def test_a_picked_fork_turn_stays_picked_as_the_timeline_grows(make_agent: Factory) -> None:
+    read = gr.tool_call("read_file", path="instructions.md")
+    run = make_agent(gr.ScriptedModel([read] * 60)).run_sync("job")
+    dash = Dashboard(run)
+    oldest = list(dash.fork_turn.options)[-1][1]
+    dash.fork_turn.value = oldest
+    dash.refresh()
+    assert dash.fork_turn.value == oldest
+
+
+async def test_a_persons_todo_add_shows_on_the_dashboards_timeline(make_agent: Factory) -> None:
+    model, gate = gated_after_phase_1(*[gr.tool_call("todo_complete")] * 6, gr.text("done"))
+    run = make_agent(model).start("job")
+    dash = Dashboard(run)
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    run.add_todo("Check the index")
+    gate.opened.set()
+    await run.wait()
+    dash.refresh()
+    assert "A person added task 6 &#x27;Check the index&#x27;" in dash.timeline.value
+    assert "gr-event-todos_written" in dash.timeline.value
+
+
+def test_the_todo_column_may_shrink_below_its_rules(make_agent: Factory) -> None:
+    run = make_agent(gr.ScriptedModel([gr.text("done")])).run_sync("job")
+    dash = Dashboard(run)
+    assert dash.todos is not None and dash.todos.layout.min_width == "0"
