@@ -182,7 +182,7 @@ def run_once(*, with_store: bool, checkpoints: bool = False) -> RunMeasure:
         wall = time.perf_counter() - started
         if isinstance(store, gr.Store):
             store.close()
-    if run.status != "completed" or run.turns != N_TURNS + 1:
+    if run.status != "ended" or run.turns != N_TURNS + 1:  # the script stops without a job
         raise RuntimeError(f"unexpected run end: {run.status} ({run.reason}), {run.turns} turns")
     durations = model.durations
     # Turn i's overhead: from its model_call event to the next one, minus the next model call.

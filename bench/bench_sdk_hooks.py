@@ -176,7 +176,7 @@ async def session_wall(tmp: Path) -> float:
         ):
             pass
         wall = time.perf_counter() - started
-    assert hooks.run.status == "completed", hooks.run.reason
+    assert hooks.run.status == "ended", hooks.run.reason  # no checker: the model just stopped
     return wall
 
 

@@ -387,10 +387,7 @@ class Agent:
 
     def _finish(self, run: Run, engine: Loop, store: Store | None, outcome: LoopOutcome) -> None:
         """Settle the run's status, record ``run_finished`` and the store's row."""
-        run.status = outcome.status
-        run.reason = outcome.reason
-        run.error = outcome.error
-        run.outcome = outcome
+        run._end(outcome)
         totals = run.summary()
         engine.state.emit(
             RunFinishedEvent(
@@ -417,12 +414,9 @@ class Agent:
             finished_at=finished,
             error=run.reason if run.status != "completed" else None,
         )
-        # The job row says why the work ended; "stopped" is a model that quit with work left,
-        # and a job reported unfinished under a spent limit keeps the run's status.
-        status = ("completed" if job else "stopped") if run.status == "completed" else run.status
-        store.record_job(
+        store.record_job(  # a job reported unfinished under a spent limit keeps the run's status
             run.run_id,
-            status=status,
+            status=run.status,
             completed_at=finished if job else None,
             summary=job.summary if job else None,
             deliverables=job.deliverables if job else (),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.engine.loop import LoopOutcome, RunStatus
+from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import RunError
 from gr_notebook.events import (
     ConversationReleasedEvent,
@@ -92,7 +92,6 @@ class Run:
         """What runs the model: gr's phased loop, or another harness (no todo list, no plan)."""
         self.workspace = workspace
         self.instructions = instructions
-        self.status: RunStatus = "running"
         self.error: BaseException | None = None
         self.reason: str | None = None
         self.outcome: LoopOutcome | None = None
@@ -129,7 +128,7 @@ class Run:
 
     @property
     def done(self) -> bool:
-        return self.status != "running"
+        return self.outcome is not None
 
     @property
     def turns(self) -> int:
@@ -142,14 +141,23 @@ class Run:
         return loop is not None and loop.paused and loop.pause_requested
 
     @property
-    def state(self) -> str:
-        """The status, with ``stopping``, ``pausing`` and ``paused`` told apart from running."""
-        if self.done or self._loop is None:
-            return self.status
-        if self._loop.stop_reason:
+    def status(self) -> RunStatus:
+        """How the run ended (the status table in docs/decisions.md); while it is live,
+        ``running``, ``pausing``, ``paused`` or ``stopping``. :attr:`done` says which."""
+        loop = self._loop
+        if self.outcome is not None:
+            return self.outcome.status
+        if loop is None:
+            return "running"
+        if loop.stop_reason:
             return "stopping"
-        if self._loop.pause_requested:
-            return "paused" if self._loop.paused else "pausing"
+        if loop.pause_requested:
+            return "paused" if loop.paused else "pausing"
+        return "running"
+
+    @property
+    def state(self) -> RunStatus:
+        """The same as :attr:`status` (the name it had when status told only ends)."""
         return self.status
 
     # -- control --------------------------------------------------------------------------------
@@ -232,7 +240,7 @@ class Run:
         """Free the finished run's in-memory conversation (a long-lived kernel holds many
         runs); events, the store and the workspace keep everything else."""
         if not self.done:
-            raise RunError(f"cannot release run {self.run_id}: it is still {self.state}")
+            raise RunError(f"cannot release run {self.run_id}: it is still {self.status}")
         if self._released or self._loop is None:
             return
         state = self._loop.state
@@ -372,8 +380,8 @@ class Run:
 
     def __repr__(self) -> str:
         s = self.summary()
-        head = f"<Run {self.run_id} {self.state}"
-        if self.reason and (self.status != "completed" or self.job is None):
+        head = f"<Run {self.run_id} {self.status}"
+        if self.reason and self.status != "completed":
             head += f" ({self.reason})"
         job = self.job
         if not self.harness.phased:  # no phases, no todo list: a session of another harness
@@ -397,6 +405,10 @@ class Run:
         return to_html(self)
 
     # -- wiring (used by Agent) -----------------------------------------------------------------
+
+    def _end(self, outcome: LoopOutcome) -> None:
+        """Settle how the run ended: its status, reason and error come from ``outcome``."""
+        self.outcome, self.reason, self.error = outcome, outcome.reason, outcome.error
 
     def _bind(self, agent: object, store: Store | None) -> None:
         """The agent that runs it and the store that keeps its checkpoints: a fork's."""

@@ -34,7 +34,7 @@ def test_runs_df_lists_every_run_newest_first(
     ]
     frame = gr.runs_df(tmp_path / "store.sqlite")
     assert set(frame["run_id"]) == set(ids)
-    assert list(frame["status"]) == ["completed"] * 3
+    assert list(frame["status"]) == ["ended"] * 3
 
 
 def test_tool_docs_are_written_for_layer_3(make_agent: Callable[..., gr.Agent]) -> None:
@@ -54,7 +54,7 @@ def test_start_returns_a_live_run(make_agent: Callable[..., gr.Agent]) -> None:
         return status, await run.wait()
 
     status, run = asyncio.run(main())
-    assert status == "running" and run.status == "completed" and run.done
+    assert status == "running" and run.status == "ended" and run.done
 
 
 def test_start_without_a_running_loop_says_what_to_do(make_agent: Callable[..., gr.Agent]) -> None:
@@ -112,7 +112,7 @@ def test_run_sync_works_inside_a_running_event_loop(tmp_path: Path) -> None:
         await run.wait()  # its loop has closed; the finished run still answers
         return run.status
 
-    assert asyncio.run(cell()) == "completed"
+    assert asyncio.run(cell()) == "ended"
 
 
 def test_dataframes_have_the_contract_columns(make_agent: Callable[..., gr.Agent]) -> None:
@@ -181,7 +181,7 @@ def test_run_repr_shows_the_final_state(make_agent: Callable[..., gr.Agent]) -> 
     assert repr(run).endswith("1 phase complete, job complete, confidence 0.90>")
     stopped = make_agent(gr.ScriptedModel([gr.text("bye")]), workspace=None).run_sync("job")
     assert repr(stopped) == (
-        f"<Run {stopped.run_id} completed (the model ended its turn): 1 turn, "
+        f"<Run {stopped.run_id} ended (the model ended its turn): 1 turn, "
         "0 phases complete, 'Bootstrap' 0/5 tasks>"
     )
     card = run._repr_html_()

@@ -62,7 +62,7 @@ async def test_pause_holds_between_turns_and_resume_goes_on(make_agent: Factory)
     assert run.turns == held and run.state == "paused"
     run.resume()
     await run.wait()
-    assert run.status == "completed" and not run.paused
+    assert run.status == "ended" and not run.paused
     kinds = [e.kind for e in run.events]
     assert kinds.count("run_paused") == 1 and kinds.count("run_resumed") == 1
     assert kinds.index("run_paused") < kinds.index("run_resumed")

@@ -59,7 +59,7 @@ STATE_COLOURS = {
     "incomplete": "#ef6c00",
     "stuck": "#ad1457",  # tier 3: the interventions gave up on the run
 }
-EARLY_COLOUR = "#ef6c00"  # completed, but the model stopped with the job not done
+EARLY_COLOUR = "#ef6c00"  # ended: the model stopped with the job not reported complete
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
 CALL_COLOURS = {"ran": "#2e7d32", "failed": "#c62828", "denied": "#ef6c00"}
 #: One symbol per kind of line. Every one is in DejaVu Sans, the font Debian's Chromium falls

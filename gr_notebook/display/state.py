@@ -239,8 +239,8 @@ class DashboardState:
 
     @property
     def ended_early(self) -> bool:
-        """The model stopped by itself with the job not complete: not a success."""
-        return self.state == "completed" and self.job_summary is None
+        """The model stopped by itself with the job not reported complete: not a success."""
+        return self.state == "ended"
 
     @property
     def note(self) -> str | None:
@@ -369,7 +369,7 @@ class RunTracker:
         job = run.job
         return DashboardState(
             run_id=run.run_id,
-            state=run.state,
+            state=run.status,
             reason=run.reason,
             todos=run.todos,
             plan=run.plan,

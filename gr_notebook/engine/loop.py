@@ -14,6 +14,7 @@ Nothing a model or a tool does can crash the run: unknown tools, bad arguments a
 exceptions become ``is_error`` results, and a failing model ends the run as ``failed`` with
 the reason recorded and the workspace left as it was. A spent limit ends it as
 ``budget_exhausted`` with the limit as a value (:class:`~gr_notebook.limits.SpentLimit`).
+Which status a stop gives is :mod:`gr_notebook.engine.outcome`'s rule.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol
 
 from gr_notebook.engine.context import build_recap
 from gr_notebook.engine.definition import AgentDefinition
+from gr_notebook.engine.outcome import LoopOutcome, RunStatus, gave_up, settle, turn_ended
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import RequestOverBudget
@@ -71,28 +72,8 @@ __all__ = [
     "StuckDetector",
     "gave_up",
     "settle",
+    "turn_ended",
 ]
-
-RunStatus: TypeAlias = Literal[
-    "running",
-    "completed",
-    "failed",
-    "cancelled",
-    "interrupted",
-    "budget_exhausted",
-    "incomplete",
-    "stuck",
-]
-"""Which end of a run gives which status: the status table in docs/decisions.md."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoopOutcome:
-    status: RunStatus
-    reason: str | None = None
-    error: BaseException | None = None
-    limit: SpentLimit | None = None
-    """The limit that ended the run, when one did (``budget_exhausted``)."""
 
 
 class TurnCheckpoint(Protocol):
@@ -382,18 +363,14 @@ class Loop:
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        phases, guards = self.state.phases, self.state.guards
+        guards = self.state.guards
         verdict = guards.judge_stop("end_turn", final_text)
         if not verdict.allowed:
             if verdict.give_up:
                 return self._incomplete(verdict)
             self._inject([guards.refusal(verdict)])
             return None
-        phases.complete_if_planned(final_text)
-        reason = "the model ended its turn"
-        if verdict.bypassed:
-            reason += f"; the completion check was bypassed: {verdict.bypassed}"
-        return self._settle(LoopOutcome("completed", reason), "end_turn", final_text)
+        return turn_ended(self.state, verdict, final_text)
 
     def _settle(self, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
         return settle(self.state, outcome, kind, tentative)
@@ -501,34 +478,3 @@ class Loop:
             if reset:
                 state.reset_policies("person")
             self._inject(state.phases.take_prompts())
-
-
-def settle(state: RunState, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
-    """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
-    only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
-    it runs out between turns (the status table in docs/decisions.md). The Claude Agent SDK
-    bridge settles its stops with this too."""
-    guards = state.guards
-    usage = state.usage()
-    pressed = guards.pressing(usage)
-    if not pressed:
-        return outcome
-    left = guards.work_left(kind, tentative)
-    if left is None:
-        return outcome
-    why = "" if pressed in str(outcome.reason) else f" ({pressed})"
-    return LoopOutcome(
-        "budget_exhausted",
-        f"{outcome.reason}; a limit ended the job with work left{why}: {left}",
-        limit=guards.pressing_limit(usage),
-    )
-
-
-def gave_up(state: RunState, verdict: StopVerdict) -> LoopOutcome:
-    """The refusal cap was reached: the run ends ``incomplete``."""
-    first = (verdict.feedback or "").replace("<blocker>", "").strip().split("\n")[0]
-    return LoopOutcome(
-        "incomplete",
-        f"the stop was refused {state.guards.refusals} times in a row"
-        + (f": {clip(first, 200)}" if first else ""),
-    )

@@ -17,6 +17,7 @@ from gr_notebook.events import (
 )
 from gr_notebook.experiments.grid import RunSpec
 from gr_notebook.history.lint import lint_guidance
+from gr_notebook.history.store import status_as_read
 
 if TYPE_CHECKING:
     from gr_notebook.run import Run
@@ -31,12 +32,13 @@ class RunRecord:
     repeat: int
     seed: int
     status: str
-    """The run's status (decision 129), or ``failed`` for a run that raised before it ended."""
+    """The run's status (decision 129's table), or ``failed`` for a run that raised before it
+    ended."""
     reason: str | None
     error: str | None
     """What raised, for a run that never finished on its own (with the traceback's last line)."""
     job_done: bool
-    """The run completed with the job reported: a success (decision 52)."""
+    """The job is done: the status is ``completed`` (decision 305)."""
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -64,8 +66,12 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        """A row as written, a row written before decision 305 with its status in its words."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        row = {k: v for k, v in data.items() if k in known}
+        if "status" in row:
+            row["status"] = status_as_read(row["status"], job=bool(row.get("job_done")))
+        return cls(**row)
 
 
 COLUMNS = [f.name for f in fields(RunRecord) if f.name != "store"]
@@ -94,7 +100,7 @@ def record_of(
         status=run.status,
         reason=run.reason,
         error=None,
-        job_done=run.status == "completed" and run.job is not None,
+        job_done=run.status == "completed",
         turns=totals["turns"],
         input_tokens=totals["input_tokens"],
         output_tokens=totals["output_tokens"],

@@ -14,10 +14,10 @@ import os
 from collections.abc import Sequence
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.events import RunFinishedEvent, TaskAssessedEvent, as_typed
+from gr_notebook.events import JobCompleteEvent, RunFinishedEvent, TaskAssessedEvent, as_typed
 from gr_notebook.guardrails.budget import Budget, BudgetSuggestion
 from gr_notebook.guardrails.budget_table import BudgetTable
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, status_as_read
 
 __all__ = ["BudgetSuggestion", "suggest_budget"]
 
@@ -68,10 +68,13 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
     ``task_type``, and how many such runs did not complete."""
     assessed: dict[str, str] = {}
     finished: dict[str, tuple[str, int, int]] = {}
-    for run_id, stored in store.events_of_kind("task_assessed", "run_finished"):
+    jobs: set[str] = set()
+    for run_id, stored in store.events_of_kind("task_assessed", "job_complete", "run_finished"):
         event = as_typed(stored)
         if isinstance(event, TaskAssessedEvent) and event.approved:
             assessed[run_id] = event.task_type
+        elif isinstance(event, JobCompleteEvent):
+            jobs.add(run_id)
         elif isinstance(event, RunFinishedEvent):
             # What the budget counted, cache reads and writes included (decision 100); runs
             # recorded before tokens_used existed have input and output only (read as 0).
@@ -82,7 +85,7 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
         if kind != task_type or run_id not in finished:
             continue
         status, tokens, turns = finished[run_id]
-        if status == "completed":
+        if status_as_read(status, job=run_id in jobs) == "completed":
             used.append((tokens, turns))
         else:
             skipped += 1

@@ -31,7 +31,14 @@ from typing import Any, Final, Self
 from gr_notebook.errors import StoreError
 from gr_notebook.events import Event, decode
 
-__all__ = ["DEFAULT_STORE_PATH", "MIGRATIONS", "Migration", "Store", "StoreError"]
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "MIGRATIONS",
+    "Migration",
+    "Store",
+    "StoreError",
+    "status_as_read",
+]
 
 #: Relative to the working directory, so each notebook folder keeps its own history.
 DEFAULT_STORE_PATH: Final = Path("gr_runs") / "store.sqlite"
@@ -40,6 +47,15 @@ Migration = Callable[[sqlite3.Connection], None]
 
 #: Applied in this order; a migration's name is its function's ``__name__``.
 MIGRATIONS: list[Migration] = []
+
+
+def status_as_read(status: str, *, job: bool) -> str:
+    """A stored status in this version's words. Before ``ended`` (decision 305), a run whose
+    model ended its turn with no job reported was stored ``completed``, its job row
+    ``stopped``: both read ``ended``. Rows are read so, never rewritten."""
+    if status == "stopped" or (status == "completed" and not job):
+        return "ended"
+    return status
 
 
 def _migration(fn: Migration) -> Migration:
@@ -349,7 +365,8 @@ class Store:
         )
 
     def runs(self) -> list[dict[str, Any]]:
-        """Newest first; job columns are None for a run that never reported a job.
+        """Newest first; job columns are None for a run that never reported a job. Statuses
+        stored before decision 305 read in its words (:func:`status_as_read`).
 
         A JSON cell that cannot be decoded reads as empty (``{}`` config, ``None``
         deliverables) and is named in the run's ``unreadable`` list, so one damaged row hides
@@ -368,6 +385,10 @@ class Store:
                 unreadable.append("config")
             run["deliverables"] = deliverables
             run["config"] = config if isinstance(config, dict) else {}
+            job = run["completed_at"] is not None  # set for a reported job only
+            run["status"] = status_as_read(run["status"], job=job)
+            if run["job_status"] is not None:
+                run["job_status"] = status_as_read(run["job_status"], job=job)
             run["unreadable"] = sorted(unreadable) or None
             result.append(run)
         return result

@@ -103,6 +103,12 @@ def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
             f"run {run_id} completed; there is nothing to resume. To try it another way, fork "
             f"it at a turn: gr.fork({run_id!r}, turn=N, agent=other_agent)"
         )
+    if status == "ended":
+        raise RunError(
+            f"run {run_id} ended: its model ended its turn without the job reported complete, "
+            f"and would again; fork it at a turn with another agent (a completion checker "
+            f"refuses such a stop) instead: gr.fork({run_id!r}, turn=N, agent=other_agent)"
+        )
     if status in _OWN_ENDS:
         raise RunError(
             f"run {run_id} ended {status} by its own limits and checks, and would end so "

@@ -165,7 +165,7 @@ class AgentMagics(Magics):
         _person(lambda: run.rewind(issue))
         when = (
             "when the run resumes (%agent resume)"
-            if run.state in ("paused", "pausing")
+            if run.status in ("paused", "pausing")
             else "at the next safe point between turns"
         )
         print(f"Rewind requested for run {run.run_id}: it happens {when}.")
@@ -342,9 +342,9 @@ class AgentMagics(Magics):
         elif action == "pause":
             _person(run.pause)
             print(f"Run {run.run_id} pauses at the next safe point; %agent resume goes on.")
-        elif run.state not in ("paused", "pausing"):
+        elif run.status not in ("paused", "pausing"):
             _person(run.resume)  # a finished run says so
-            print(f"Run {run.run_id} is not paused ({run.state}); nothing to resume.")
+            print(f"Run {run.run_id} is not paused ({run.status}); nothing to resume.")
         else:
             run.resume()
             print(f"Run {run.run_id} resumed.")
@@ -450,7 +450,7 @@ def status_line(run: Run) -> str:
             tokens += f" ({summary['budget_tokens_used']:,}/{summary['tokens_budget']:,} assessed)"
     cost = f"; ${summary['cost_usd']:.4f}" if summary["cost_usd"] is not None else ""
     return (
-        f"Run {run.run_id}: {run.state}{reason}; {turns}; {where}; {tokens}{cost}; "
+        f"Run {run.run_id}: {run.status}{reason}; {turns}; {where}; {tokens}{cost}; "
         f"context {summary['context_tokens']:,}/{limits.context_window:,}"
     )
 

@@ -213,13 +213,15 @@ def test_text_dashboard_shows_state_todos_meters_and_timeline() -> None:
 
 
 def test_a_model_that_quits_early_is_not_shown_as_a_success() -> None:
-    early = _state(job_summary=None, reason="the model ended its turn")
+    early = _state(state="ended", job_summary=None, reason="the model ended its turn")
     assert early.ended_early and early.note == ("the model ended its turn; the job is not complete")
-    assert "the job is not complete" in render_dashboard(early)
+    html = render_dashboard(early)
+    assert ">ended</span>" in html and "the job is not complete" in html
+    assert "background:#ef6c00" in html  # amber, never the green of a success
     assert text_dashboard(early).startswith(
-        "Run r1: completed (the model ended its turn; the job is not complete)"
+        "Run r1: ended (the model ended its turn; the job is not complete)"
     )
-    assert _state().note is None
+    assert _state().note is None and not _state().ended_early
 
 
 def test_settled_means_finished_or_paused() -> None:

@@ -164,7 +164,7 @@ def test_an_unchanged_file_costs_nothing(tmp_path: Path) -> None:
         run = agent.run_sync("Write big.md.")
     finally:
         checkpoint_module.rows.pack_blobs = pack  # type: ignore[assignment]
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert handed.count(len(big)) == 1  # not again after the read, nor the same bytes
     with sqlite3.connect(store.path) as conn:
         (big_blobs,) = conn.execute(

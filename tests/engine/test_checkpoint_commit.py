@@ -59,7 +59,7 @@ def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way
         return await run.wait()
 
     run = asyncio.run(main())
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert seen[4] == [1, 2, 3, 4]  # turns 2-4 waited at most 50 ms, not for the run's end
     assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
 
@@ -95,7 +95,7 @@ def test_a_fast_run_commits_its_rows_together_and_none_waits_past_the_bound(
         return await run.wait()
 
     run = asyncio.run(main())
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
     taken = checkpoint_times(path, run.run_id)
     assert seen[0][1] == 1  # the first row rode with the first event
@@ -337,5 +337,5 @@ def test_the_feedback_calls_read_back_after_a_person_restores_the_guardrails(
         return await run.wait()
 
     run = asyncio.run(main())
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert truth.check(path, run.run_id) == list(range(1, run.turns + 1))

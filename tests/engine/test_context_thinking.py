@@ -132,7 +132,7 @@ def test_a_pruned_run_keeps_the_thinking_its_tool_loop_needs(
     for turn in script(thinks_once=thinks_once):
         server.add(turn)
     run = agent_at(tmp_path, claude(server)).run_sync("job")
-    assert run.status == "completed", run.reason
+    assert run.status == "ended", run.reason
     [pruned] = run.events.of_kind("conversation_pruned")
     after = server.requests[-1].body["messages"]
     assert after[0]["content"][0]["text"].startswith("PROGRESS SUMMARY")

@@ -42,7 +42,7 @@ def test_full_bootstrap_phase1_transition_phase2_cycle(make_agent: Callable[...,
     model = gr.ScriptedModel(full_cycle_script())
     run = make_agent(model).run_sync("Gather five things, then write five things.")
 
-    assert run.status == "completed", run.reason
+    assert run.status == "ended", run.reason
     first = model.requests[0]
     assert "Phase: Bootstrap" in first.layer_text(2)
     assert "Generate workspace summary using generate_workspace_summary()" in first.layer_text(2)
@@ -255,13 +255,14 @@ def test_all_complete_plan_is_detected(make_agent: Callable[..., gr.Agent], tmp_
         assert store.runs()[0]["job_status"] == "completed"
 
 
-def test_stopping_with_work_left_is_recorded_as_stopped(
+def test_stopping_with_work_left_is_recorded_as_ended(
     make_agent: Callable[..., gr.Agent], tmp_path
 ) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("I give up")])).run_sync("job")
-    assert run.status == "completed" and run.job is None
+    assert run.status == "ended" and run.job is None
     with Store(tmp_path / "store.sqlite") as store:
-        assert store.runs()[0]["job_status"] == "stopped"
+        row = store.runs()[0]
+    assert (row["status"], row["job_status"]) == ("ended", "ended")
 
 
 def test_the_recap_states_where_the_job_stands(make_agent: Callable[..., gr.Agent]) -> None:

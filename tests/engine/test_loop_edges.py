@@ -66,8 +66,8 @@ def test_a_leftover_complete_plan_is_not_taken_for_this_jobs_completion(
         )
     )
     run = make_agent(gr.ScriptedModel([gr.text("done")])).run_sync("a new job")
-    assert run.job is None
-    assert gr.runs_df(tmp_path / "store.sqlite")["job_status"].iloc[0] == "stopped"
+    assert run.status == "ended" and run.job is None
+    assert gr.runs_df(tmp_path / "store.sqlite")["job_status"].iloc[0] == "ended"
 
 
 def test_todo_write_during_the_bootstrap_closes_the_bootstrap_list(

@@ -28,7 +28,7 @@ def test_unknown_tool_is_an_error_result_and_the_run_goes_on(
     result = last_result(model, 1)
     assert result.is_error
     assert "Unknown tool 'teleport'" in result.content and "todo_complete" in result.content
-    assert run.status == "completed"
+    assert run.status == "ended"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_a_tool_that_raises_becomes_an_error_result(make_agent: Callable[..., gr
     assert result.is_error and "RuntimeError: disk on fire" in result.content
     [error] = run.events.of_kind("error")
     assert error.data["source"] == "tool" and error.data["tool"] == "explode"
-    assert run.status == "completed" and not last_result(model, 2).is_error
+    assert run.status == "ended" and not last_result(model, 2).is_error
 
 
 def test_a_tool_raising_tool_error_says_its_message(make_agent: Callable[..., gr.Agent]) -> None:
@@ -271,7 +271,7 @@ def test_a_raising_subscriber_is_reported_and_never_breaks_the_run(
         return await run.wait()
 
     run = asyncio.run(main())
-    assert run.status == "completed"
+    assert run.status == "ended"
     [error] = run.events.of_kind("error")
     assert error.data["source"] == "subscriber" and error.data["message"] == "widget exploded"
 
@@ -333,7 +333,7 @@ def test_deeply_nested_tool_input_is_an_error_result_not_a_failed_run(
         [gr.tool_call(tool, path="a.md", content=_nested(1000)), gr.text("ok")]
     )
     run = make_agent(model).run_sync("job")
-    assert run.status == "completed", run.error
+    assert run.status == "ended", run.error
     result = last_result(model, 1)
     assert result.is_error and "nested" in result.content
     [call] = run.events.of_kind("tool_call")

@@ -157,7 +157,7 @@ def test_self_regulations_key_changes_exactly_when_its_json_does(
         ]
     )
     run = make_agent(model, store=True).run_sync("job")
-    assert run.status == "completed" and len(taken) == run.turns
+    assert run.status == "ended" and len(taken) == run.turns
     moved = 0
     for (key, data), (next_key, next_data) in pairwise(taken):
         assert (next_key == key) == (next_data == data), (key, next_key)

@@ -23,7 +23,7 @@ def test_a_cut_off_tool_use_is_not_run_and_the_model_is_told(tmp_path: Path) -> 
     write = ToolUseBlock("", "write_file", {"path": "notes.md", "content": "half a li"})
     model = gr.ScriptedModel([cut(TextBlock("Writing notes."), write), gr.text("done")])
     run = agent_at(tmp_path, model).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert not (tmp_path / "ws" / "notes.md").exists()
     [result] = results_of(model, 1)
     assert result.is_error
@@ -39,7 +39,7 @@ def test_whole_calls_before_the_cut_one_run(tmp_path: Path) -> None:
     second = ToolUseBlock("", "write_file", {"path": "b.md", "content": "cu"})
     model = gr.ScriptedModel([cut(first, second), gr.text("done")])
     run = agent_at(tmp_path, model).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert (tmp_path / "ws" / "a.md").read_text() == "whole"
     assert not (tmp_path / "ws" / "b.md").exists()
     ran, refused = results_of(model, 1)
@@ -51,6 +51,6 @@ def test_whole_calls_before_the_cut_one_run(tmp_path: Path) -> None:
 def test_max_tokens_without_a_tool_use_still_asks_to_continue(tmp_path: Path) -> None:
     model = gr.ScriptedModel([cut(TextBlock("The first half")), gr.text("done")])
     run = agent_at(tmp_path, model).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     last = model.requests[1].messages[-1]
     assert "cut off at the token limit; continue" in last.text

@@ -132,7 +132,7 @@ def test_a_tool_can_prune_the_conversation(tmp_path: Path) -> None:
     [pruned] = run.events.of_kind("conversation_pruned")
     assert pruned["key_findings"] == ["kept"] and pruned["messages_removed"] > 0
     assert pruned["turn"] == pruned.turn == 9  # written now: the turn of the pruning
-    assert run.status == "completed"
+    assert run.status == "ended"
 
 
 def test_a_tool_can_ask_for_a_compaction_only_when_compaction_is_on(tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ def test_a_429_from_the_messages_api_slows_every_run(tmp_path: Path) -> None:
             store=tmp_path / "store.sqlite",
         )
         results = exp.run(max_concurrency=3, progress=False)
-    assert [r.status for r in results.records] == ["completed"] * 3
+    assert [r.status for r in results.records] == ["ended"] * 3
     assert exp.limiter is not None and exp.limiter.rate_limits == 1
     (t429,) = limited
     # while the pause lasts, only the other runs' requests sent before the 429 came back are

@@ -54,7 +54,7 @@ def test_a_run_merged_while_running_is_updated_when_merged_again(tmp_path: Path)
         merger.merge(source)
     with Store(target) as merged:
         (run,) = merged.runs()
-        assert run["status"] == "completed" and run["finished_at"] == 3.0
+        assert run["status"] == "ended" and run["finished_at"] == 3.0
         assert len(merged.events("r")) == 3
 
 

@@ -353,7 +353,7 @@ def test_with_no_checker_the_agent_stops_freely(
     make_agent: Callable[..., gr.Agent], kind: str
 ) -> None:
     run = make_agent(early_stopper(kind), max_iterations=400, workspace=None).run_sync(INSTRUCTIONS)
-    assert run.status == "completed" and run.job is None
+    assert run.status == "ended" and run.job is None
     assert run.reason == "the model ended its turn"
     assert run.events.of_kind("completion_check") == []
     assert run.completion_df().empty

@@ -72,7 +72,7 @@ def test_impatient_is_caught_by_the_checker_alone(make_agent: Callable[..., gr.A
 
 def test_quitter_ends_early_without_a_checker(make_agent: Callable[..., gr.Agent]) -> None:
     run = run_profile(make_agent, "quitter")
-    assert run.status == "completed" and run.job is None
+    assert run.status == "ended" and run.job is None
     assert run.todos.remaining > 0
 
 

@@ -44,7 +44,7 @@ async def test_interventions_none_turns_the_engine_off(make_agent: Factory) -> N
         interventions=None,
         stuck_turns=None,
     ).run("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert run.interventions_df().empty
     assert list(run.interventions_df().columns) == [
         "step",
@@ -141,7 +141,7 @@ class TestReplay:
             interventions=None,
             stuck_turns=None,
         ).run("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         eager = gr.replay_interventions(run.events, gr.InterventionConfig())
         assert eager[["step", "tier"]].values.tolist() == [[15, 1], [30, 2]]
         patient = gr.replay_interventions(run, gr.InterventionConfig(consecutive_stuck_tolerance=9))

@@ -101,7 +101,7 @@ def test_the_limit_that_ended_a_run_is_on_its_outcome_and_its_last_event(tmp_pat
 
 def test_a_run_no_limit_ended_has_none(tmp_path: Path) -> None:
     run = agent_at(tmp_path, gr.ScriptedModel([gr.text("done")])).run_sync("job")
-    assert run.outcome is not None and run.outcome.status == "completed"
+    assert run.outcome is not None and run.outcome.status == "ended"
     assert run.outcome.limit is None and finished_event(run).limit is None
     assert "limit" not in finished_event(run).data
 
@@ -204,7 +204,7 @@ def test_a_model_that_counts_is_asked_and_its_count_decides(tmp_path: Path) -> N
     run = agent_at(
         tmp_path / "fits", fits, budget=Budget(max_tokens=1_000), max_iterations=None
     ).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert fits.counted == [1] and fits.seen == [10]  # the model finds its count on the call
 
 

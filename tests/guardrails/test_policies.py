@@ -304,7 +304,7 @@ def test_a_policy_that_raises_denies(make_agent: Callable[..., gr.Agent]) -> Non
     )
     assert results[-1].is_error
     assert "failed while checking (RuntimeError: policy bug)" in results[-1].content
-    assert run.status == "completed"  # the run goes on
+    assert run.status == "ended"  # the run goes on
 
 
 def test_on_result_runs_after_a_successful_call_only(make_agent: Callable[..., gr.Agent]) -> None:

@@ -366,9 +366,11 @@ class TestAdaptiveBudgets:
             script = [
                 gr.tool_call("assess_task", **AUDIT),
                 *[gr.tool_call("list_files")] * extra,
-                gr.text("done"),
+                gr.tool_call("job_complete", summary="Audited.", confidence=0.9),
             ]
             await make_agent(gr.ScriptedModel(script), store=store, workspace=None).run("audit")
+        quit_early = [gr.tool_call("assess_task", **AUDIT), gr.text("done")]
+        await make_agent(gr.ScriptedModel(quit_early), store=store, workspace=None).run("audit")
         await make_agent(
             gr.ScriptedModel([gr.tool_call("assess_task", **AUDIT)] * 5),
             store=store,
@@ -377,13 +379,13 @@ class TestAdaptiveBudgets:
         ).run("audit")  # runs out of iterations: left out
         suggestion = gr.Budget.suggest("codebase_audit", store=store)
         assert suggestion.source == "history" and len(suggestion.tokens) == 5
-        assert suggestion.skipped == 1
+        assert suggestion.skipped == 2  # the model that quit (ended) and the one capped
         assert sorted(suggestion.iterations) == [2, 3, 4, 5, 6]
         assert suggestion.budget.max_iterations == 6  # p90 of five runs is the largest
         assert suggestion.budget.max_tokens >= max(suggestion.tokens)
         assert suggestion.budget.max_tokens % 1000 == 0
         text = str(suggestion)
-        assert "p90 of 5 completed runs; 1 unfinished run left out" in text
+        assert "p90 of 5 completed runs; 2 unfinished runs left out" in text
         assert f"max {max(suggestion.tokens):,}" in text
         p50 = gr.Budget.suggest("codebase_audit", store=store, percentile=50)
         assert p50.budget.max_iterations == 4

@@ -315,7 +315,7 @@ def test_a_run_stopped_mid_turn_keeps_its_journal_and_resumes(tmp_path: Path) ->
         gr.ScriptedModel([gr.text("done")]), store=tmp_path / "s.sqlite", tools=[stopper]
     )
     resumed = gr.resume(run.run_id, tmp_path / "s.sqlite", again)
-    assert resumed.status == "completed"
+    assert resumed.status == "ended"
     (event,) = [e for e in resumed.events if e.kind == "run_resumed"]
     assert event.parent_turn == 2 and list(event.kept_aside) == ["late.md"]
     assert not (ws / "late.md").exists()

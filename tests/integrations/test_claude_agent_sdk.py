@@ -38,7 +38,7 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     (ws / "data.md").write_text("old\n")
     session = await sdk_session(agent, SCRIPT, ws)
     run = session.run
-    assert run.status == "completed" and run.done
+    assert run.status == "ended" and run.done
     assert run.turns == 4 and run.summary()["turns"] == 4
     kinds = [e.kind for e in run.events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
@@ -56,11 +56,11 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     assert run.events.of_kind("run_finished")[0].data["tokens_used"] == total > 0
     with Store(tmp_path / "store.sqlite") as store:
         [row] = [r for r in store.runs() if r["run_id"] == run.run_id]
-        assert row["status"] == "completed" and row["model"] == f"claude-agent-sdk:{MODEL}"
+        assert row["status"] == "ended" and row["model"] == f"claude-agent-sdk:{MODEL}"
         stored = [e.kind for e in store.events(run.run_id)]
     assert stored == kinds
     runs = gr.runs_df(tmp_path / "store.sqlite")
-    assert runs.loc[runs.run_id == run.run_id, "status"].item() == "completed"
+    assert runs.loc[runs.run_id == run.run_id, "status"].item() == "ended"
     assert (ws / ".gr").is_dir()  # the workspace lock was taken and released
     await run.wait()
 
@@ -121,9 +121,9 @@ async def test_a_live_session_on_the_dashboard(tmp_path: Path) -> None:
             env=local_env(s.url, tmp_path / "config"),
         ):
             pass
-    assert hooks.run.status == "completed"
+    assert hooks.run.status == "ended"
     shown = repr(dash)
-    assert hooks.run.run_id in shown and "completed" in shown
+    assert hooks.run.run_id in shown and ": ended" in shown
     dash.close()
 
 
@@ -166,7 +166,7 @@ async def test_hooks_reused_for_a_second_session_block_its_calls(tmp_path: Path)
         )
         async for message in query(prompt="first", options=options):
             hooks.observe(message)
-        assert hooks.run.status == "completed"
+        assert hooks.run.status == "ended"
         (ws / "a.md").unlink()
         second = [m async for m in query(prompt="second", options=options)]
     results = [

@@ -197,7 +197,7 @@ def test_a_blocking_cell_denies_at_once_instead_of_waiting_for_a_click(
     with capture_output():
         ip.run_cell_magic("agent", "--agent mine --out blocked", "audit the code")
     run = ip.user_ns["blocked"]
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert decision(run) == (False, "no confirmer (headless runs deny)")
     assert prompts_of(run) == ()
 

@@ -74,7 +74,7 @@ def test_agent_option_takes_a_prebuilt_agent(ip: InteractiveShell, tmp_path: Pat
     ip.user_ns["mine"] = gr.Agent(model, workspace=tmp_path / "mine", store=False)
     result, captured = run_cell(ip, "%%agent --agent mine --out r\nList the files.")
     assert result.success, captured.stderr
-    assert ip.user_ns["r"].status == "completed" and len(model.requests) == 2
+    assert ip.user_ns["r"].status == "ended" and len(model.requests) == 2
 
 
 def test_plain_cell_magic_call_blocks_without_top_level_await(ip: InteractiveShell) -> None:

@@ -42,7 +42,7 @@ async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: 
     dash.pause_button.click()
     assert dash.pause_button.description == "Pause"
     await run.wait()
-    assert run.status == "completed"
+    assert run.status == "ended"
     kinds = [e.text for e in dash.tracker.timeline]
     assert "Paused" in kinds and "Resumed" in kinds
 
@@ -78,7 +78,7 @@ async def test_a_live_dashboard_has_no_stale_text_and_a_settled_one_shows_the_en
     await run.wait()
     final = dash._repr_mimebundle_()
     assert final["text/plain"] == repr(dash)
-    assert final["text/plain"].startswith(f"Run {run.run_id}: completed")
+    assert final["text/plain"].startswith(f"Run {run.run_id}: ended")
     assert "class='gr-dashboard'" in final["text/html"] and "gr-timeline" in final["text/html"]
 
 
@@ -93,9 +93,9 @@ async def test_widgets_follow_the_run_and_render_at_most_ten_times_a_second(
     elapsed = time.monotonic() - started
     assert len(run.events) > 800
     assert 1 <= dash.renders <= elapsed / 0.1 + 2  # + the first and the final draw
-    assert "completed" in dash.header.value
+    assert ">ended</span>" in dash.header.value
     assert "Iterations: 401 / 500 turns" in dash.meters.value
-    assert "Run completed" in dash.timeline.value
+    assert "Run ended" in dash.timeline.value
 
 
 def test_a_dashboard_of_a_finished_run_replays_its_history(make_agent: Factory) -> None:

@@ -56,7 +56,7 @@ class TestRetries:
         server, model = serve([Fault.rate_limited(0.05), gr.text("done")])
         started = time.perf_counter()
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [retry] = retries(run)
         assert retry["status"] == 429 and retry["error_type"] == "RateLimitError"
         assert retry["retry_after"] == 0.05 and retry["delay_s"] == 0.05
@@ -73,7 +73,7 @@ class TestRetries:
     def test_529_and_500_back_off_and_retry(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.overloaded(), Fault.status(500), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert [(r["status"], r["error_type"], r["delay_s"]) for r in retries(run)] == [
             (529, "OverloadedError", 0.01),
             (500, "InternalServerError", 0.02),
@@ -82,7 +82,7 @@ class TestRetries:
     def test_malformed_json_is_retried(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.malformed(), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert [r["error_type"] for r in retries(run)] == ["JSONDecodeError"]
 
     def test_a_response_slower_than_the_timeout_is_retried(
@@ -90,7 +90,7 @@ class TestRetries:
     ) -> None:
         _, model = serve([Fault.slow(1.0, then=gr.text("late")), gr.text("done")], timeout=0.2)
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed" and run.summary()["turns"] == 1
+        assert run.status == "ended" and run.summary()["turns"] == 1
         assert [r["error_type"] for r in retries(run)] == ["APITimeoutError"]
 
     def test_when_retries_run_out_the_run_fails_clearly_and_can_be_resumed(
@@ -143,7 +143,7 @@ class TestRetries:
     ) -> None:
         _, model = serve([Fault.status(429, headers=headers), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert [r["delay_s"] for r in retries(run)] == [delay]
 
 
@@ -154,7 +154,7 @@ class TestClientsAndLoops:
         server, model = serve([gr.text("one"), gr.text("two")])
         first = agent_at(tmp_path / "a", model).run_sync("job")  # each run_sync: a new loop
         second = agent_at(tmp_path / "b", model).run_sync("job")
-        assert (first.status, second.status) == ("completed", "completed")
+        assert (first.status, second.status) == ("ended", "ended")
         assert not retries(first) and not retries(second)
         assert len(server.requests) == 2
 
@@ -164,7 +164,7 @@ class TestClientsAndLoops:
         server, _ = serve([gr.text("one"), gr.text("two")])
         client = anthropic.AsyncAnthropic(api_key=SECRET, base_url=server.url, max_retries=0)
         model = AnthropicModel(MODEL, client=client)
-        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
         second = agent_at(tmp_path / "b", model).run_sync("job")
         assert second.status == "failed"
         assert "used in another event loop" in second.reason
@@ -176,7 +176,7 @@ class TestClientsAndLoops:
         )
         server, model = serve([blank_then_tool, gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"  # the server refuses blank text blocks, as the API does
+        assert run.status == "ended"  # the server refuses blank text blocks, as the API does
         body = server.requests[1].body
         assert body is not None
         assistant = body["messages"][1]
@@ -272,7 +272,7 @@ class TestCountTokens:
     def test_within_the_budget_the_request_goes(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([gr.text("done")], count_tokens=True)
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert [r.path for r in server.requests] == [
             "/v1/messages/count_tokens",
             "/v1/messages",

@@ -40,7 +40,7 @@ def test_pause_turn_is_continued_within_one_turn(server: MessagesServer, tmp_pat
     server.add(ModelResponse((write,), "tool_use", Usage(120, 20)))
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     first, again, _ = (r.body for r in server.requests)
     # The request again, with the paused content appended as the last (assistant) message.
     assert again["messages"][:-1] == first["messages"]
@@ -71,7 +71,7 @@ def test_max_tokens_in_a_tool_use_gets_an_error_result(
     server.add(ModelResponse((write,), "max_tokens"))
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     assert not (tmp_path / "ws" / "a.md").exists()
     last = server.requests[1].body["messages"][-1]
     [result] = [b for b in last["content"] if b["type"] == "tool_result"]

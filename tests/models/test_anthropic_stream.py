@@ -82,9 +82,9 @@ class TestSameResult:
         self, serve: Any, tmp_path: Path
     ) -> None:
         streamed, model = serve([gr.text("done")])
-        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
         whole, plain = serve([gr.text("done")], stream=False)
-        assert agent_at(tmp_path / "b", plain).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "b", plain).run_sync("job").status == "ended"
         assert streamed.requests[0].body["stream"] is True
         assert "stream" not in whole.requests[0].body
         rest = {k: v for k, v in streamed.requests[0].body.items() if k != "stream"}
@@ -107,7 +107,7 @@ class TestSameResult:
         """The SDK refuses a non-streamed request it expects to pass 10 minutes; extended
         thinking wants budgets that large."""
         _, model = serve([gr.text("done")], max_tokens=64_000)
-        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
         _, plain = serve([gr.text("done")], max_tokens=64_000, stream=False)
         run = agent_at(tmp_path / "b", plain).run_sync("job")
         assert run.status == "failed" and "Streaming is required" in str(run.reason)
@@ -131,7 +131,7 @@ class TestSameResult:
         server, model = serve([paused, gr.text("Found it; done.")])
         run, deltas = watched(agent_at(tmp_path, model))
         await run.wait()
-        assert run.status == "completed" and len(server.requests) == 2
+        assert run.status == "ended" and len(server.requests) == 2
         assert said(deltas, 1) == "Searching the web first. Found it; done."
         assert not [d for d in deltas if d.kind == "restart"]
         [call] = run.events.of_kind("model_call")  # one turn, as without streaming
@@ -190,7 +190,7 @@ class TestWatching:
         _, model = serve([gr.text(LONG)])
         run = agent_at(tmp_path, model).start("job")
         await run.wait()
-        assert run.status == "completed" and built == []
+        assert run.status == "ended" and built == []
 
     async def test_a_watcher_that_raises_is_dropped_and_the_run_goes_on(
         self, serve: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -205,7 +205,7 @@ class TestWatching:
 
         run.subscribe_stream(broken)
         await run.wait()
-        assert run.status == "completed" and len(calls) == 1
+        assert run.status == "ended" and len(calls) == 1
         assert "watcher of the model's stream failed" in caplog.text
 
     async def test_unsubscribing_stops_the_deltas(self, serve: Any, tmp_path: Path) -> None:
@@ -226,7 +226,7 @@ class TestBrokenStreams:
         server, model = serve([Fault.stream_error(gr.text(LONG), after=6), gr.text("done")])
         run, deltas = watched(agent_at(tmp_path, model))
         await run.wait()
-        assert run.status == "completed" and len(server.requests) == 2
+        assert run.status == "ended" and len(server.requests) == 2
         [retry] = run.events.of_kind("model_retry")
         assert retry.data["error_type"] == "StreamInterrupted"
         assert retry.data["operation"] == "messages.create"
@@ -244,7 +244,7 @@ class TestBrokenStreams:
         server, model = serve([Fault.overloaded(), gr.text("done")])
         run, deltas = watched(agent_at(tmp_path, model))
         await run.wait()
-        assert run.status == "completed" and len(server.requests) == 2
+        assert run.status == "ended" and len(server.requests) == 2
         [retry] = run.events.of_kind("model_retry")
         assert (retry.data["status"], retry.data["error_type"]) == (529, "OverloadedError")
         assert [d.kind for d in deltas] == ["text"] and said(deltas, 1) == "done"
@@ -253,7 +253,7 @@ class TestBrokenStreams:
         server, model = serve([Fault.cut(gr.text(LONG), after=5), gr.text("done")])
         run = agent_at(tmp_path, model).start("job")
         await run.wait()
-        assert run.status == "completed" and len(server.requests) == 2
+        assert run.status == "ended" and len(server.requests) == 2
         [retry] = run.events.of_kind("model_retry")
         assert "the connection broke mid-stream" in retry.data["message"]
 

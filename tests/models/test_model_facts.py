@@ -66,7 +66,7 @@ class TestContextWindow:
         model = on(server, "claude-sonnet-4-6", context_1m=True)
         assert model.context_window == 1_000_000
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [request] = server.requests
         assert request.headers["anthropic-beta"] == CONTEXT_1M_BETA
 
@@ -139,7 +139,7 @@ class TestPrices:
         server.add(gr.text("done"))
         caplog.set_level(logging.WARNING, logger="gr_notebook")
         run = agent_at(tmp_path, on(server, "claude-future-9")).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         calls = run.events.of_kind("model_call")
         assert len(calls) == 4
         assert all(e.data["cost_usd"] is None for e in calls)
@@ -154,7 +154,7 @@ class TestPrices:
         server.add(gr.text("done"))
         caplog.set_level(logging.WARNING, logger="gr_notebook")
         run = agent_at(tmp_path, on(server, "claude-sonnet-4-6")).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert run.events.of_kind("model_call")[0].data["cost_usd"] is not None
         assert not [r for r in caplog.records if "no price for model" in r.getMessage()]
 
@@ -170,6 +170,6 @@ def test_the_openai_adapter_says_so_once_too(
     with ChatServer(turns) as server:
         model = OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(0))
         run = agent_at(tmp_path, model).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     said = [r for r in caplog.records if "no price for model" in r.getMessage()]
     assert len(said) == 1 and "'qwen2.5:7b'" in said[0].getMessage()

@@ -87,7 +87,7 @@ def test_a_plain_async_function_is_a_model(make_agent: Callable[..., gr.Agent]) 
         return gr.text("nothing to do")
 
     run = make_agent(finish).run_sync("job")
-    assert run.status == "completed" and run.turns == 1
+    assert run.status == "ended" and run.turns == 1
 
 
 def test_plan_derivation_keeps_every_phase_within_5_to_20_steps() -> None:

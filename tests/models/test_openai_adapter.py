@@ -109,7 +109,7 @@ class TestRetries:
     def test_429_is_retried_with_a_model_retry_event(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([Fault.rate_limited(0.05), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [retry] = [dict(e.data) for e in run.events.of_kind("model_retry")]
         assert retry["status"] == 429 and retry["error_type"] == "RateLimitError"
         assert retry["retry_after"] == 0.05 and retry["operation"] == "chat.completions.create"
@@ -118,7 +118,7 @@ class TestRetries:
     def test_500_and_malformed_json_are_retried(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([Fault.status(500), Fault.malformed(), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert len(run.events.of_kind("model_retry")) == 2
 
     def test_a_key_the_server_echoes_is_redacted(self, serve: Any, tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ class TestModelMistakes:
     ) -> None:
         server, model = serve([bad_arguments("read_file"), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [call] = tool_calls(run)
         assert call["is_error"] and call["tool"] == "read_file"
         assert "were not valid JSON" in call["result"]
@@ -154,7 +154,7 @@ class TestModelMistakes:
     def test_an_unknown_tool_becomes_an_error_result(self, serve: Any, tmp_path: Path) -> None:
         _, model = serve([gr.tool_call("fly_to_the_moon", speed=3), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [call] = tool_calls(run)
         assert call["is_error"] and "Unknown tool 'fly_to_the_moon'" in call["result"]
         assert "read_file" in call["result"]  # it lists what there is
@@ -162,7 +162,7 @@ class TestModelMistakes:
     def test_an_empty_reply_is_asked_again(self, serve: Any, tmp_path: Path) -> None:
         server, model = serve([empty_reply(), gr.text("done")])
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         [retry] = [dict(e.data) for e in run.events.of_kind("model_retry")]
         assert retry["error_type"] == "EmptyReply"
         again = chat_requests(server)[1]["messages"][-1]
@@ -186,7 +186,7 @@ class TestModelMistakes:
         ]
         _, model = serve(script)
         run = agent_at(tmp_path, model).run_sync("job")
-        assert run.status == "completed"
+        assert run.status == "ended"
         assert [c["is_error"] for c in tool_calls(run)] == [True, True, False]
         assert run.workspace.read_text("a.md") == "ok\n"
 
@@ -279,7 +279,7 @@ class TestAClientPassedIn:
         server, _ = serve([gr.text("one"), gr.text("two")])
         client = openai.AsyncOpenAI(api_key="k", base_url=f"{server.url}/v1", max_retries=0)
         model = OpenAIModel(MODEL, client=client, retry=FAST)
-        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
         second = agent_at(tmp_path / "b", model).run_sync("job")
         assert second.status == "failed" and "used in another event loop" in second.reason
         assert len(chat_requests(server)) == 1
@@ -288,8 +288,8 @@ class TestAClientPassedIn:
         self, serve: Any, tmp_path: Path
     ) -> None:
         server, model = serve([gr.text("one"), gr.text("two")])
-        assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
-        assert agent_at(tmp_path / "b", model).run_sync("job").status == "completed"
+        assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
+        assert agent_at(tmp_path / "b", model).run_sync("job").status == "ended"
         assert len(chat_requests(server)) == 2
 
     def test_the_network_guard_covers_it(self, tmp_path: Path) -> None:

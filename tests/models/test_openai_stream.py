@@ -45,8 +45,8 @@ def test_every_request_streams_with_its_usage_and_stream_false_does_not(
 ) -> None:
     streamed, model = serve([gr.text("done")])
     whole, plain = serve([gr.text("done")], stream=False)
-    assert agent_at(tmp_path / "a", model).run_sync("job").status == "completed"
-    assert agent_at(tmp_path / "b", plain).run_sync("job").status == "completed"
+    assert agent_at(tmp_path / "a", model).run_sync("job").status == "ended"
+    assert agent_at(tmp_path / "b", plain).run_sync("job").status == "ended"
     body = streamed.requests[0].body
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert "stream" not in whole.requests[0].body

@@ -153,7 +153,7 @@ def test_a_tool_loop_sends_every_thinking_block_back_unchanged(
     server.add(gr.tool_call("list_files"))  # the server thinks on its own
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server, thinking=2048)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     requests = [r for r in server.requests if r.path == "/v1/messages"]
     sent = {"type": "enabled", "budget_tokens": 2048, "display": "summarized"}
     assert all(r.body["thinking"] == sent for r in requests)
@@ -218,7 +218,7 @@ def test_redacted_thinking_goes_back_unchanged_and_is_recorded_without_its_data(
     server.add(ModelResponse((RedactedThinkingBlock(""), READ.content[0]), "tool_use"))
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server, thinking=2048)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     [[redacted, _]] = assistants(server.requests[1].body)
     assert redacted["type"] == "redacted_thinking" and len(redacted["data"]) > 40
     first, _ = run.events.of_kind("thinking")
@@ -234,7 +234,7 @@ def test_adaptive_thinking_with_the_text_omitted(server: MessagesServer, tmp_pat
     server.add(gr.text("done"))
     model = model_on(server, "claude-opus-4-7", thinking=gr.Thinking(display="omitted"))
     run = agent_at(tmp_path, model).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     body = server.requests[1].body
     assert body["thinking"] == {"type": "adaptive", "display": "omitted"}
     assert "anthropic-beta" not in server.requests[1].headers
@@ -251,7 +251,7 @@ def test_a_paused_turn_keeps_its_thinking_through_the_continuation(
     server.add(thought("Now read.", READ.content[0]))
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server, thinking=2048)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     paused = server.requests[1].body["messages"][-1]
     assert paused["role"] == "assistant"
     assert [b["type"] for b in paused["content"]] == ["thinking", "text"]
@@ -270,7 +270,7 @@ def test_a_tool_use_cut_at_max_tokens_keeps_its_thinking(
     server.add(ModelResponse((cut,), "max_tokens"))
     server.add(gr.text("done"))
     run = agent_at(tmp_path, model_on(server, thinking=2048)).run_sync("job")
-    assert run.status == "completed"
+    assert run.status == "ended"
     body = server.requests[1].body
     [[opening, use]] = assistants(body)
     assert opening["type"] == "thinking" and use["id"] == "toolu_cut"

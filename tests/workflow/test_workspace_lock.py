@@ -76,7 +76,7 @@ def test_a_killed_owner_leaves_a_stale_lock_and_an_interrupted_run(
         workspace=tmp_path / "ws",
         store=tmp_path / "store.sqlite",
     )
-    assert agent.run_sync("Do it.").status == "completed"
+    assert agent.run_sync("Do it.").status == "ended"
     statuses = gr.runs_df(tmp_path / "store.sqlite").set_index("run_id").status
     assert statuses[run_id] == "interrupted"  # still dead while the workspace has a new owner
 
@@ -99,7 +99,7 @@ def test_a_finished_run_releases_its_workspace(tmp_path: Path) -> None:
     )
     agent.run_sync("One.")
     assert live_owner(tmp_path) is None
-    assert agent.run_sync("Two.").status == "completed"
+    assert agent.run_sync("Two.").status == "ended"
 
 
 async def test_the_model_cannot_reach_the_lock(make_agent: Any) -> None:

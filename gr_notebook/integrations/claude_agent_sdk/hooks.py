@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from gr_notebook.engine.loop import LoopOutcome, gave_up, settle
+from gr_notebook.engine.loop import LoopOutcome, gave_up, turn_ended
 from gr_notebook.errors import RunError
 from gr_notebook.events import PromptInjectedEvent, ToolCallEvent
 from gr_notebook.guardrails.feedback import render_feedback
@@ -31,7 +31,6 @@ from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
 from gr_notebook.tools.base import ToolOutput
-from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.prompts import directive, marker_of
 
 __all__ = ["HookCallbacks"]
@@ -200,16 +199,8 @@ class HookCallbacks:
             text = self.names.in_claude_terms(guards.refusal(verdict))
             self._inject(text)
             return {"decision": "block", "reason": text}
-        reason = "the model ended its turn"
-        if verdict.bypassed:
-            reason += f"; the completion check was bypassed: {verdict.bypassed}"
-        outcome = settle(state, LoopOutcome("completed", reason), "end_turn", final)
-        if outcome.status == "completed" and guards.spec.checker is not None:
-            # Claude has no job_complete: the agent's checker says the job is done, and its
-            # verdict is the job's record, as a job_complete call is in gr's loop
-            summary = final.strip() or "The completion check found the job complete."
-            state.phases.complete_job(JobResult(summary, source="completion_check"))
-        session.end_with(outcome)
+        # Claude has no job_complete: the agent's checker finds the job done, else it ended
+        session.end_with(turn_ended(state, verdict, final))
         return {}
 
     # -- shared ---------------------------------------------------------------------------------
@@ -248,7 +239,7 @@ class HookCallbacks:
         stopping = self._stopping()
         if stopping is not None:
             return stopping
-        if session.outcome is not None and session.outcome.status != "completed":
+        if session.outcome is not None and session.outcome.status not in ("completed", "ended"):
             return {"continue_": False, "stopReason": session.outcome.reason or ""}
         return {}
 

@@ -340,7 +340,9 @@ class Session:
             return self.outcome
         subtype = str(getattr(message, "subtype", ""))
         if subtype == "success":
-            return LoopOutcome("completed", "the model ended its turn")
+            return LoopOutcome(
+                "completed" if self.state.phases.job else "ended", "the model ended its turn"
+            )
         if subtype == "error_max_turns":
             limit = self.agent.budget.max_iterations
             spent = SpentLimit("iterations", self.state.turn, limit)
