@@ -66,7 +66,7 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A row as written, a row written before decision 305 with its status in its words."""
+        """A row from its JSON; one written before decision 305 reads its status in its words."""
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in data.items() if k in known}
         if "status" in row:
