@@ -265,9 +265,9 @@ class AgentMagics(Magics):
         )
 
     def _run_blocking(self, agent: Agent, instructions: str, out: str) -> None:
-        """The fallback for shells without top-level await: block the loop with nest-asyncio.
+        """The fallback for shells without top-level await: wait as ``run_sync`` does.
 
-        The kernel cannot serve widget clicks meanwhile; :class:`TopLevelAwait` routes
+        The kernel's loop holds still meanwhile; :class:`TopLevelAwait` routes
         top-level cells through :meth:`run_async` instead wherever it can. No Approve/Deny
         buttons here: nothing could click them, and a request that waits out a timeout in a
         frozen cell helps no one, so a large budget is denied at once, on the timeline.

@@ -39,6 +39,7 @@ from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import Event
+from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.run import Run
 
@@ -221,13 +222,13 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.rewind_button = w.Button(description="Rewind", icon="undo", button_style="warning")
         self.fork_open = w.Button(description="Fork…", icon="code-branch")
         """Shows the fork controls: built on first use, as most dashboards never fork."""
-        self.fork_open.on_click(lambda _: self._fork_controls())
+        self.fork_open.on_click(on_this_loop(self._fork_controls))
         self._fork: _ForkControls | None = None
         self.on_fork: Callable[[Run], object] | None = None
         """Called with the new run after a fork (the default binds it to ``fork``)."""
-        self.stop_button.on_click(lambda _: self.stop())
-        self.pause_button.on_click(lambda _: self.toggle_pause())
-        self.rewind_button.on_click(lambda _: self.rewind())
+        self.stop_button.on_click(on_this_loop(self.stop))
+        self.pause_button.on_click(on_this_loop(self.toggle_pause))
+        self.rewind_button.on_click(on_this_loop(self.rewind))
         self._log: deque[str] = deque(maxlen=LOG_LINES)
         side = w.VBox(
             [self.plan, self.meters] if self.phased else [self.meters],
@@ -509,7 +510,7 @@ class _ForkControls:
             layout=w.Layout(width="auto"),
         )
         self.button = w.Button(description="Fork", icon="code-branch")
-        self.button.on_click(lambda _: fork())
+        self.button.on_click(on_this_loop(fork))
         self.row = (self.turn, self.agent, self.button)
 
 
