@@ -20,33 +20,39 @@ __all__ = ["run_blocking"]
 T = TypeVar("T")
 
 
-def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+def run_blocking(coro: Coroutine[Any, Any, T], *, wind_down: bool = True) -> T:
     """``asyncio.run(coro)``; inside a running loop, the same on a worker thread.
 
-    A ``KeyboardInterrupt`` while waiting cancels the coroutine, waits for it to wind down
-    (a run records how it ended), then propagates; a second one propagates at once.
+    A ``KeyboardInterrupt`` while waiting cancels the coroutine and waits for it to wind down
+    (a run records how it ended), then propagates; a second one propagates at once. A caller
+    whose first Ctrl-C only asked for a stop (:class:`~gr_notebook.jupyter.interrupts.CtrlC`)
+    passes ``wind_down=False``: the interrupt that reaches here is then the second press, and
+    propagates at once while the coroutine winds down on its own thread.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    return _on_worker_thread(coro)
+    return _on_worker_thread(coro, wind_down)
 
 
-def _on_worker_thread(coro: Coroutine[Any, Any, T]) -> T:
+def _on_worker_thread(coro: Coroutine[Any, Any, T], wind_down: bool) -> T:
     loop = asyncio.new_event_loop()
     worker = threading.Thread(target=_serve, args=(loop,), name="gr-run-blocking", daemon=True)
     worker.start()
     # The task is made in the worker from a copy of this thread's context.
     future = asyncio.run_coroutine_threadsafe(coro, loop)
+    wait_for_worker = True
     try:
         return future.result()
     except KeyboardInterrupt:
         future.cancel()  # cancels the task; the join below waits for it to wind down
+        wait_for_worker = wind_down
         raise
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        worker.join()
+        if wait_for_worker:
+            worker.join()
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import signal
 import threading
+import time
 
 import pytest
 
@@ -114,3 +115,25 @@ def test_tasks_left_behind_are_cancelled_with_the_wait() -> None:
 
     asyncio.run(cell())
     assert left == ["cancelled"]
+
+
+def test_without_wind_down_an_interrupt_leaves_a_stuck_coroutine_at_once() -> None:
+    """The second Ctrl-C of a blocking ``%%agent`` cell: the first asked the run to stop, and
+    a tool that ignores it (here a blocking sleep) must not hold the cell."""
+
+    async def stuck_tool() -> None:
+        time.sleep(3)
+
+    async def cell() -> float:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        main = threading.main_thread().ident
+        assert main is not None
+        threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
+        started = time.monotonic()
+        try:
+            run_blocking(stuck_tool(), wind_down=False)
+        except KeyboardInterrupt:
+            return time.monotonic() - started
+        raise AssertionError("no KeyboardInterrupt")
+
+    assert asyncio.run(cell()) < 2

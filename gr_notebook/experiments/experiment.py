@@ -110,7 +110,8 @@ class Experiment:
                     max_concurrency=max_concurrency,
                     progress=progress,
                     retry_failed=retry_failed,
-                )
+                ),
+                wind_down=False,  # the first Ctrl-C asked the runs to stop; a second leaves
             )
 
     async def arun(

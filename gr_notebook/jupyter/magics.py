@@ -273,7 +273,10 @@ class AgentMagics(Magics):
         frozen cell helps no one, so a large budget is denied at once, on the timeline.
         """
         with CtrlC() as ctrl_c:
-            run_blocking(self._run_async(agent, instructions, out, confirmer=None, ctrl_c=ctrl_c))
+            run_blocking(
+                self._run_async(agent, instructions, out, confirmer=None, ctrl_c=ctrl_c),
+                wind_down=False,  # the first Ctrl-C asked the run to stop; a second leaves
+            )
 
     async def run_async(self, line: str, cell: str) -> None:
         """``%%agent`` as top-level ``await``: the kernel keeps serving the dashboard's
