@@ -226,6 +226,9 @@ class Run:
         in a new workspace holding the files as they were, under ``agent`` (default: the
         agent that ran this one), which may have other policies, feedback, budget,
         interventions or model. It records this run as its parent."""
+        refusal = self._outside_loop("fork")
+        if refusal is not None:
+            raise refusal
         if _forker is None:
             raise RunError("forking needs the package: import gr_notebook first")
         return _forker(self, turn, agent, workspace)
@@ -275,6 +278,9 @@ class Run:
         return self._loop.state.guards
 
     def _live_loop(self, action: str) -> Loop:
+        refusal = self._outside_loop(action)
+        if refusal is not None:
+            raise refusal
         if self.done:
             raise RunError(
                 f"cannot {action}: run {self.run_id} has finished ({self.status}); start a new run"
@@ -282,6 +288,22 @@ class Run:
         if self._loop is None:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
         return self._loop
+
+    def _outside_loop(self, action: str) -> RunError | None:
+        """The refusal of every control but a stop, for a session of another harness: its
+        ``Loop`` never runs, so a pause, rewind or todo edit would be a request nothing
+        reads (``pausing`` forever). The dashboard words its refusal with this one."""
+        if self.harness.phased:
+            return None
+        instead = (
+            "start a new run"
+            if self.done
+            else "stop it instead (it ends at its next tool call or reply)"
+        )
+        return RunError(
+            f"cannot {action}: run {self.run_id} is {self.harness.label}, which runs outside "
+            f"gr's loop; {instead}"
+        )
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Deliver every new event to ``callback``; returns a function that unsubscribes."""

@@ -46,6 +46,7 @@ LEVEL_COLOURS: dict[Level, str] = {
     "warn": "#f9a825",
     "high": "#c62828",
 }
+EARLY_COLOUR = "#ef6c00"  # ended: the model stopped with the job not reported complete
 STATE_COLOURS = {
     "running": "#1565c0",
     "stopping": "#616161",
@@ -58,8 +59,8 @@ STATE_COLOURS = {
     "budget_exhausted": "#ef6c00",
     "incomplete": "#ef6c00",
     "stuck": "#ad1457",  # tier 3: the interventions gave up on the run
+    "ended": EARLY_COLOUR,
 }
-EARLY_COLOUR = "#ef6c00"  # ended: the model stopped with the job not reported complete
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
 CALL_COLOURS = {"ran": "#2e7d32", "failed": "#c62828", "denied": "#ef6c00"}
 #: One symbol per kind of line. Every one is in DejaVu Sans, the font Debian's Chromium falls
@@ -299,7 +300,7 @@ def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) 
 
 
 def _state_colour(state: DashboardState) -> str:
-    return EARLY_COLOUR if state.ended_early else STATE_COLOURS.get(state.state, "#616161")
+    return STATE_COLOURS.get(state.state, "#616161")
 
 
 def render_header(state: DashboardState) -> str:

@@ -245,10 +245,8 @@ class DashboardState:
     @property
     def note(self) -> str | None:
         """Why the run is where it is, when that is worth saying."""
-        if self.ended_early and not self.harness.phased:  # no checker judged the stop
+        if self.ended_early:  # either harness ends so only with no checker to judge the stop
             return f"{self.reason or 'stopped'}; no completion check confirmed the job"
-        if self.ended_early:
-            return f"{self.reason or 'stopped'}; the job is not complete"
         return self.reason if self.state != "completed" else None
 
     @property

@@ -293,6 +293,7 @@ def _completion_check(e: CompletionCheckEvent) -> str:
 _DOING = {
     "replan": "the agent is told to rethink its approach",
     "rewind": "the todo list is rewound",
+    "second_strategy_check": "a second strategy check: the agent is told to start over another way",
     "stop": "the run is stopped",
 }
 

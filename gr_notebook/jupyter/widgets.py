@@ -463,13 +463,12 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         return forked
 
     def _loop_controls(self, action: str) -> bool:
-        """Pause, rewind and fork act on gr's loop; another harness's session has none."""
-        if self.phased:
+        """Pause, rewind and fork act on gr's loop; another harness's session has none, and
+        the run refuses them in the words ``run.pause()`` and ``%agent pause`` use."""
+        refusal = self.run._outside_loop(action)
+        if refusal is None:
             return True
-        self.add_log(
-            f"Cannot {action} {self.run.harness.label}: it runs outside gr's loop. Stop ends "
-            "it at its next tool call or stop."
-        )
+        self.add_log(str(refusal))
         return False
 
     # -- display ------------------------------------------------------------------------------

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import get_args
 
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.display.experiment import render_status_counts
 from gr_notebook.display.render import (
     LEVEL_COLOURS,
+    STATE_COLOURS,
     render_dashboard,
     render_feedback,
     render_meter,
@@ -28,6 +31,7 @@ from gr_notebook.display.state import (
     meter_level,
 )
 from gr_notebook.events import EventLog
+from gr_notebook.run import RunStatus
 
 
 def strip_tags(html: str) -> str:
@@ -213,15 +217,25 @@ def test_text_dashboard_shows_state_todos_meters_and_timeline() -> None:
 
 
 def test_a_model_that_quits_early_is_not_shown_as_a_success() -> None:
+    """gr's loop ends a run ``ended`` only with no checker, as a session does: nothing judged
+    the job either way, and the note says no more than that, in one wording for both."""
     early = _state(state="ended", job_summary=None, reason="the model ended its turn")
-    assert early.ended_early and early.note == ("the model ended its turn; the job is not complete")
+    note = "the model ended its turn; no completion check confirmed the job"
+    assert early.ended_early and early.note == note
     html = render_dashboard(early)
-    assert ">ended</span>" in html and "the job is not complete" in html
+    assert ">ended</span>" in html and note in html
+    assert "the job is not complete" not in html
     assert "background:#ef6c00" in html  # amber, never the green of a success
-    assert text_dashboard(early).startswith(
-        "Run r1: ended (the model ended its turn; the job is not complete)"
-    )
+    assert text_dashboard(early).startswith(f"Run r1: ended ({note})")
     assert _state().note is None and not _state().ended_early
+
+
+def test_every_status_has_its_colour_and_ended_is_amber_everywhere() -> None:
+    """The experiment's table takes its colours from the same map as the dashboard."""
+    assert set(get_args(RunStatus)) <= STATE_COLOURS.keys()
+    assert STATE_COLOURS["ended"] == STATE_COLOURS["budget_exhausted"] == "#ef6c00"
+    table = render_status_counts({"a": {"ended": 2, "completed": 1}}, done=3, total=3)
+    assert "color:#ef6c00'>ended</th>" in table
 
 
 def test_settled_means_finished_or_paused() -> None:

@@ -150,6 +150,69 @@ async def test_a_person_stops_the_session_at_the_next_hook(tmp_path: Path) -> No
     assert sorted(p.name for p in ws.glob("*.md")) == ["0.md"]  # the second write never ran
 
 
+def _refused_live(run: gr.Run) -> list[str]:
+    """Every control but a stop, tried on a live session through the API and the magics."""
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+
+    refusals = []
+    for name, control in [
+        ("pause", run.pause),
+        ("resume", run.resume),
+        ("rewind", lambda: run.rewind("the approach fails")),
+        ("add a todo", lambda: run.add_todo("Check the glossary")),
+        ("complete a todo", run.complete_todo),
+    ]:
+        with pytest.raises(RunError) as refused:
+            control()
+        assert str(refused.value).startswith(f"cannot {name}: run {run.run_id} is a Claude")
+        refusals.append(str(refused.value))
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "gr_notebook")
+    ip.user_ns["session_run"] = run
+    try:
+        for magic, line in [
+            ("agent", "pause --run session_run"),
+            ("rewind", "The approach fails --run session_run"),
+            ("todo", "add Check the glossary --run session_run"),
+            ("todo", "complete --run session_run"),
+        ]:
+            with pytest.raises(UsageError) as refused:
+                ip.run_line_magic(magic, line)
+            refusals.append(str(refused.value))
+    finally:
+        del ip.user_ns["session_run"]
+    return refusals
+
+
+async def test_a_live_session_refuses_every_control_but_a_stop(tmp_path: Path) -> None:
+    """Its Loop never runs: a pause would read "pausing" until the session ended, a todo
+    edit would put a task nobody has on its timeline. Each says to stop it instead."""
+    ws = tmp_path / "ws"
+    hooks = guardrail_hooks(agent_at(ws, store=False), cwd=ws)
+    refusals: list[str] = []
+    script = [gr.tool_call("write_file", path=f"{i}.md", content="x\n") for i in range(2)]
+    with MessagesServer(claude_script([*script, gr.text("Done.")], ws), side=side_request) as s:
+        async for message in hooks.query(
+            "job",
+            permission_mode="acceptEdits",
+            tools=["Write"],
+            model=MODEL,
+            env=local_env(s.url, tmp_path / "config"),
+        ):
+            content = getattr(message, "content", None) or []
+            if not refusals and any(type(b).__name__ == "ToolUseBlock" for b in content):
+                refusals = _refused_live(hooks.run)
+                assert hooks.run.status == "running"
+    assert len(refusals) == 9
+    assert all("outside gr's loop; stop it instead" in r for r in refusals), refusals
+    assert hooks.run.status == "ended"  # the model's own stop, never held at "pausing"
+    assert not [e for e in hooks.run.events if e.kind in ("todos_written", "todo_completed")]
+    assert not [e for e in hooks.run.events if e.kind in ("rewind", "run_paused")]
+    with pytest.raises(RunError, match="outside gr's loop; start a new run"):
+        hooks.run.pause()  # the same refusal once it has ended, with what to do then
+
+
 async def test_hooks_reused_for_a_second_session_block_its_calls(tmp_path: Path) -> None:
     """One hooks object records one session; the PreToolUse hook fails closed on another."""
     from claude_agent_sdk import query

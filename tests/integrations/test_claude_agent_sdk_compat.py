@@ -14,6 +14,10 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.display.render import render_dashboard, text_dashboard
+from gr_notebook.display.state import RunTracker
+from gr_notebook.display.timeline import describe
+from tests.gr_loop_text import GR_LOOP_TEXT
 from tests.integrations.conftest import decisions, native_run, sdk_session
 
 AgentOf = Callable[[gr.Model, Path], gr.Agent]
@@ -160,6 +164,18 @@ async def test_an_intervention_on_the_same_steps(tmp_path: Path) -> None:
     strategy = [i for i, text in enumerate(told) if "STRATEGY CHECK" in text]
     assert strategy and "todo_rewind" not in told[strategy[0]]
     assert len(session.turns) == 4  # tier 3 stopped the session after step 4 of 6
+    # Tier 2 reads as what the session had: a second strategy check, no todo list rewound.
+    [tier_2] = [describe(e) for e in session.run.events.of_kind("intervention") if e.tier == 2]
+    assert tier_2.endswith(": a second strategy check: the agent is told to start over another way")
+    assert "after two strategy checks" in str(session.run.reason)
+    tracker = RunTracker()
+    for event in session.run.events:
+        tracker.add(event)
+    state = tracker.snapshot(session.run)
+    shown = render_dashboard(state) + text_dashboard(state)
+    assert "a second strategy check" in shown
+    for words in GR_LOOP_TEXT:
+        assert words not in shown, words
 
 
 @pytest.mark.parametrize("denying", [True, False])

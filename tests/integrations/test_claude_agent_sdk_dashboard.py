@@ -7,8 +7,11 @@ The notebook-09 scenario runs through the real SDK and CLI against the local ser
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import gr_notebook as gr
 from gr_notebook.display.render import render_dashboard, render_run_card, text_dashboard
@@ -17,6 +20,7 @@ from gr_notebook.events import FeedbackEvent, PromptInjectedEvent, ToolCallEvent
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.jupyter.magics import status_line
 from gr_notebook.workflow.prompts import stop_refused_prompt
+from tests.gr_loop_text import GR_LOOP_TEXT
 from tests.integrations.conftest import Session, sdk_session
 
 GR_LOOP_WORDS = re.compile(
@@ -25,17 +29,6 @@ GR_LOOP_WORDS = re.compile(
     re.IGNORECASE,
 )
 """What an order to Claude must not name: gr's todo list and gr's own tools."""
-GR_LOOP_TEXT = (
-    "ACTIVE TODO LIST",
-    "todo_write",
-    "Unnamed phase",
-    "No plan yet",
-    "Plan: none yet",
-    "phases complete",
-    "the job is not complete",
-)
-"""What a dashboard of gr's own loop says that an SDK session's must not."""
-
 SECRET_MARKERS = ("API_KEY=", "sk-live-")
 CHANGELOG = "## 1.1\n- Faster startup\n\n## 1.0\n- First release\n"
 SCRIPT = [  # notebook 09's session, in gr's terms (conftest turns it into Claude's)
@@ -150,7 +143,10 @@ async def test_the_notebook_09_session_on_its_dashboard(tmp_path: Path) -> None:
     assert "<code>Write</code> RELEASE.md: <span" in dash.calls.value
     assert [b.description for b in dash._controls.children] == ["Stop"]
     dash.toggle_pause()
-    assert "Cannot pause a Claude Agent SDK session" in dash.log_panel.value
+    assert f"cannot pause: run {run.run_id} is a Claude Agent SDK session" in dash.log_panel.value
+    with pytest.raises(gr.RunError, match="is a Claude Agent SDK session") as refused:
+        run.pause()
+    assert str(refused.value) in html_unescape(dash.log_panel.value)  # one wording for both
     bundle = dash._repr_mimebundle_()
     for words in GR_LOOP_TEXT:
         assert words not in bundle["text/html"] and words not in bundle["text/plain"]

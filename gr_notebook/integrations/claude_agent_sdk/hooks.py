@@ -10,7 +10,8 @@ names only what Claude has: the guardrails word their orders for the
 :data:`~gr_notebook.harness.CLAUDE_AGENT_SDK` harness (no todo list, none of gr's workflow
 tools), and gr's tool names become Claude's. Each callback does what
 gr's tool step (:mod:`gr_notebook.engine.tool_calls`) does at the same point, in the same
-order, with the same objects, and records the same events.
+order, with the same objects, and records the same events (a tier-2 intervention as the
+second strategy check the session has, where gr's loop rewinds its todo list).
 """
 
 from __future__ import annotations
@@ -18,11 +19,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gr_notebook.engine.loop import LoopOutcome, gave_up, turn_ended
 from gr_notebook.errors import RunError
-from gr_notebook.events import PromptInjectedEvent, ToolCallEvent
+from gr_notebook.events import (
+    InterventionEvent,
+    InterventionSkippedEvent,
+    PromptInjectedEvent,
+    ToolCallEvent,
+)
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guidance import Directive
@@ -149,7 +156,7 @@ class HookCallbacks:
                 call.tool.name, call.params, output.content, is_error=output.is_error
             )
             if check is not None:
-                state.emit(check.event())
+                state.emit(_as_recorded(check))
         self.view.call = call
         try:
             blocks = state.guards.after_call(
@@ -251,6 +258,17 @@ class HookCallbacks:
             return None
         self.session.end_with(LoopOutcome(loop.stop_status, reason))
         return {"continue_": False, "stopReason": reason}
+
+
+#: A tier the session meets otherwise than gr's loop, recorded as what the session did: gr's
+#: loop rewinds its todo list at tier 2, a session (no todo list) has a second strategy check.
+SESSION_ACTIONS = {"rewind": "second_strategy_check"}
+
+
+def _as_recorded(check: InterventionCheck) -> InterventionEvent | InterventionSkippedEvent:
+    event = check.event()
+    action = SESSION_ACTIONS.get(event.action or "")
+    return event if action is None else replace(event, action=action)
 
 
 def _denial(reason: str) -> dict[str, Any]:
