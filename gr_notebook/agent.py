@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.checkpoint import Checkpointer
 from gr_notebook.engine.definition import AgentDefinition
-from gr_notebook.engine.loop import Loop, LoopOutcome, StuckDetector
+from gr_notebook.engine.loop import Loop, StuckDetector
+from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import ErrorEvent, RunFinishedEvent, RunStartedEvent
@@ -412,7 +413,8 @@ class Agent:
             run.run_id,
             status=run.status,
             finished_at=finished,
-            error=run.reason if run.status != "completed" else None,
+            # A run the model ended is no error: its reason is in run_finished.
+            error=None if run.status in ("completed", "ended") else run.reason,
         )
         store.record_job(  # a job reported unfinished under a spent limit keeps the run's status
             run.run_id,

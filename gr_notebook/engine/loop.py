@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from gr_notebook.engine.context import build_recap
 from gr_notebook.engine.definition import AgentDefinition
@@ -43,9 +43,8 @@ from gr_notebook.events import (
     StuckCheckpointEvent,
     thinking_event,
 )
-from gr_notebook.guardrails.completion import STOP_BY_TOOL, StopKind
+from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.runtime import StopVerdict
 from gr_notebook.guidance import Directive
 from gr_notebook.limits import SpentLimit
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
@@ -64,16 +63,7 @@ from gr_notebook.workflow.prompts import (
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 from gr_notebook.workflow.summary import workspace_state
 
-__all__ = [
-    "Loop",
-    "LoopOutcome",
-    "RunStatus",
-    "SameStateDetector",
-    "StuckDetector",
-    "gave_up",
-    "settle",
-    "turn_ended",
-]
+__all__ = ["Loop", "SameStateDetector", "StuckDetector"]
 
 
 class TurnCheckpoint(Protocol):
@@ -334,12 +324,12 @@ class Loop:
         """The end of a turn with tool calls: what its effects ask of the run."""
         state = self.state
         if effects.give_up is not None:
-            return self._incomplete(effects.give_up)
+            return gave_up(state, effects.give_up)
         if effects.worked:
             state.guards.note_work()
         if effects.job is not None:
             done = LoopOutcome("completed", f"{effects.job_tool} was called")
-            return self._settle(done, STOP_BY_TOOL, {"summary": effects.job.summary})
+            return settle(state, done, STOP_BY_TOOL, {"summary": effects.job.summary})
         stopped = self._intervene(effects.intervention)
         if stopped is not None:
             return stopped
@@ -367,16 +357,10 @@ class Loop:
         verdict = guards.judge_stop("end_turn", final_text)
         if not verdict.allowed:
             if verdict.give_up:
-                return self._incomplete(verdict)
+                return gave_up(self.state, verdict)
             self._inject([guards.refusal(verdict)])
             return None
         return turn_ended(self.state, verdict, final_text)
-
-    def _settle(self, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
-        return settle(self.state, outcome, kind, tentative)
-
-    def _incomplete(self, verdict: StopVerdict) -> LoopOutcome:
-        return gave_up(self.state, verdict)
 
     # -- interventions (seed 004) ---------------------------------------------------------------
 

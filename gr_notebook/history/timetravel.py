@@ -111,8 +111,8 @@ def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
         )
     if status in _OWN_ENDS:
         raise RunError(
-            f"run {run_id} ended {status} by its own limits and checks, and would end so "
-            f"again; fork it at a turn with another agent instead: gr.fork({run_id!r}, "
+            f"run {run_id} is {status}: its own limits and checks stopped it, and would stop "
+            f"it again; fork it at a turn with another agent instead: gr.fork({run_id!r}, "
             "turn=N, agent=other_agent)"
         )
     if status not in RESUMABLE:  # a status this version does not know

@@ -265,12 +265,16 @@ class AgentMagics(Magics):
         )
 
     def _run_blocking(self, agent: Agent, instructions: str, out: str) -> None:
-        """The fallback for shells without top-level await: wait as ``run_sync`` does.
+        """The fallback for shells without top-level await, and a cell nested in ``%%time``
+        or ``%%capture``: wait as ``run_sync`` does.
 
-        The kernel's loop holds still meanwhile; :class:`TopLevelAwait` routes
-        top-level cells through :meth:`run_async` instead wherever it can. No Approve/Deny
-        buttons here: nothing could click them, and a request that waits out a timeout in a
-        frozen cell helps no one, so a large budget is denied at once, on the timeline.
+        The run and its dashboard go on a worker thread's loop while the kernel's thread
+        waits (:func:`~gr_notebook.blocking.run_blocking`); :class:`TopLevelAwait` routes
+        top-level cells through :meth:`run_async` instead wherever it can. ipykernel hands a
+        widget's click to the cell's own shell, which is waiting here, so no click reaches the
+        run before the cell ends (decision 94): Ctrl-C stops it. No Approve/Deny buttons
+        either: a request would wait out its timeout in a frozen cell, so a large budget is
+        denied at once, on the timeline.
         """
         with CtrlC() as ctrl_c:
             run_blocking(

@@ -1,9 +1,10 @@
 """One SDK client per event loop.
 
 An async client's pooled connections belong to the event loop that opened them, and each
-``run_sync()`` outside Jupyter runs in a new loop (decision 105). A client the adapter builds
-can be built again for each loop; a client the user passed in cannot, so it serves the first
-loop that asks and any other gets an error that says what to do.
+blocking wait runs in a new loop: ``run_sync()`` anywhere, a notebook cell's included, and a
+``%%agent`` cell that cannot await (decisions 105 and 285). A client the adapter builds can be
+built again for each loop; a client the user passed in cannot, so it serves the first loop
+that asks and any other gets an error that says what to do.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ class LoopClients(Generic[C]):
         else:
             raise ModelError(
                 f"the {self._sdk} client passed in was used in another event loop, and its "
-                "connections belong to that one; pass a new client for each asyncio.run(), "
-                "or let the model build its own"
+                "connections belong to that one. Each run_sync() (any blocking wait for a "
+                "run) starts a new event loop, in a notebook too: there, await the run "
+                "instead (run = await agent.run(...)), which keeps every run on the "
+                "kernel's loop; elsewhere pass a new client for each run, or let the model "
+                "build its own"
             )
         self._clients[loop] = client
         return client

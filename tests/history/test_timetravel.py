@@ -154,7 +154,9 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
         gr.resume("nope", store_path)
     short = agent_in(tmp_path, workspace=tmp_path / "short", max_iterations=5).run_sync(QUICKSTART)
     assert short.status == "budget_exhausted"
-    with pytest.raises(gr.RunError, match=r"ended budget_exhausted by its own limits.*fork"):
+    with pytest.raises(
+        gr.RunError, match=r"is budget_exhausted: its own limits and checks stopped it.*fork"
+    ):
         gr.resume(short.run_id, store_path)
     run = interrupted(tmp_path / "b", turn=9)
     gr.resume(run.run_id, tmp_path / "b" / "store.sqlite")

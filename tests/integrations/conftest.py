@@ -84,8 +84,8 @@ async def sdk_session(
 async def native_run(
     agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path
 ) -> gr.Run:
-    """The same script on gr's own loop (awaited: ``run_sync`` inside a running loop would
-    apply nest-asyncio to the whole test process)."""
+    """The same script on gr's own loop, awaited on the test's loop as the session is
+    (``run_sync`` in a running loop would run it on a worker thread's loop of its own)."""
     return await agent_of(gr.ScriptedModel(list(script)), ws).run("Do the job.")
 
 

@@ -2,67 +2,30 @@
 
 from __future__ import annotations
 
-import queue
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+
+from tests.jupyter.conftest import collect, execute
 
 JOB = "# Job\n\n" + "".join(
     f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
     for p in range(1, 7)
 )
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def execute(client: BlockingKernelClient, code: str, timeout: float = 60) -> str:
-    msg_id = client.execute(code)
-    return collect(client, msg_id, timeout)
-
-
-def collect(
-    client: BlockingKernelClient, msg_id: str, timeout: float, on_message: Any = None
-) -> str:
-    out: list[str] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            msg = client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            pytest.fail(f"no idle after {timeout}s; output so far: {''.join(out)}")
-        if on_message is not None:
-            on_message(msg)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            out.append(content["text"])
-        elif kind == "error":
-            out.append("\n".join(content["traceback"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            return "".join(out)
+Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
 def test_stop_button_works_while_a_blocking_agent_cell_runs(
-    kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path
+    real_kernel: Kernel, tmp_path: Path
 ) -> None:
-    _, client = kernel
+    _, client = real_kernel
     setup = (
         "%load_ext gr_notebook\nimport gr_notebook as gr\n"
         "slow = gr.Agent(gr.SimulatedModel(latency=0.05), workspace='ws', store=False, "
@@ -124,9 +87,9 @@ def test_a_background_run_leaves_its_final_state_in_the_saved_notebook(tmp_path:
 
 
 def test_agent_cells_nested_in_time_and_capture_run_in_a_kernel(
-    kernel: tuple[KernelManager, BlockingKernelClient],
+    real_kernel: Kernel,
 ) -> None:
-    _, client = kernel
+    _, client = real_kernel
     short = "# Job\n\n## A\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n"
     assert execute(client, "%load_ext gr_notebook") == ""
     timed = execute(client, f"%%time\n%%agent --max-iterations 300 --out timed\n{short}")
@@ -138,11 +101,12 @@ def test_agent_cells_nested_in_time_and_capture_run_in_a_kernel(
 
 @pytest.mark.parametrize("outer", ["", "%%time\n"], ids=["top-level-await", "nested-blocking"])
 def test_a_kernel_interrupt_ends_a_blocking_agent_cell_interrupted(
-    kernel: tuple[KernelManager, BlockingKernelClient], outer: str
+    real_kernel: Kernel, outer: str
 ) -> None:
     """Ctrl-C in a notebook: the run ends ``interrupted`` with run_finished, and the cell
-    shows the interrupt; under %%time the cell blocks through nest-asyncio instead."""
-    manager, client = kernel
+    shows the interrupt; under %%time the cell blocks instead, waiting for the run on a worker
+    thread's loop (``run_blocking``)."""
+    manager, client = real_kernel
     setup = (
         "%load_ext gr_notebook\nimport gr_notebook as gr\n"
         "slow = gr.Agent(gr.SimulatedModel(latency=0.02), workspace='ws', "
@@ -174,11 +138,11 @@ def test_a_kernel_interrupt_ends_a_blocking_agent_cell_interrupted(
 
 
 def test_cells_queued_behind_a_blocking_run_wait_their_turn(
-    kernel: tuple[KernelManager, BlockingKernelClient],
+    real_kernel: Kernel,
 ) -> None:
     """JupyterLab's Run All sends every cell at once; ipykernel 7 runs each as a task on its
     loop. A cell that blocks on a run must not step the next cell inside itself."""
-    _, client = kernel
+    _, client = real_kernel
     cells = [
         "import gr_notebook as gr\nagent = gr.Agent('simulated', store=False, max_iterations=300)",
         f"run = agent.run_sync({JOB!r})\nprint('first', run.status)",
@@ -190,3 +154,53 @@ def test_cells_queued_behind_a_blocking_run_wait_their_turn(
     for output in outputs:
         assert "Traceback" not in output and "already entered" not in output, output
     assert [o.strip() for o in outputs[1:]] == ["first completed", "second True", "third completed"]
+
+
+def subshell(client: BlockingKernelClient) -> str:
+    """A new kernel subshell's id (JupyterLab 4.6 sends widget messages on one)."""
+    client.control_channel.send(client.session.msg("create_subshell_request", {}))
+    reply = client.get_control_msg(timeout=10)
+    assert reply["content"]["status"] == "ok", reply
+    return str(reply["content"]["subshell_id"])
+
+
+@pytest.mark.parametrize(
+    ("outer", "stopped"),
+    [("", True), ("%%time\n", False)],
+    ids=["top-level-await", "nested-blocking"],
+)
+def test_a_stop_clicked_on_a_subshell_reaches_only_a_cell_that_awaits(
+    real_kernel: Kernel, outer: str, stopped: bool
+) -> None:
+    """Decision 94: ipykernel hands a widget's message to the shell that last sent on the
+    widget, the cell's own. A cell that awaits serves it at once; a blocking cell's thread
+    waits, so the click comes too late, and a blocking cell offers no Approve/Deny."""
+    _, client = real_kernel
+    setup = (
+        "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+        "slow = gr.Agent(gr.SimulatedModel(latency=0.03), workspace='ws', store=False, "
+        "max_iterations=500)"
+    )
+    assert execute(client, setup) == ""
+    on = subshell(client)
+    msg_id = client.execute(f"{outer}%%agent --agent slow --out r\n{JOB}")
+    clicked: list[str] = []
+
+    def click_stop_on_the_subshell(msg: dict[str, Any]) -> None:
+        state = msg["content"].get("data", {}).get("state", {})
+        if msg["msg_type"] == "comm_open" and state.get("description") == "Stop" and not clicked:
+            clicked.append(msg["content"]["comm_id"])
+            time.sleep(0.3)
+            click = {"method": "custom", "content": {"event": "click"}}
+            request = client.session.msg("comm_msg", {"comm_id": clicked[0], "data": click})
+            request["header"]["subshell_id"] = on
+            client.shell_channel.send(request)
+
+    output = collect(client, msg_id, timeout=60, on_message=click_stop_on_the_subshell)
+    assert clicked and "Traceback" not in output, output
+    status = execute(client, "print(r.status, '|', r.turns)")
+    state, turns = (part.strip() for part in status.split("|"))
+    if stopped:
+        assert state == "cancelled" and int(turns) < 60, status
+    else:
+        assert state == "completed" and int(turns) > 60, status  # the ~90-turn job went on

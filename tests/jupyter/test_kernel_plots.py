@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import queue
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.manager import KernelManager
+
+from tests.jupyter.conftest import replies
 
 ROOT = Path(__file__).resolve().parents[2]
 PLOTS = {
@@ -19,38 +18,22 @@ PLOTS = {
 }
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[BlockingKernelClient]:
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    try:
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def outputs(client: BlockingKernelClient, code: str, timeout: float = 60) -> list[list[str]]:
+def outputs(client: BlockingKernelClient, code: str) -> list[list[str]]:
     """The mime types of each output the cell sent (results and displays), in order."""
-    msg_id = client.execute(code)
     found: list[list[str]] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            msg = client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            pytest.fail(f"no idle after {timeout}s; outputs so far: {found}")
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
+    for msg in replies(client, client.execute(code)):
         kind, content = msg["msg_type"], msg["content"]
         if kind == "error":
             pytest.fail("\n".join(content["traceback"]))
         if kind in ("execute_result", "display_data"):
             found.append(sorted(content["data"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            return found
+    return found
 
 
-def test_a_plot_shows_once_with_or_without_pyplot(client: BlockingKernelClient) -> None:
+def test_a_plot_shows_once_with_or_without_pyplot(
+    real_kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    _, client = real_kernel
     setup = (
         f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport gr_notebook as gr\n"
         "from tests.display.plot_shell import sample_comparison, sample_results\n"

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.agent import Agent
-from gr_notebook.engine.loop import LoopOutcome, RunStatus
+from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
 from gr_notebook.integrations.claude_agent_sdk.session import Session

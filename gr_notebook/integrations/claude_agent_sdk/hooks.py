@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from gr_notebook.engine.loop import LoopOutcome, gave_up, turn_ended
+from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
 from gr_notebook.errors import RunError
 from gr_notebook.events import (
     InterventionEvent,

@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.agent import Agent, _new_run_id
-from gr_notebook.engine.loop import Loop, LoopOutcome
+from gr_notebook.engine.loop import Loop
+from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ModelCallEvent, RunStartedEvent
