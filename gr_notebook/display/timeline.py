@@ -286,7 +286,14 @@ def _completion_check(e: CompletionCheckEvent) -> str:
         return f"Stop by {stop} allowed: the job is complete"
     feedback = str(e.feedback or "").replace("<blocker>", "").replace("</blocker>", "")
     ending = "; the run ends incomplete" if e.give_up else ""
-    return f"Stop by {stop} refused ({e.refusals} in a row{ending}): {feedback}"
+    return f"Stop by {stop} refused ({e.refusals} in a row{ending}): {_sentences(feedback)}"
+
+
+def _sentences(text: str) -> str:
+    """A checker's lines on one timeline line: each ends as a sentence, so the break between
+    "… missing: RELEASE.md" and "Create it before you stop." still reads."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(line if line[-1] in ".!?:;" else f"{line}." for line in lines)
 
 
 #: What each tier of intervention does, in the reader's words.

@@ -17,6 +17,7 @@ from gr_notebook.display.render import TIMELINE_ICONS, render_dashboard, render_
 from gr_notebook.display.state import RunTracker
 from gr_notebook.display.timeline import describe, describe_held_off
 from gr_notebook.events import (
+    CompletionCheckEvent,
     ConfirmationEvent,
     EventLog,
     InterventionEvent,
@@ -261,3 +262,18 @@ def test_between_phases_the_layer_names_the_phase_ahead(make_agent: Factory) -> 
     # after phase 1, before the model marks phase 2 current in the plan: phase 2 is next
     after_phase_1 = model.requests[15].layer_text(2)
     assert "Phase: Write (2 of 2)\n\n(no tasks)" in after_phase_1
+
+
+def test_a_refused_stop_keeps_the_checkers_sentences_apart() -> None:
+    refused = CompletionCheckEvent(
+        stop="end_turn",
+        checker="FileOutputChecker",
+        complete=False,
+        bypassed=None,
+        feedback="1 of 1 required output file is missing: RELEASE.md\nCreate it before you stop.",
+        refusals=1,
+    )
+    assert describe(refused) == (
+        "Stop by a final reply refused (1 in a row): 1 of 1 required output file is missing: "
+        "RELEASE.md. Create it before you stop."
+    )
