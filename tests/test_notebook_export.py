@@ -52,3 +52,23 @@ def test_live_dashboards_are_drawn_from_their_final_state() -> None:
     assert "<button disabled>Stop &lt;now&gt;</button>" in html
     assert snapshot.data == {"text/plain": "LIST THEN", "text/html": "LIST THEN"}
     assert VIEW in notebook.cells[0].outputs[0].data  # the original is left as it was
+
+
+def test_executing_a_notebook_prints_no_kernel_warning(tmp_path: Path) -> None:
+    """``make demo``'s kernel talks over IPC sockets: on TCP without keys ipykernel warns
+    that its traffic is unencrypted, a line a newcomer's first command should not print."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), source)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "notebooks" / "execute.py"), str(source)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert "WARNING" not in done.stderr and "encryption" not in done.stderr, done.stderr
+    executed = nbformat.read(source, as_version=4)
+    assert executed.cells[0].outputs[0]["data"]["text/plain"] == "2"
