@@ -31,6 +31,7 @@ from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.reprs import to_html
+from gr_notebook.wording import plural
 from gr_notebook.workflow.phases import JobResult, PhaseController
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
@@ -409,7 +410,7 @@ class Run:
         if not self.harness.phased:  # no phases, no todo list: a session of another harness
             turns = s["turns"]
             done = ", job complete" if job is not None else ""
-            return f"{head}: {turns} turn{'' if turns == 1 else 's'} in {self.harness.label}{done}>"
+            return f"{head}: {plural(turns, 'turn')} in {self.harness.label}{done}>"
         if job is not None:
             where = "job complete" + (
                 f", confidence {job.confidence:.2f}" if job.confidence is not None else ""
@@ -418,10 +419,7 @@ class Run:
             todos = self.todos
             where = f"{todos.phase_label()!r} {todos.done_count}/{len(todos.items)} tasks"
         turns, phases = s["turns"], s["phases_completed"]
-        return (
-            f"{head}: {turns} turn{'' if turns == 1 else 's'}, "
-            f"{phases} phase{'' if phases == 1 else 's'} complete, {where}>"
-        )
+        return f"{head}: {plural(turns, 'turn')}, {plural(phases, 'phase')} complete, {where}>"
 
     def _repr_html_(self) -> str | None:
         return to_html(self)
