@@ -41,6 +41,7 @@ StopKind: TypeAlias = Literal["end_turn", "job_complete"]
 that ends the job (``Tool.ends_job``, the built-in ``job_complete``)."""
 STOP_BY_TOOL: StopKind = "job_complete"
 MAX_TITLES = 3
+PLAN_FILE = "main_plan.md"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,8 @@ class TaskCompletionContext:
     run_id: str = ""
     harness: Harness = GR_LOOP
     """What runs the model: feedback names gr's todo tools only where ``harness.phased``."""
+    plan_file: str = PLAN_FILE
+    """The plan's file in the workspace, as the model is told to write it."""
 
 
 @runtime_checkable
@@ -103,7 +106,17 @@ def as_checker(value: CheckerLike) -> TaskCompletionChecker:
 
 
 class PlanBasedChecker:
-    """Incomplete while the todo list or the plan has unfinished steps."""
+    """Incomplete while the todo list or the plan has unfinished steps, or while there is no
+    plan: a missing plan file, or one without phases, is a job never planned, not a finished
+    one (a rewind during the bootstrap leaves neither a plan nor todos).
+
+    ``require_plan=False`` judges an unplanned job by its todo list alone: with none left,
+    nothing shows work left. gr reads a stop that no checker judges this way, to tell a
+    limit's stop with work left from one without (decision 129).
+    """
+
+    def __init__(self, *, require_plan: bool = True) -> None:
+        self.require_plan = require_plan
 
     def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
         todos = context.todos
@@ -119,35 +132,81 @@ class PlanBasedChecker:
                     left = [s.text for s in phase.steps if not s.done]
                     phases += bool(left)
                     steps += left
-        if not pending and not steps:
+        unplanned = _unplanned(context) if self.require_plan else None
+        if not pending and not steps and unplanned is None:
             return TaskCompletionResult.ok("Every todo and every step of the plan is done.")
-        parts = []
-        if pending:
-            verb = "is" if len(pending) == 1 else "are"
-            parts.append(
-                f"{len(pending)} of {_count(len(todos.items), 'todo')} in "
-                f"{todos.phase_label()} {verb} unfinished"
-            )
-        if steps:
-            parts.append(
-                f"the plan has {_count(len(steps), 'unfinished step')} in {_count(phases, 'phase')}"
-            )
-        sentence = ", and ".join(parts)
-        titles = list(dict.fromkeys([*pending, *steps]))
-        listed = ", ".join(titles[:MAX_TITLES]) + (", ..." if len(titles) > MAX_TITLES else "")
+        lines = []
+        if pending or steps:
+            parts = []
+            if pending:
+                verb = "is" if len(pending) == 1 else "are"
+                parts.append(
+                    f"{len(pending)} of {_count(len(todos.items), 'todo')} in "
+                    f"{todos.phase_label()} {verb} unfinished"
+                )
+            if steps:
+                parts.append(
+                    f"the plan has {_count(len(steps), 'unfinished step')} in "
+                    f"{_count(phases, 'phase')}"
+                )
+            sentence = ", and ".join(parts)
+            titles = list(dict.fromkeys([*pending, *steps]))
+            listed = ", ".join(titles[:MAX_TITLES]) + (", ..." if len(titles) > MAX_TITLES else "")
+            lines.append(f"{sentence[0].upper()}{sentence[1:]}: {listed}")
         # todo_complete is gr's loop's tool: another harness's model finishes them its own way
-        finish = (
-            "Finish them (todo_complete() after each)" if context.harness.phased else "Finish them"
-        )
-        return TaskCompletionResult.incomplete(
-            "<blocker>\n"
-            f"{sentence[0].upper()}{sentence[1:]}: {listed}\n"
-            f"{finish}, or revise the plan if some are no longer needed, before you stop.\n"
-            "</blocker>"
-        )
+        phased = context.harness.phased
+        if unplanned is not None:  # another harness has no todo list of gr's to speak of
+            empty = ", and the todo list is empty" if phased and not todos.items else ""
+            lines.append(
+                f"The job has no plan yet: {unplanned}{empty}, so nothing shows that the job "
+                "is done."
+            )
+        finish = "Finish them (todo_complete() after each)" if phased else "Finish them"
+        if unplanned is None:
+            lines.append(
+                f"{finish}, or revise the plan if some are no longer needed, before you stop."
+            )
+        elif pending:
+            lines.append(f"{finish}, and {_plan_shape(context.plan_file)}, before you stop.")
+        else:
+            lines.append(_plan_order(context.plan_file, phased=phased))
+        return TaskCompletionResult.incomplete("\n".join(["<blocker>", *lines, "</blocker>"]))
 
     def __repr__(self) -> str:
-        return "PlanBasedChecker()"
+        return "PlanBasedChecker()" if self.require_plan else "PlanBasedChecker(require_plan=False)"
+
+
+def _unplanned(context: TaskCompletionContext) -> str | None:
+    """Why the job has no plan, or None when it has one."""
+    if context.plan is None:
+        return f"{context.plan_file} does not exist"
+    if not context.plan.phases:
+        return f"{context.plan_file} has no phases"
+    return None
+
+
+def _plan_shape(plan_file: str) -> str:
+    """The plan to write, in the format it is read in (:mod:`gr_notebook.workflow.plan`)."""
+    return (
+        f"write {plan_file} with the job's phases: each a '## Phase N: Name' heading followed "
+        "by its steps as '- [ ] step' lines"
+    )
+
+
+def _plan_order(plan_file: str, *, phased: bool) -> str:
+    """What a model with no plan and nothing left to finish is told: write the plan; gr's
+    loop then has it write the phase's todo list, another harness ticks the plan's steps."""
+    shape = _plan_shape(plan_file)
+    if phased:
+        return (
+            f"{shape[0].upper()}{shape[1:]}, with '← CURRENT' after the heading of the first "
+            "phase. Then write the todo list for that phase with todo_write(todos=[...]) and "
+            "work through it before you stop."
+        )
+    return (
+        f"{shape[0].upper()}{shape[1:]}. Then do the steps, and mark each step '- [x]' when "
+        "it is done, before you stop."
+    )
 
 
 class FileOutputChecker:

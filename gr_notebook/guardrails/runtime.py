@@ -237,9 +237,12 @@ class Guardrails:
     def work_left(self, kind: StopKind, tentative: Any) -> str | None:
         """What is unfinished, for the status of a stop the limits let through unchecked;
         None when the job is done. The agent's checker judges, or without one the plan and
-        todo list (:class:`PlanBasedChecker`). Nothing is refused and no check is recorded:
+        todo list (:class:`PlanBasedChecker`, where no plan is not work left: nothing judged
+        such a run, and it ends ``ended``). Nothing is refused and no check is recorded:
         this only keeps an unfinished job from being reported as a success."""
-        result = self._ask(self.spec.checker or PlanBasedChecker(), kind, tentative)
+        result = self._ask(
+            self.spec.checker or PlanBasedChecker(require_plan=False), kind, tentative
+        )
         if result.complete:
             return None
         return (result.feedback or "").replace("<blocker>", "").strip().split("\n")[0] or (
@@ -259,6 +262,7 @@ class Guardrails:
             budget=self._usage(),
             run_id=self.run_id,
             harness=self.harness,
+            plan_file=run.plan_file,
         )
         try:
             result = checker.check(context)

@@ -44,6 +44,11 @@ class RunView(Protocol):
     def todos(self) -> TodoList: ...
 
     @property
+    def plan_file(self) -> str:
+        """The plan's file in the workspace (``main_plan.md`` unless the agent names one)."""
+        ...
+
+    @property
     def wrap_up(self) -> str | None:
         """Why the run was told to wrap up, once it was; from then on no stop is refused."""
         ...

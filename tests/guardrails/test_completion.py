@@ -91,10 +91,10 @@ def test_plan_checker_lets_job_complete_finish_its_own_list(tmp_path: Path) -> N
         ],
         kind="job_completion",
     )
-    assert (
-        gr.PlanBasedChecker().check(context(tmp_path, todos=finale, stop="job_complete")).complete
-    )
-    assert not gr.PlanBasedChecker().check(context(tmp_path, todos=finale)).complete
+    plan = Plan.parse(PLAN_TWO_PHASES).with_status(1, "complete").with_status(2, "complete")
+    finishing = context(tmp_path, todos=finale, plan=plan, stop="job_complete")
+    assert gr.PlanBasedChecker().check(finishing).complete
+    assert not gr.PlanBasedChecker().check(context(tmp_path, todos=finale, plan=plan)).complete
 
 
 def test_file_output_checker(tmp_path: Path) -> None:

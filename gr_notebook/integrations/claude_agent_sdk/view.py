@@ -52,6 +52,10 @@ class ClaudeView:
         return self.state.todos
 
     @property
+    def plan_file(self) -> str:
+        return self.state.plan_file
+
+    @property
     def wrap_up(self) -> str | None:
         return self.state.wrap_up
 
