@@ -17,6 +17,7 @@ second strategy check the session has, where gr's loop rewinds its todo list).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,6 +26,7 @@ from typing import Any
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
 from gr_notebook.errors import RunError
 from gr_notebook.events import (
+    ErrorEvent,
     InterventionEvent,
     InterventionSkippedEvent,
     PromptInjectedEvent,
@@ -34,6 +36,13 @@ from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guidance import Directive
 from gr_notebook.integrations.claude_agent_sdk import prompts
+from gr_notebook.integrations.claude_agent_sdk.hook_input import (
+    ToolHookInput,
+    fields_of,
+    json_kind,
+    read_tool_hook,
+    session_of,
+)
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
@@ -51,84 +60,105 @@ class HookCallbacks:
     def __init__(self, session: Session, view: ClaudeView) -> None:
         self.session, self.view = session, view
         self.names = session.names
-        self._calls: dict[str, tuple[Call, float]] = {}
+        self._calls: dict[str, tuple[Call, float, Mapping[str, Any]]] = {}
+        """The calls allowed and not yet answered, by tool use id: the call, when it was
+        allowed, and its input."""
 
     # -- PreToolUse: the policies ---------------------------------------------------------------
 
-    async def pre_tool_use(
-        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
-    ) -> Reply:
+    async def pre_tool_use(self, hook_input: Any, tool_use_id: str | None, context: Any) -> Reply:
         session = self.session
-        foreign = self._begin(hook_input)
-        if foreign is not None:
-            return {**foreign, "hookSpecificOutput": _denial(f"Not run: {foreign['stopReason']}")}
-        if "agent_id" not in hook_input:  # a subagent's model calls are not on the stream
-            await session.catch_up(call=tool_use_id)
+        refused = self._begin(hook_input)
+        if refused is not None:
+            return {**refused, "hookSpecificOutput": _denial(self._not_run(hook_input, refused))}
+        read = read_tool_hook(hook_input, tool_use_id)
+        subagent = "agent_id" in fields_of(hook_input)  # its model calls are not on the stream
+        if not subagent:
+            await session.catch_up(call=read.tool_use_id or None)
+        ended = session.ended()
+        if ended is not None:  # it ended while the hook waited: nothing lands after the end
+            reply = _denial(self._ended_text())
+            return {"continue_": False, "stopReason": ended, "hookSpecificOutput": reply}
         stopping = self._stopping()
         if stopping is not None:  # "continue": false alone would still run this call
             reason = f"Not run: the run was stopped ({stopping['stopReason']})."
             return {**stopping, "hookSpecificOutput": _denial(reason)}
         state = session.state
         started = time.perf_counter()
-        call = self.names.call(str(hook_input["tool_name"]), hook_input.get("tool_input") or {})
+        call = self.names.call(read.name, read.tool_input)
+        if read.problems:  # no policy can judge what it cannot read: denied, and recorded
+            text = prompts.unreadable_call(read.problems)
+            self._unreadable("PreToolUse", read, "the call was denied")
+            return self._deny(call, read, ToolOutput(text, True), started)
         self.view.call = call
         try:
             denial = state.guards.check(call.tool, call.params, turn=state.turn)
         finally:
             self.view.call = None
-        key = tool_use_id or str(hook_input.get("tool_use_id", ""))
         if denial is None:
-            self._calls[key] = (call, started)
+            self._calls[read.tool_use_id] = (call, started, read.tool_input)
             return {}
         text = self.names.in_claude_terms(denial.message(), call)
         order = Directive(text, f"policy:{denial.policy}", "do_first")
-        extra = self._after(call, hook_input, key, ToolOutput(text, True, order), started)
-        output = _denial(text)
+        return self._deny(call, read, ToolOutput(text, True, order), started)
+
+    def _deny(self, call: Call, read: ToolHookInput, output: ToolOutput, started: float) -> Reply:
+        """A refused call, recorded as gr's tool step records one (``PostToolUse`` does not
+        fire for it): the reason, and the feedback it triggers beside it."""
+        extra = self._after(call, read, None, output, started)
+        reply = _denial(output.content)
         if extra:
-            output["additionalContext"] = extra
-        return {"hookSpecificOutput": output, **self._halt()}
+            reply["additionalContext"] = extra
+        return {"hookSpecificOutput": reply, **self._halt()}
 
     # -- PostToolUse / PostToolUseFailure: on_result, interventions, feedback ------------------
 
-    async def post_tool_use(
-        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
-    ) -> Reply:
-        foreign = self._begin(hook_input)
-        if foreign is not None:
-            return foreign
-        call, started, key = self._call_of(hook_input, tool_use_id)
-        output = ToolOutput(_text_of(hook_input.get("tool_response")))
+    async def post_tool_use(self, hook_input: Any, tool_use_id: str | None, context: Any) -> Reply:
+        refused = self._begin(hook_input)
+        if refused is not None:
+            return refused
+        read, call, started = self._call_of(hook_input, tool_use_id, "PostToolUse")
+        fields = fields_of(hook_input)
+        output = ToolOutput(_text_of(fields.get("tool_response")))
         state = self.session.state
         state.guards.after_success(call.tool, call.params, output, turn=state.turn)
-        extra = self._after(call, hook_input, key, output, started)
+        extra = self._after(call, read, fields.get("duration_ms"), output, started)
         return self._reply("PostToolUse", extra)
 
     async def post_tool_use_failure(
-        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
+        self, hook_input: Any, tool_use_id: str | None, context: Any
     ) -> Reply:
-        foreign = self._begin(hook_input)
-        if foreign is not None:
-            return foreign
-        call, started, key = self._call_of(hook_input, tool_use_id)
-        output = ToolOutput(str(hook_input.get("error", "the tool failed")), True)
-        extra = self._after(call, hook_input, key, output, started)
+        refused = self._begin(hook_input)
+        if refused is not None:
+            return refused
+        read, call, started = self._call_of(hook_input, tool_use_id, "PostToolUseFailure")
+        fields = fields_of(hook_input)
+        output = ToolOutput(str(fields.get("error") or "the tool failed"), True)
+        extra = self._after(call, read, fields.get("duration_ms"), output, started)
         return self._reply("PostToolUseFailure", extra)
 
     def _call_of(
-        self, hook_input: Mapping[str, Any], tool_use_id: str | None
-    ) -> tuple[Call, float, str]:
-        key = tool_use_id or str(hook_input.get("tool_use_id", ""))
-        known = self._calls.pop(key, None)
-        if known is not None:
-            return (*known, key)
-        call = self.names.call(str(hook_input["tool_name"]), hook_input.get("tool_input") or {})
-        return call, time.perf_counter(), key
+        self, hook_input: Any, tool_use_id: str | None, hook: str
+    ) -> tuple[ToolHookInput, Call, float]:
+        """The call as its ``PreToolUse`` saw it (by its tool use id), else as this input
+        names it; an input that could not be read is recorded as an error event, and the
+        call as well as it can be."""
+        read = read_tool_hook(hook_input, tool_use_id)
+        known = self._calls.pop(read.tool_use_id, None) if read.tool_use_id else None
+        if known is None:
+            call, started = self.names.call(read.name, read.tool_input), time.perf_counter()
+        else:
+            call, started, tool_input = known
+            read = replace(read, tool_input=tool_input)
+        if read.problems:
+            self._unreadable(hook, read, f"the call was recorded as {call.sdk_name}")
+        return read, call, started
 
     def _after(
         self,
         call: Call,
-        hook_input: Mapping[str, Any],
-        tool_use_id: str,
+        read: ToolHookInput,
+        duration_ms: Any,
         output: ToolOutput,
         started: float,
     ) -> str:
@@ -136,17 +166,14 @@ class HookCallbacks:
         event, the intervention engine, the feedback providers. Returns what Claude is told
         beside the result."""
         state = self.session.state
-        duration = hook_input.get("duration_ms")
         state.emit(
             ToolCallEvent(
                 tool=call.sdk_name,
-                tool_use_id=tool_use_id,
-                input=dict(hook_input.get("tool_input") or {}),
+                tool_use_id=read.tool_use_id,
+                input=dict(read.tool_input),
                 is_error=output.is_error,
                 result=output.content,
-                duration_s=duration / 1000
-                if isinstance(duration, int | float)
-                else time.perf_counter() - started,
+                duration_s=_seconds(duration_ms, started),
                 directive=None if output.directive is None else state.guidance(output.directive),
             )
         )
@@ -185,16 +212,20 @@ class HookCallbacks:
 
     # -- Stop: the completion checker ----------------------------------------------------------
 
-    async def stop(
-        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
-    ) -> Reply:
+    async def stop(self, hook_input: Any, tool_use_id: str | None, context: Any) -> Reply:
         session = self.session
-        foreign = self._begin(hook_input)
-        if foreign is not None:
-            return foreign
-        final = str(hook_input.get("last_assistant_message") or "")
+        refused = self._begin(hook_input)
+        if refused is not None:
+            return refused
+        if not isinstance(hook_input, Mapping):
+            self._error(
+                f"the Stop hook's input could not be read: it is {json_kind(hook_input)}, not "
+                "an object of named fields; the stop was judged without the final reply"
+            )
+        final = fields_of(hook_input).get("last_assistant_message")
+        final = final if isinstance(final, str) else ""
         await session.catch_up(reply=final)  # the turn of the reply that stops
-        if session.outcome is not None or session.loop.stop_reason:
+        if session.run.done or session.outcome is not None or session.loop.stop_reason:
             return {}  # ended already (a limit, stuck, a person): nothing to judge
         state = session.state
         guards = state.guards
@@ -212,14 +243,37 @@ class HookCallbacks:
 
     # -- shared ---------------------------------------------------------------------------------
 
-    def _begin(self, hook_input: Mapping[str, Any]) -> Reply | None:
-        """Start the run at its first hook; a session these hooks do not record is stopped
-        with the reason (an exception here would reach Claude as the CLI's stack trace)."""
+    def _begin(self, hook_input: Any) -> Reply | None:
+        """Start the run at its first hook; a session these hooks do not record, or any hook
+        once the run has ended, is stopped with the reason (an exception here would reach
+        Claude as the CLI's stack trace)."""
         try:
-            self.session.begin(hook_input.get("session_id"))
+            self.session.begin(session_of(hook_input))
         except RunError as exc:
             return {"continue_": False, "stopReason": str(exc)}
         return None
+
+    def _not_run(self, hook_input: Any, refused: Reply) -> str:
+        """What Claude is told of a call the bridge refuses before any policy sees it."""
+        session = self.session
+        if session.run.done and not session.is_foreign(session_of(hook_input)):
+            return self._ended_text()
+        return f"Not run: {refused['stopReason']}"
+
+    def _ended_text(self) -> str:
+        run = self.session.run
+        return prompts.run_ended(run.run_id, run.status)
+
+    def _unreadable(self, hook: str, read: ToolHookInput, then: str) -> None:
+        self._error(
+            f"the {hook} hook's input could not be read: {'; '.join(read.problems)}; {then}",
+            tool=read.tool_name,
+        )
+
+    def _error(self, message: str, *, tool: str | None = None) -> None:
+        """Malformed hook input, recorded instead of raised (the CLI would block the call or
+        go on, and the run would record nothing)."""
+        self.session.state.emit(ErrorEvent(source="hook", tool=tool, message=message))
 
     def _inject(self, text: str) -> None:
         """An order sent beside a result or as a stop's refusal, recorded as gr's loop
@@ -277,6 +331,18 @@ def _denial(reason: str) -> dict[str, Any]:
         "permissionDecision": "deny",
         "permissionDecisionReason": reason,
     }
+
+
+def _seconds(duration_ms: Any, started: float) -> float:
+    """The call's duration: the CLI's, when it gave a plausible one, else as measured."""
+    if (
+        isinstance(duration_ms, int | float)
+        and not isinstance(duration_ms, bool)
+        and math.isfinite(duration_ms)
+        and duration_ms >= 0
+    ):
+        return duration_ms / 1000
+    return time.perf_counter() - started
 
 
 def _text_of(response: Any) -> str:

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 from gr_notebook.workflow.prompts import STRATEGY_CHECK_MARKER
 
-__all__ = ["second_strategy_check", "strategy_check", "stuck_reason"]
+__all__ = [
+    "run_ended",
+    "second_strategy_check",
+    "strategy_check",
+    "stuck_reason",
+    "unreadable_call",
+]
 
 
 def strategy_check(steps: int, checks: int) -> str:
@@ -40,4 +46,23 @@ def stuck_reason(steps: int, step: int) -> str:
     return (
         f"no progress in {steps} tool calls, after two strategy checks "
         f"(intervention 3 of 3, after {step} tool calls)"
+    )
+
+
+def unreadable_call(problems: Sequence[str]) -> str:
+    """A call whose hook input the guardrails could not read: denied, since no policy could
+    judge it. The model can only try again, and stop trying if it keeps happening."""
+    return (
+        f"Not run: the guardrails could not read this tool call ({'; '.join(problems)}), so "
+        "no policy could check it. Call the tool again, with its name and its inputs as named "
+        "fields. If the same refusal comes back, end your turn and say that the guardrails "
+        "could not read your tool calls."
+    )
+
+
+def run_ended(run_id: str, status: str) -> str:
+    """A call made after the run these hooks record has ended."""
+    return (
+        f"Not run: the guarded run {run_id} has ended ({status}), so no more tool calls are "
+        "allowed in this session. End your turn now."
     )

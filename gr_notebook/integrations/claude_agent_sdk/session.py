@@ -157,21 +157,25 @@ class Session:
 
     # -- the run's life ------------------------------------------------------------------------
 
+    def is_foreign(self, session_id: str | None) -> bool:
+        """Another session than the one these hooks record called them."""
+        return bool(session_id and self.session_id and session_id != self.session_id)
+
     def begin(self, session_id: str | None) -> None:
-        """The first sign of the session: the run starts (lock, store row, first event)."""
-        if session_id and self.session_id and session_id != self.session_id:
+        """The first sign of the session: the run starts (lock, store row, first event).
+        A session the run does not record, or any call once the run has ended, is a
+        RunError: nothing is recorded after ``run_finished``."""
+        if self.is_foreign(session_id):
             raise RunError(
                 f"these guardrail hooks record session {self.session_id}, and session "
                 f"{session_id} called them: make one with guardrail_hooks(agent) per session"
             )
+        ended = self.ended()
+        if ended is not None:
+            raise RunError(ended)
         if self._done is not None:
             self.session_id = self.session_id or session_id
             return
-        if self.run.done:
-            raise RunError(
-                f"run {self.run_id} has finished ({self.run.status}); call "
-                "guardrail_hooks(agent) again for a new session"
-            )
         self.session_id = session_id
         agent, state = self.agent, self.state
         root = state.workspace.root
@@ -208,6 +212,15 @@ class Session:
         await self._done.wait()
         return self.run
 
+    def ended(self) -> str | None:
+        """Why the hooks record nothing more, once the run has ended; None while it is live."""
+        if not self.run.done:
+            return None
+        return (
+            f"run {self.run_id} has finished ({self.run.status}) and records nothing more; "
+            "call guardrail_hooks(agent) again for a new session"
+        )
+
     def finish(self, outcome: LoopOutcome) -> None:
         """End the run once: status, ``run_finished``, the store's rows, the lock."""
         if self.run.done or self._done is None:
@@ -218,6 +231,8 @@ class Session:
             if self._lock is not None:
                 self._lock.release()
             self._done.set()
+            if self._observed is not None:
+                self._observed.set()  # a hook waiting for the stream stops waiting
 
     def end_with(self, outcome: LoopOutcome) -> None:
         """What a hook decided about the end; the first decision stands."""
@@ -227,7 +242,10 @@ class Session:
     # -- the message stream --------------------------------------------------------------------
 
     def observe(self, message: Any) -> None:
-        """Account for one message of the SDK's stream (any object; others are ignored)."""
+        """Account for one message of the SDK's stream (any object; others are ignored).
+        Once the run has ended, nothing more is recorded."""
+        if self.run.done:
+            return
         kind = type(message).__name__
         data = getattr(message, "data", None)
         if kind == "SystemMessage" and getattr(message, "subtype", "") == "init":
@@ -259,6 +277,8 @@ class Session:
             return
         deadline = time.monotonic() + CATCH_UP_S
         while call not in self._tool_ids and (not reply or _words(reply) != _words(self._reply)):
+            if self.run.done:
+                return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
