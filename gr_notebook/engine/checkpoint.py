@@ -57,14 +57,14 @@ from gr_notebook.engine.checkpoint_read import (
 )
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.engine.state import RunState
-from gr_notebook.errors import StoreError
+from gr_notebook.errors import StoreError, WorkspaceError
 from gr_notebook.eventdata import plain_json
 from gr_notebook.events import ErrorEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import CheckpointRow
 from gr_notebook.history.store import Store
 from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, block_json
-from gr_notebook.workflow.workspace import SYSTEM_DIR
+from gr_notebook.workflow.workspace import SYSTEM_DIR, open_system_file, open_system_folder
 from gr_notebook.workflow.workspace_files import FileTree
 
 __all__ = ["Checkpoint", "Checkpointer", "load_checkpoint", "writes_journal", "written_since"]
@@ -86,9 +86,12 @@ def writes_journal(root: Path, run_id: str) -> Path:
 
 
 def written_since(root: Path, run_id: str, turn: int) -> set[str]:
-    """The paths the run noted it wrote after its checkpoint of ``turn`` was taken."""
+    """The paths the run noted it wrote after its checkpoint of ``turn`` was taken (a
+    ``.gr`` that is a symlink is refused: WorkspaceError)."""
     try:
-        lines = writes_journal(root, run_id).read_text(encoding="utf-8").splitlines()
+        fd = open_system_file(root, writes_journal(root, run_id).name, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, encoding="utf-8") as journal:
+            lines = journal.read().splitlines()
     except OSError:
         return set()
     paths = set()
@@ -216,13 +219,15 @@ class Checkpointer:
             return
         self._dirty.add(path)
         try:
-            if self._journal is None:
-                where = writes_journal(self.state.workspace.root, self.run_id)
-                where.parent.mkdir(exist_ok=True)
-                self._journal = os.open(where, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            if self._journal is None:  # never through a link (WorkspaceError)
+                self._journal = open_system_file(
+                    self.state.workspace.root,
+                    f"writes-{self.run_id}",
+                    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                )
             # one write call per line: in the file (the OS's) before the path is written
             os.write(self._journal, f"{self._turn}\t{json.dumps(path)}\n".encode())
-        except OSError:
+        except (OSError, WorkspaceError):
             self._rescan = True  # no journal: a resume will ask about this file
 
     def after_pause(self) -> None:
@@ -465,6 +470,10 @@ class Checkpointer:
             with contextlib.suppress(OSError):
                 os.close(self._journal)
             self._journal = None
-        if not keep_journal:
-            with contextlib.suppress(OSError):
-                os.unlink(writes_journal(self.state.workspace.root, self.run_id))
+        if not keep_journal:  # never through a link (WorkspaceError)
+            with contextlib.suppress(OSError, WorkspaceError):
+                folder = open_system_folder(self.state.workspace.root, create=False)
+                try:
+                    os.unlink(f"writes-{self.run_id}", dir_fd=folder)
+                finally:
+                    os.close(folder)

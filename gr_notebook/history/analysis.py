@@ -352,11 +352,15 @@ def _time_travel(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def _live_status(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from gr_notebook.errors import WorkspaceError
     from gr_notebook.workflow.workspace_lock import live_owner
 
     for run in runs:
         if run["status"] == "running":
-            owner = live_owner(run["workspace"]) if run["workspace"] else None
+            try:
+                owner = live_owner(run["workspace"]) if run["workspace"] else None
+            except WorkspaceError:  # its .gr is a link, never read: said as it was stored
+                continue
             if owner is None or owner.run_id not in ("", run["run_id"]):
                 run["status"] = "interrupted"
     return runs

@@ -400,13 +400,29 @@ def copy_events(store: Store, source: str, target: str, upto_seq: int) -> None:
         )
 
 
-def record_lineage(store: Store, link: Lineage) -> None:
+def record_lineage(store: Store, link: Lineage) -> Lineage | None:
+    """Record ``link``, or return the resume that took its place: a run is resumed once,
+    so when ``link`` is a resume and its parent was resumed already, nothing is recorded
+    and that resume's link is returned. The check and the insert are one write
+    transaction (``BEGIN IMMEDIATE``: another process's waits for it), so of two resumes
+    racing, in one process or two, exactly one is recorded."""
     with store.transaction() as conn:
+        if not conn.in_transaction:  # else a deferred write holds the write lock already
+            conn.execute("BEGIN IMMEDIATE")
+        if link.relation == "resume":
+            found = conn.execute(
+                "SELECT run_id, parent_run_id, parent_turn, relation FROM lineage"
+                " WHERE parent_run_id = ? AND relation = 'resume' ORDER BY rowid LIMIT 1",
+                (link.parent_run_id,),
+            ).fetchone()
+            if found is not None:
+                return Lineage(*found)
         conn.execute(
             "INSERT INTO lineage (run_id, parent_run_id, parent_turn, relation)"
             " VALUES (?, ?, ?, ?)",
             (link.run_id, link.parent_run_id, link.parent_turn, link.relation),
         )
+    return None
 
 
 def lineage(store: Store, run_ids: Iterable[str] | None = None) -> list[Lineage]:

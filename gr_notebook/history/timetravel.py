@@ -39,7 +39,7 @@ from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
 from gr_notebook.workflow.workspace import SYSTEM_DIR, TOOL_DOCS_DIR, Workspace
-from gr_notebook.workflow.workspace_files import diff, hash_files, restore_files
+from gr_notebook.workflow.workspace_files import diff, hash_files, linked, restore_files
 from gr_notebook.workflow.workspace_lock import live_owner
 
 __all__ = ["fit_snapshot", "fork", "fork_run", "resume"]
@@ -86,10 +86,7 @@ def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
     later = [x for x in rows.lineage(store, [run_id]) if x.parent_run_id == run_id]
     resumed = [x for x in later if x.relation == "resume"]
     if resumed:
-        raise RunError(
-            f"run {run_id} was already resumed as run {resumed[-1].run_id}; resume that one "
-            f"(gr.resume({resumed[-1].run_id!r})), or fork this one at a turn"
-        )
+        raise _resumed_already(run_id, resumed[-1].run_id)
     if status == "running":
         owner = live_owner(row["workspace"]) if row["workspace"] else None
         if owner is not None and owner.run_id in ("", run_id):
@@ -119,6 +116,13 @@ def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
         raise RunError(f"run {run_id} has status {status!r}, which cannot be resumed")
 
 
+def _resumed_already(run_id: str, by: str, *, after: str = "") -> RunError:
+    return RunError(
+        f"run {run_id} was already resumed as run {by}; resume that one "
+        f"(gr.resume({by!r})), or fork this one at a turn{after}"
+    )
+
+
 def _resume_target(
     row: Mapping[str, Any],
     checkpoint: Checkpoint,
@@ -133,6 +137,7 @@ def _resume_target(
     if workspace is not None:
         target = Path(workspace).expanduser().absolute()
         if target.resolve() != original.resolve():
+            _check_apart(target, row, "resume", "the run resumed")
             _check_new(target, checkpoint, "resume")
             return target
     if not original.is_dir():
@@ -143,6 +148,8 @@ def _resume_target(
     change = diff(now, checkpoint.files)
     own = written_since(original, run_id, checkpoint.turn)
     by_hand = [p for p in change.paths if p not in own]
+    # a link where the run keeps or wrote a file: the hashes skip links, a person made it
+    by_hand += [p for p in linked(original, {*own, *checkpoint.files}) if p not in by_hand]
     if by_hand:
         shown = ", ".join(by_hand[:5]) + (
             f" and {len(by_hand) - 5} more" if len(by_hand) > 5 else ""
@@ -194,6 +201,7 @@ def fork(
             if workspace is not None
             else (DEFAULT_RUNS_DIR / new_id).absolute()
         )
+        _check_apart(target, row, "fork", "its parent")
         _check_new(target, checkpoint, "fork")
         origin = _FromCheckpoint(checkpoint, parent=run_id, relation="fork", target=target)
         return _start(chosen, opened, origin, row["instructions"] or "", target, run_id=new_id)
@@ -204,6 +212,32 @@ def fork_run(run: Run, turn: int, agent: object, workspace: str | os.PathLike[st
     if agent is not None and not isinstance(agent, Agent):
         raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
     return fork(run, turn, agent, workspace=workspace)
+
+
+def _check_apart(target: Path, row: Mapping[str, Any], what: str, whose: str) -> None:
+    """Refuse a new workspace that is the run's own, or inside it, or around it (their
+    real paths compared): the new run would rewrite the run's files, add its own to them,
+    or set them aside as its own."""
+    if not row["workspace"]:
+        return
+    mine, theirs = target.resolve(), Path(row["workspace"]).resolve()
+    run_id = row["run_id"]
+    if mine == theirs:
+        why = f"is the workspace of run {run_id}, {whose}: a {what} there rewrites its files"
+    elif mine.is_relative_to(theirs):
+        why = (
+            f"is inside the workspace of run {run_id}, {whose} ({theirs}): the {what}'s files "
+            "would become part of that run's"
+        )
+    elif theirs.is_relative_to(mine):
+        why = (
+            f"holds the workspace of run {run_id}, {whose} ({theirs}): a {what} there would "
+            "take that run's files for its own"
+        )
+    else:
+        return
+    beside = theirs.parent / f"{theirs.name}-{what}"
+    raise WorkspaceError(f"{target} {why}; give a new folder outside it, e.g. workspace='{beside}'")
 
 
 def _check_new(target: Path, checkpoint: Checkpoint, what: str) -> None:
@@ -339,10 +373,16 @@ class _FromCheckpoint:
         state.restore(snapshot, events=ck.events)
 
     def record(self, store: Store, run_id: str) -> None:
+        link = Lineage(run_id, self.parent, self.checkpoint.turn, self.relation)
+        earlier = rows.record_lineage(store, link)  # checked and recorded at once
+        if earlier is not None:  # another resume won the race: this run never began
+            with store.transaction() as conn:
+                conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            kept = (
+                f". The files this resume set aside are in {self.aside}" if self.kept_aside else ""
+            )
+            raise _resumed_already(self.parent, earlier.run_id, after=kept)
         rows.copy_events(store, self.parent, run_id, self.checkpoint.row.seq)
-        rows.record_lineage(
-            store, Lineage(run_id, self.parent, self.checkpoint.turn, self.relation)
-        )
         if self.mark_parent:  # its process died: its record says so from now on
             store.record_run_finished(
                 self.parent,

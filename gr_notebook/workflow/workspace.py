@@ -20,13 +20,19 @@ __all__ = [
     "TOOL_DOCS_DIR",
     "Workspace",
     "display_name",
+    "open_folders",
+    "open_system_file",
+    "open_system_folder",
     "read_regular",
     "relative_path",
+    "replace_in",
     "special_kind",
 ]
 
 SYSTEM_DIR = ".gr"
-"""The system's own folder (the workspace lock): no path given to the workspace reaches it."""
+"""The system's own folder (the run's lock, its writes journal, the files a resume sets
+aside): no path given to the workspace reaches it, and the system never reaches it through
+a link (:func:`open_system_folder`)."""
 TOOL_DOCS_DIR = "tools"
 """Where each tool's full documentation is written, for the pointers in Layer 3."""
 
@@ -99,7 +105,7 @@ def _encode(rel: str, text: str) -> bytes:
         ) from None
 
 
-def _open_folders(root: Path, folders: list[str], rel: str) -> int:
+def open_folders(root: Path, folders: list[str], rel: str) -> int:
     """A descriptor of the folder ``root/folders...``, made as needed, never via a link."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -137,7 +143,73 @@ def _folder_refusal(fd: int, where: str, folder: str, rel: str, exc: OSError) ->
     return WorkspaceError(f"'{shown}' cannot be written ({exc.strerror})")
 
 
-def _replace_in(folder: int, name: str, data: bytes, rel: str) -> None:
+def open_system_folder(root: Path, *folders: str, create: bool = True) -> int:
+    """A descriptor of the folder ``root/.gr/folders...``, made as needed (unless not
+    ``create``: a missing one raises FileNotFoundError).
+
+    Each folder is opened relative to the last with ``O_NOFOLLOW``: a ``.gr`` (or a folder
+    in it) that is a symlink is refused with a WorkspaceError, never followed, since the
+    lock, the journal and the files a resume sets aside would land where it points.
+    """
+    names = (SYSTEM_DIR, *folders)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for depth, name in enumerate(names, start=1):
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+            try:
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                raise _system_refusal(root, names[:depth], fd, exc) from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_system_file(root: Path, rel: str, flags: int, mode: int = 0o666) -> int:
+    """A descriptor of the file ``root/.gr/rel``, opened with ``flags`` and never through a
+    link (see :func:`open_system_folder`); its folders are made when ``flags`` creates.
+    A missing file (or folder) raises FileNotFoundError."""
+    *folders, name = rel.split("/")
+    folder = open_system_folder(root, *folders, create=bool(flags & os.O_CREAT))
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=folder)
+    except OSError as exc:
+        raise _system_refusal(root, (SYSTEM_DIR, *folders, name), folder, exc) from None
+    finally:
+        os.close(folder)
+
+
+def _system_refusal(
+    root: Path, names: tuple[str, ...], parent: int, exc: OSError
+) -> WorkspaceError | OSError:
+    """Why ``root/names`` could not be opened: a link (refused), or the OS's own error."""
+    try:
+        linked = stat_module.S_ISLNK(
+            os.stat(names[-1], dir_fd=parent, follow_symlinks=False).st_mode
+        )
+    except OSError:
+        linked = False
+    where = os.path.join(root, *names)
+    if linked:
+        return WorkspaceError(
+            f"{where} is a symlink; the system's folder {SYSTEM_DIR}/ is never reached "
+            "through a link (the run's lock, its journal and the files a resume sets aside "
+            "would land where it points): remove the link, then try again"
+        )
+    if isinstance(exc, FileNotFoundError):
+        return exc
+    return WorkspaceError(
+        f"{where} cannot be used ({exc.strerror}); the system keeps its lock and journal "
+        f"in {SYSTEM_DIR}/: make it a writable folder, then try again"
+    )
+
+
+def replace_in(folder: int, name: str, data: bytes, rel: str) -> None:
     """Write ``data`` to a fresh temp file in ``folder``, then rename it over ``name``.
 
     Neither step follows a link: the temp file is created exclusively with ``O_NOFOLLOW``,
@@ -310,9 +382,9 @@ class Workspace:
             raise WorkspaceError(f"'{display_name(rel)}' is a directory; give a file path")
         for watcher in self._watchers:
             watcher("/".join((*folders, name)))
-        parent = _open_folders(self._root, folders, rel)
+        parent = open_folders(self._root, folders, rel)
         try:
-            _replace_in(parent, name, data, rel)
+            replace_in(parent, name, data, rel)
         finally:
             os.close(parent)
         return path

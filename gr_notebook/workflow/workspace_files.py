@@ -8,14 +8,14 @@ that changed a file costs that file and a few small folders. What a listing skip
 out here too: dot-folders (``.gr/``, the system's), temp files and symlinks.
 
 :func:`flatten` reads a root back into ``{path: hash}``, and :func:`restore_files` brings a
-workspace back to it, moving aside (never deleting) what differs.
+workspace back to it, moving aside (never deleting) what differs, never through a link;
+:func:`linked` names the files of a run a person replaced by links, which hashing skips.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,8 +23,23 @@ from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.history.checkpoint_store import digest_of, json_bytes
+from gr_notebook.workflow.workspace import (
+    SYSTEM_DIR,
+    open_folders,
+    open_system_folder,
+    replace_in,
+)
 
-__all__ = ["FileTree", "Stamp", "WorkspaceDiff", "diff", "flatten", "hash_files", "restore_files"]
+__all__ = [
+    "FileTree",
+    "Stamp",
+    "WorkspaceDiff",
+    "diff",
+    "flatten",
+    "hash_files",
+    "linked",
+    "restore_files",
+]
 
 Stamp = tuple[int, int, int]
 """(inode, mtime in ns, size): what changes when a file is rewritten."""
@@ -187,6 +202,28 @@ def diff(now: Mapping[str, str], then: Mapping[str, str]) -> WorkspaceDiff:
     )
 
 
+def linked(root: Path, paths: Iterable[str]) -> list[str]:
+    """The ``paths`` that are, or lie below, a symlink in ``root``, sorted.
+
+    Hashing skips links, so a file of the run that a person replaced by one (or whose folder
+    they did) would read as unchanged, or as gone; the run writes regular files only, so
+    such a link is a change by hand.
+    """
+    found = []
+    for path in paths:
+        here = str(root)
+        for part in path.split("/"):
+            here = os.path.join(here, part)
+            try:
+                mode = os.lstat(here).st_mode
+            except OSError:
+                break  # absent: nothing below it is a link
+            if stat_module.S_ISLNK(mode):
+                found.append(path)
+                break
+    return sorted(found)
+
+
 def restore_files(
     root: Path,
     files: Mapping[str, str],
@@ -195,18 +232,38 @@ def restore_files(
     aside: Path,
 ) -> tuple[str, ...]:
     """Make ``root`` hold exactly ``files``: what differs or is extra moves into ``aside``
-    (its folders kept), then the checkpoint's bytes are written. Returns what moved aside."""
-    now = hash_files(root) if root.exists() else {}
+    (its folders kept), then the checkpoint's bytes are written. Returns what moved aside.
+
+    ``aside`` lies in the system's folder (``root/.gr/...``). No step follows a link: a
+    ``.gr`` that is one, or a folder of the workspace that became one, is refused
+    (WorkspaceError), so nothing is moved or written outside the workspace.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    now = hash_files(root)
     change = diff(now, files)
+    moving = (*change.changed, *change.added)
+    under = aside.relative_to(root / SYSTEM_DIR).parts if moving else ()
     moved: list[str] = []
-    for path in (*change.changed, *change.added):
-        target = aside / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(_inside(root, path), target)
+    for path in moving:
+        *folders, name = _inside(root, path).relative_to(root).parts
+        source = open_folders(root, folders, path)
+        try:
+            target = open_system_folder(root, *under, *folders)
+            try:
+                os.replace(name, name, src_dir_fd=source, dst_dir_fd=target)
+            finally:
+                os.close(target)
+        finally:
+            os.close(source)
         moved.append(path)
     for path, digest in files.items():
         if now.get(path) != digest:
-            _write(_inside(root, path), read(digest))
+            *folders, name = _inside(root, path).relative_to(root).parts
+            folder = open_folders(root, folders, path)
+            try:
+                replace_in(folder, name, read(digest), path)
+            finally:
+                os.close(folder)
     return tuple(moved)
 
 
@@ -218,14 +275,6 @@ def _inside(root: Path, path: str) -> Path:
             f"a checkpoint names the path {path!r}, which is not inside a workspace"
         )
     return root.joinpath(*parts)
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomically: a temp file beside it, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _hidden(path: str) -> bool:

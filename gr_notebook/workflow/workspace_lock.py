@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from gr_notebook.errors import RunError, WorkspaceError
-from gr_notebook.workflow.workspace import SYSTEM_DIR
+from gr_notebook.workflow.workspace import SYSTEM_DIR, open_system_file
 
 try:
     import fcntl
@@ -31,8 +31,10 @@ except ImportError:  # Windows: no flock; runs are then kept apart within a proc
 
 __all__ = ["LOCK_FILE", "LockOwner", "WorkspaceLock", "live_owner"]
 
-LOCK_FILE = f"{SYSTEM_DIR}/run.lock"
-"""Under a dot-directory, so ``list_files`` and the workspace summary never show it."""
+_LOCK_NAME = "run.lock"
+LOCK_FILE = f"{SYSTEM_DIR}/{_LOCK_NAME}"
+"""Under a dot-directory, so ``list_files`` and the workspace summary never show it; never
+opened through a link (a ``.gr`` that is one is refused: WorkspaceError)."""
 
 _ATTEMPTS = 5
 """A probe by :func:`live_owner` holds the lock for an instant; an acquire retries past it."""
@@ -106,15 +108,16 @@ def live_owner(root: str | os.PathLike[str]) -> LockOwner | None:
     """The owner of the workspace's lock if a live process holds it, else None.
 
     A held lock whose record cannot be read yet (its owner is writing it) reads as an
-    owner with an empty run id: someone live holds it, but not a known run.
+    owner with an empty run id: someone live holds it, but not a known run. A ``.gr`` that
+    is a symlink is refused (WorkspaceError), never read through.
     """
-    path = Path(root) / LOCK_FILE
     if not FLOCK:  # no way to tell: never call a run dead that may be alive
         return LockOwner("", 0, "", 0.0)
     try:
-        handle = path.open("r", encoding="utf-8")
+        fd = open_system_file(Path(root), _LOCK_NAME, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:  # no lock file, or no workspace: nobody holds it
         return None
+    handle = os.fdopen(fd, "r", encoding="utf-8")
     with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -127,8 +130,9 @@ def live_owner(root: str | os.PathLike[str]) -> LockOwner | None:
 def _open(root: Path) -> IO[str]:
     path = root / LOCK_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open("a+", encoding="utf-8")
+        root.mkdir(parents=True, exist_ok=True)
+        fd = open_system_file(root, _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        return os.fdopen(fd, "a+", encoding="utf-8")
     except OSError as exc:
         raise WorkspaceError(
             f"cannot take the workspace lock {path}: {exc.strerror or exc}; give a writable "
