@@ -88,12 +88,14 @@ class AnthropicModel:
 
     ``client`` is an ``anthropic.AsyncAnthropic`` used as it is (the adapter's retries come on
     top of its own); without one, the adapter builds a client with the SDK's retries off,
-    from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request; left
-    None, it is the client's own (the SDK's 600 s, 5 s to connect, for one the adapter
-    builds). ``layer2`` places the todo layer when caching: ``"tail"`` (the default) or
-    ``"system"``. ``context_window`` defaults to the model's own
-    (:mod:`~gr_notebook.models.catalog`); ``context_1m=True`` opens the 1M-token window on a
-    model that has one, with the beta header where the API still asks for it.
+    from ``api_key`` or ``ANTHROPIC_API_KEY``. ``timeout`` is seconds per request, the whole
+    of it, streamed or not: a try that has not ended by then is closed and retried as a
+    timeout. Left None, only the client's own bounds hold, and they bound each read, not the
+    request (the SDK's 600 s, 5 s to connect, for a client the adapter builds). ``layer2``
+    places the todo layer when caching: ``"tail"`` (the default) or ``"system"``.
+    ``context_window`` defaults to the model's own (:mod:`~gr_notebook.models.catalog`);
+    ``context_1m=True`` opens the 1M-token window on a model that has one, with the beta
+    header where the API still asks for it.
     ``thinking`` turns on extended thinking: a token budget (``thinking=4096``, below
     ``max_tokens``), ``"adaptive"`` where the model has it, or a :class:`~gr_notebook.Thinking`.
     Thinking blocks are kept in the conversation and sent back unchanged whether or not it
@@ -295,7 +297,12 @@ class AnthropicModel:
 
     async def _with_retries(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
         return await send_with_retries(
-            send, what=what, vendor=_vendor(), policy=self.retry, key=self._key
+            send,
+            what=what,
+            vendor=_vendor(),
+            policy=self.retry,
+            key=self._key,
+            timeout=self.timeout,
         )
 
     def _response(self, message: Any, counted: int | None, request_id: Any) -> ModelResponse:

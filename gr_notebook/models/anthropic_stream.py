@@ -5,7 +5,8 @@ returns, so what the adapter makes of it (content, usage, stop reason, cost) is 
 On the way, the text and thinking deltas go to whoever watches the run
 (:class:`~gr_notebook.models.call_context.TurnStream`), and nothing is built when nobody
 does. A stream that breaks off — the API's ``error`` event mid-stream, a connection cut, a
-body that ends before ``message_stop`` — raises
+body that ends before ``message_stop`` — or one the SDK cannot read (bytes that are not
+UTF-8, a delta for a block that never started; decision 316) raises
 :class:`~gr_notebook.models.sdk_calls.StreamInterrupted`, which the adapter retries as it
 retries a 529: the whole request again (decision 202). A cancelled run leaves the ``async
 with`` at once, and the SDK closes the response, so the connection is closed too.
@@ -13,11 +14,18 @@ with`` at once, and the SDK closes the response, so the connection is closed too
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.models.call_context import TurnStream
-from gr_notebook.models.sdk_calls import StreamInterrupted, failure, transport_error
+from gr_notebook.models.sdk_calls import (
+    MALFORMED_STREAM,
+    StreamInterrupted,
+    failure,
+    malformed,
+    transport_error,
+)
 
 __all__ = ["RETRIED_STREAM_ERRORS", "stream_message"]
 
@@ -56,6 +64,10 @@ async def stream_message(
             raise StreamInterrupted(
                 f"the connection broke mid-stream ({type(exc).__name__}: {exc})"
             ) from exc
+        except json.JSONDecodeError:  # an event that is not JSON: retried as a body that is not
+            raise
+        except MALFORMED_STREAM as exc:
+            raise malformed(exc) from exc
         if not ended:
             raise StreamInterrupted("the stream ended before its message_stop event")
         return events.current_message_snapshot, events.request_id

@@ -81,7 +81,9 @@ class OpenAIModel:
     or the spec string ``"openai:qwen2.5:7b@http://localhost:11434/v1"``.
 
     The key is ``api_key`` or ``OPENAI_API_KEY``; a server other than OpenAI's needs none.
-    ``timeout`` is seconds per request (None: the SDK's own). ``client=`` takes an
+    ``timeout`` is seconds per request, the whole of it, streamed or not: a try that has not
+    ended by then is closed and retried as a timeout (None: only the client's own bounds,
+    which bound each read, not the request). ``client=`` takes an
     ``openai.AsyncOpenAI`` (or ``AsyncAzureOpenAI``) configured elsewhere, used as it is.
     ``stream=False`` sends each request whole, for a server that cannot stream.
     """
@@ -178,6 +180,7 @@ class OpenAIModel:
                 vendor=self._vendor(),
                 policy=self.retry,
                 key=self._key,
+                timeout=self.timeout,
                 fatal_hint=self._fatal_hint,
             )
             if stream is not None:
@@ -291,6 +294,12 @@ class OpenAIModel:
                 continue
             call_id = call.id or f"call_{completion.id}_{i}"
             content.append(ToolUseBlock(call_id, function.name, _arguments(function.arguments)))
+        if not content and str(choice.finish_reason) == "content_filter":  # decision 318
+            raise ModelError(
+                f"the server at {self.base_url} stopped the reply with its content filter "
+                "(finish_reason content_filter) before the model wrote anything; reword the "
+                "instructions or the files the agent reads, then start the job again"
+            )
         raw = completion.usage
         cached = 0
         if raw is not None and raw.prompt_tokens_details is not None:

@@ -5,19 +5,26 @@ unchanged.
 
 The text, the reasoning some local models stream beside it (``reasoning_content`` /
 ``reasoning``, shown as thinking) and each tool call's name go to whoever watches the run,
-and nothing is built when nobody does. An ``error`` chunk mid-stream, or a stream that ends
-before a finish reason, raises :class:`~gr_notebook.models.sdk_calls.StreamInterrupted`,
-retried as a 5xx is (decision 205); the SDK itself turns a connection broken mid-stream
-into the ``APIConnectionError`` the adapter already retries.
+and nothing is built when nobody does. An ``error`` chunk mid-stream, a stream that ends
+before a finish reason, or one the SDK cannot read (bytes that are not UTF-8, a tool call
+that never started; decision 316) raises
+:class:`~gr_notebook.models.sdk_calls.StreamInterrupted`, retried as a 5xx is (decision
+205); the SDK itself turns a connection broken mid-stream into the ``APIConnectionError``
+the adapter already retries.
+
+The completion returned is the accumulated snapshot itself, not the SDK's parse of it,
+which raises on a ``length`` or ``content_filter`` finish: the adapter reads those as the
+``max_tokens`` and ``refusal`` stops they are without streaming (decision 317).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from gr_notebook.models.call_context import TurnStream
-from gr_notebook.models.sdk_calls import StreamInterrupted, failure
+from gr_notebook.models.sdk_calls import MALFORMED_STREAM, StreamInterrupted, failure, malformed
 
 __all__ = ["REASONING_FIELDS", "stream_completion"]
 
@@ -50,10 +57,14 @@ async def stream_completion(
             raise
         except openai.APIError as exc:  # the server's error chunk mid-stream
             raise _interrupted(exc, server, key) from exc
+        except json.JSONDecodeError:  # a chunk that is not JSON: retried as a body that is not
+            raise
+        except MALFORMED_STREAM as exc:
+            raise malformed(exc) from exc
         request_id = chunks.response.headers.get("x-request-id")
     if not finished:
         raise StreamInterrupted("the stream ended before a finish_reason")
-    return state.get_final_completion(), request_id
+    return state.current_completion_snapshot, request_id
 
 
 def _relay(delta: Any, stream: TurnStream) -> None:

@@ -5,12 +5,16 @@ a response that failed validation.
 
 Each retry is a ``model_retry`` event, the key is redacted from every message, and a call
 that fails for good raises one :class:`~gr_notebook.errors.ModelError` that says what to do.
+
+``timeout`` bounds each try whole, streamed or not (decision 315): the SDKs' own timeout
+bounds each read, which a server that keeps sending something never trips.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,11 +27,14 @@ from gr_notebook.models.retry import RetryPolicy, parse_retry_after
 from gr_notebook.models.secrets import mentions, redact
 
 __all__ = [
+    "MALFORMED_STREAM",
+    "RequestTimedOut",
     "StreamInterrupted",
     "Vendor",
     "check_options",
     "describe",
     "failure",
+    "malformed",
     "retry_after",
     "send_with_retries",
     "should_retry",
@@ -36,6 +43,11 @@ __all__ = [
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 T = TypeVar("T")
+
+#: What the SDKs raise on a stream they cannot read: bytes that are not UTF-8 and a tool
+#: input that is not JSON (``ValueError``s both), a delta for a content block or a tool call
+#: that never started (``IndexError``; decision 316).
+MALFORMED_STREAM: tuple[type[Exception], ...] = (IndexError, ValueError)
 
 
 def check_options(
@@ -48,9 +60,15 @@ def check_options(
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
     ):
-        raise ConfigError(f"timeout is seconds per request (> 0) or None, got {timeout!r}")
+        raise ConfigError(
+            "timeout is seconds per request, a finite number > 0 (e.g. 120), or None for "
+            f"the client's own; got {timeout!r}"
+        )
     return model.strip(), max_tokens, None if timeout is None else float(timeout)
 
 
@@ -58,6 +76,23 @@ class StreamInterrupted(Exception):
     """A streamed answer that broke off before its end: the API's error event mid-stream
     (``overloaded_error``, say), or a connection cut. Retried like a connection error; the
     partial turn is dropped and the request sent again whole (decision 202)."""
+
+
+class RequestTimedOut(Exception):
+    """A try that did not end within the adapter's ``timeout``, however steadily the server
+    kept sending: retried like the SDK's own timeout (decision 315)."""
+
+
+def malformed(error: Exception) -> StreamInterrupted:
+    """A stream the SDK could not read (one of :data:`MALFORMED_STREAM`), as the
+    interruption it is: retried, then a :class:`ModelError` (decision 316)."""
+    if isinstance(error, UnicodeDecodeError):
+        what = f"bytes that are not valid UTF-8 ({error.reason}, byte {error.start})"
+    elif isinstance(error, IndexError):
+        what = "an event for a content block or tool call that never started"
+    else:
+        what = f"{type(error).__name__}: {error}"
+    return StreamInterrupted(clip(f"the stream was malformed: {what}", 300))
 
 
 def transport_error(sdk: Any) -> type[Exception]:
@@ -127,25 +162,27 @@ async def send_with_retries(
     vendor: Vendor,
     policy: RetryPolicy,
     key: str,
+    timeout: float | None = None,
     fatal_hint: Callable[[Exception], str | None] = lambda error: None,
 ) -> T:
-    """``await send()``, retried by ``policy``; ``fatal_hint`` may turn an error into a
-    one-line message that is raised at once (a connection refused, say), without retrying."""
-    transient: tuple[type[Exception], ...] = (StreamInterrupted, *vendor.transient)
+    """``await send()``, retried by ``policy``, each try at most ``timeout`` seconds (None:
+    no bound but the client's own); ``fatal_hint`` may turn an error into a one-line message
+    that is raised at once (a connection refused, say), without retrying."""
+    transient: tuple[type[Exception], ...] = (StreamInterrupted, RequestTimedOut, *vendor.transient)
     attempt = 0
     while True:
         attempt += 1
         fatal: str | None = None
         try:
-            return await send()
+            return await _within(timeout, send)
         except vendor.status_error as exc:
             if not should_retry(exc):
                 fatal = vendor.status_message(exc)
             error: Exception = exc
         except transient as exc:
             error = exc
-        except json.JSONDecodeError as exc:  # a body that is not JSON (the SDKs let it through)
-            error = exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            error = exc  # a body that is not JSON, or not UTF-8: the SDKs let both through
         refused = error.__cause__
         if isinstance(refused, NetworkDisabled):  # the guard, on a redirect: no retry
             raise NetworkDisabled(str(refused)) from None
@@ -174,3 +211,18 @@ async def send_with_retries(
             )
         )
         await asyncio.sleep(delay)
+
+
+async def _within(seconds: float | None, send: Callable[[], Awaitable[T]]) -> T:
+    """``await send()``, cancelled after ``seconds`` (a stream in flight is closed) and
+    raised as :class:`RequestTimedOut`; a timeout raised inside ``send`` stays what it is."""
+    if seconds is None:
+        return await send()
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await send()
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise
+        raise RequestTimedOut(f"no complete answer within timeout={seconds:g} s") from exc

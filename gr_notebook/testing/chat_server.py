@@ -3,12 +3,12 @@ llama.cpp, LM Studio, OpenAI), serving scripted turns.
 
 It is :class:`MessagesServer` with another wire format: the same lifecycle, script, faults
 (429 with ``retry-after``, 500, malformed JSON, slow and hung responses, and the stream
-faults) and recorded requests; only the routes, the validation and the JSON shapes differ.
-With ``"stream": true`` it answers in chunks (``chat.completion.chunk``, then ``[DONE]``):
-a reasoning model's ``reasoning_content`` and the text in pieces, each tool call's name then
-its arguments in pieces, the finish reason, and the usage in a last chunk when
-``stream_options.include_usage`` asks for it. It also plays the mistakes small local models
-make: tool-call arguments that are not JSON
+faults, endless and injected streams included) and recorded requests; only the routes, the
+validation and the JSON shapes differ. With ``"stream": true`` it answers in chunks
+(``chat.completion.chunk``, then ``[DONE]``): a reasoning model's ``reasoning_content`` and
+the text in pieces, each tool call's name then its arguments in pieces, the finish reason,
+and the usage in a last chunk when ``stream_options.include_usage`` asks for it. It also
+plays the mistakes small local models make: tool-call arguments that are not JSON
 (:func:`bad_arguments`), an unknown tool (a plain ``gr.tool_call`` to a name the agent lacks)
 and an empty reply (:func:`empty_reply`). Standard library only; 127.0.0.1 only.
 """
@@ -33,7 +33,12 @@ RAW_MESSAGE = "chat_message"
 it is: how a script says what a ModelResponse cannot (arguments that are not JSON)."""
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+_FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
 
 
 def bad_arguments(name: str, arguments: str = '{"path": "notes.md",') -> ModelResponse:
@@ -138,6 +143,18 @@ class ChatServer(MessagesServer):
         usage = isinstance(options, dict) and options.get("include_usage") is True
         chunks = chat_chunks(message, chunk_chars=self.chunk_chars, include_usage=usage)
         return event_stream([*(_data(chunk) for chunk in chunks), b"data: [DONE]\n\n"])
+
+    def _keepalive_event(self, body: dict[str, Any]) -> bytes:
+        """A chunk that says nothing: what a server that keeps a stream open sends."""
+        delta = {"index": 0, "delta": {"content": ""}, "finish_reason": None}
+        chunk = {
+            "id": "chatcmpl-local-keepalive",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [delta],
+        }
+        return _data(chunk)
 
     def _stream_error_event(self, error_type: str, message: str) -> bytes:
         """What OpenAI-compatible servers send mid-stream: a data line with an ``error``."""

@@ -1,7 +1,8 @@
 """What a local server's script can ask for besides a good answer: the ways the API, or the
 network to it, misbehaves — error statuses, malformed JSON, slow and hung responses, and,
-for a streamed answer, an error event mid-stream, a connection cut mid-stream, or a stream
-that drips its events slowly (to cancel it halfway).
+for a streamed answer, an error event mid-stream, a connection cut mid-stream, a stream
+that drips its events slowly (to cancel it halfway), one that never ends, or a raw event
+(invalid UTF-8, a delta for a block that never started) put in mid-stream.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ ERROR_TYPES: Mapping[int, str] = {
     529: "overloaded_error",
 }
 
-FaultKind: TypeAlias = Literal["status", "malformed", "slow", "hang", "stream_error", "cut", "drip"]
+FaultKind: TypeAlias = Literal[
+    "status", "malformed", "slow", "hang", "stream_error", "cut", "drip", "endless", "inject"
+]
 
 
 def error_type_for(code: int) -> str:
@@ -54,6 +57,8 @@ class Fault:
     then: Turn | None = None
     after: int = 0
     """For a stream: the events sent before the fault strikes."""
+    raw: bytes = b""
+    """For ``inject``: the bytes sent as they are."""
 
     @classmethod
     def status(
@@ -130,6 +135,21 @@ class Fault:
         """Stream ``then`` with ``seconds`` between two events (the server notices a client
         that leaves in between). Asked without streaming, ``then`` comes after ``seconds``."""
         return cls("drip", seconds=seconds, then=then)
+
+    @classmethod
+    def endless(cls, then: Turn, *, every: float = 0.1, after: int = 3) -> Fault:
+        """Stream ``then`` for ``after`` events, then a keep-alive (the API's ``ping``, an
+        empty chunk on a chat server) every ``every`` seconds for ever: no read waits long,
+        yet the stream never ends. Asked without streaming, a 200 whose body is a blank
+        every ``every`` seconds, for ever. Either way it ends when the client leaves."""
+        return cls("endless", seconds=every, then=then, after=after)
+
+    @classmethod
+    def inject(cls, raw: bytes, then: Turn, *, after: int = 3) -> Fault:
+        """Stream ``then`` with ``raw`` (one or more whole events, sent byte for byte,
+        invalid UTF-8 and all) put in after ``after`` events, then the rest of the stream.
+        Asked without streaming, ``raw`` is the whole body of a 200."""
+        return cls("inject", then=then, after=after, raw=raw)
 
 
 Turn: TypeAlias = ModelResponse | Fault | Callable[[dict[str, Any]], "Turn"]

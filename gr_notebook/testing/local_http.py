@@ -46,6 +46,10 @@ class Reply:
     """Seconds between two events of ``stream``."""
     cut: bool = False
     """End ``stream`` by dropping the connection, without the body's last chunk."""
+    keepalive: bytes | None = None
+    """After ``stream``, send this every ``keepalive_s`` seconds until the client leaves:
+    a body that never ends, though no read waits long."""
+    keepalive_s: float = 0.1
 
 
 class App(Protocol):
@@ -177,8 +181,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if self.server.app.stopping.is_set():
                     self.close_connection = True
                     return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-                self.wfile.flush()
+                self._chunk(event)
+            if reply.keepalive is not None:
+                self._keep_alive(reply.keepalive, max(HANG_POLL_SECONDS, reply.keepalive_s))
+                return
             if reply.cut:
                 self.close_connection = True
                 return
@@ -187,6 +193,19 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
             self.server.app._note_disconnect()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _keep_alive(self, data: bytes, every: float) -> None:
+        """Send ``data`` every ``every`` seconds, for as long as the client stays."""
+        self.close_connection = True
+        while not self._client_left_within(every):
+            if self.server.app.stopping.is_set():
+                return
+            self._chunk(data)
+        self.server.app._note_disconnect()
 
     def _client_left_within(self, seconds: float) -> bool:
         """Wait ``seconds`` (or until the server stops); True as soon as the client closes

@@ -5,7 +5,8 @@ real SDK on the wire instead — its headers, retries, error classes and respons
 no network and no key. It validates requests the way the API does, answers each
 ``POST /v1/messages`` with the next scripted turn (streamed as server-sent events when the
 request asks for ``stream``), emulates prompt caching in ``usage``, and can misbehave on
-cue (error statuses, malformed JSON, slow or hung responses).
+cue (error statuses, malformed JSON, slow or hung responses, streams that break, never end
+or carry a raw event; :class:`~gr_notebook.testing.faults.Fault`).
 
 It uses the standard library only and does not import the SDK, so it checks the adapter
 rather than mirroring it. It listens on 127.0.0.1 only.
@@ -239,6 +240,8 @@ class MessagesServer:
                     return Reply(hang=turn.seconds)
                 if turn.kind in ("stream_error", "cut"):
                     return self._broken_stream(turn, body, turn_number, number)
+                if turn.kind in ("endless", "inject"):
+                    return self._hostile_stream(turn, body, turn_number, number)
                 waits = turn.kind == "slow" or not streamed  # a drip waits between events
                 if waits and turn.seconds and self._stopping.wait(turn.seconds):
                     return Reply(drop=True)
@@ -277,6 +280,31 @@ class MessagesServer:
             return replace(reply, stream=events, cut=True)
         error = self._stream_error_event(fault.error_type, fault.message)
         return replace(reply, stream=(*events, error))
+
+    def _hostile_stream(
+        self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
+    ) -> Reply:
+        """A stream that never ends, or one with ``fault.raw`` put in after ``fault.after``
+        events; without streaming, a body that never ends, or ``fault.raw`` as the body."""
+        if body.get("stream") is not True:
+            if fault.kind == "inject":
+                return Reply(200, fault.raw, (("content-type", "application/json"),))
+            return Reply(stream=(), keepalive=b" ", keepalive_s=fault.seconds)
+        if fault.then is None:
+            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
+            return self._script_error_reply(message, number)
+        reply = self._serve(fault.then, body, turn_number, number)
+        if reply.stream is None:  # the turn was itself an error: that is the answer
+            return reply
+        head, rest = reply.stream[: max(0, fault.after)], reply.stream[max(0, fault.after) :]
+        if fault.kind == "inject":
+            return replace(reply, stream=(*head, fault.raw, *rest))
+        keepalive = self._keepalive_event(body)
+        return replace(reply, stream=head, keepalive=keepalive, keepalive_s=fault.seconds)
+
+    def _keepalive_event(self, body: dict[str, Any]) -> bytes:
+        """What the API sends to keep a stream open: ``ping``; another API overrides it."""
+        return encode(("ping", {"type": "ping"}))
 
     def _stream_reply(self, message: dict[str, Any], body: dict[str, Any]) -> Reply:
         """``message`` as the API streams it; a server for another API overrides it."""
