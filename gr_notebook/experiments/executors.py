@@ -31,6 +31,7 @@ __all__ = [
     "dead_worker",
     "payload",
     "place",
+    "pool_broke",
     "process_pool",
 ]
 
@@ -132,6 +133,12 @@ def dead_worker(error: BaseException) -> bool:
     return isinstance(error, (BrokenProcessPool, cf.BrokenExecutor)) or (
         type(error).__name__ == "KilledWorker"
     )
+
+
+def pool_broke(error: BaseException) -> bool:
+    """The whole executor broke (a process pool whose worker died fails every run it held),
+    so the error does not say which run killed it; Dask's ``KilledWorker`` does."""
+    return isinstance(error, cf.BrokenExecutor)
 
 
 def _is_dask_client(value: object) -> bool:

@@ -10,6 +10,7 @@ running it again (in this process or another, with the same root) runs only the 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import hashlib
 import json
 import signal
@@ -30,11 +31,13 @@ from gr_notebook.experiments.executors import (
     dead_worker,
     payload,
     place,
+    pool_broke,
     process_pool,
 )
 from gr_notebook.experiments.grid import RunSpec, build_grid, check_agents, check_jobs
 from gr_notebook.experiments.ledger import RERUN, Ledger
 from gr_notebook.experiments.limiter import RateLimiter
+from gr_notebook.experiments.lock import ExperimentLock
 from gr_notebook.experiments.progress import Progress, ProgressLike, choose_progress
 from gr_notebook.experiments.record import RunRecord, failed_record
 from gr_notebook.experiments.results import Results
@@ -54,7 +57,10 @@ class Experiment:
 
     ``root`` (default ``gr_runs/experiments/<name>``) keeps the runs' workspaces and the
     ledger that lets a stopped experiment resume; ``store`` (default
-    ``gr_runs/store.sqlite``, the one :func:`gr.runs_df` reads) receives every run.
+    ``gr_runs/store.sqlite``, the one :func:`gr.runs_df` reads) receives every run. A grid
+    holds at most :data:`~gr_notebook.experiments.grid.MAX_RUNS` (100,000) runs. One
+    experiment runs in a root at a time: while one runs, another (in any process, or the
+    same one again) is refused with the name of the one running.
     """
 
     def __init__(
@@ -75,6 +81,7 @@ class Experiment:
             raise ConfigError(f"name must be a non-empty str, e.g. name='policies'; got {name!r}")
         self.name = name.strip()
         self.root = Path(root if root is not None else EXPERIMENTS_DIR / self.name).absolute()
+        _check_root(self.root)
         self.store = Path(store if store is not None else DEFAULT_STORE_PATH).absolute()
         self.limiter: RateLimiter | None = None
         """The loop's shared rate limiter, during and after a run (how many 429s it met)."""
@@ -83,6 +90,7 @@ class Experiment:
         self._rows: dict[str, RunRecord] = {}
         self._progress: Progress | None = None
         self._merger: Merger | None = None
+        self._lock: ExperimentLock | None = None
 
     # -- running ---------------------------------------------------------------------------
 
@@ -101,7 +109,9 @@ class Experiment:
         all in one place; or pass any ``concurrent.futures.Executor`` or a
         ``dask.distributed.Client``. ``max_concurrency`` caps the runs in flight (on the loop,
         default 8; on an executor, its worker count). Ctrl-C stops every run at its next
-        safe point, keeps what finished, then raises ``KeyboardInterrupt``.
+        safe point, keeps what finished, then raises ``KeyboardInterrupt``. While it runs it
+        holds the root's lock (``<root>/.lock``): another experiment on the same root is
+        refused with a ``RunError`` naming this one's process, host and start.
         """
         with _CtrlC(self):
             return run_blocking(
@@ -125,10 +135,26 @@ class Experiment:
         """:meth:`run`, awaited (a notebook's top-level ``await``)."""
         placement, payloads = self._prepare(executor, max_concurrency)
         reporter = choose_progress(progress)
-        self._loop = asyncio.get_running_loop()
-        self._stop = None
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / CANCEL_FILE).unlink(missing_ok=True)
+        self._make_root()
+        lock = ExperimentLock.acquire(self.root, self.name)  # or refused: another runs here
+        try:
+            self._lock = lock
+            self._loop = asyncio.get_running_loop()
+            self._stop = None
+            (self.root / CANCEL_FILE).unlink(missing_ok=True)
+            return await self._run_held(placement, payloads, reporter, retry_failed)
+        finally:
+            self._lock = None
+            lock.release()
+
+    async def _run_held(
+        self,
+        placement: Placement,
+        payloads: Mapping[tuple[str, str], bytes],
+        reporter: Progress,
+        retry_failed: bool,
+    ) -> Results:
+        """The run itself, while this experiment holds its folder."""
         self._check_fingerprint()
         ledger = Ledger(self.root)
         self._rows = ledger.load()
@@ -184,7 +210,7 @@ class Experiment:
         then returns. Safe from any thread."""
         how = "interrupted" if interrupted else "cancelled"
         self._stop = self._stop or how
-        if self.root.exists():
+        if self._lock is not None:  # only the experiment running there speaks for the folder
             (self.root / CANCEL_FILE).write_text(how, encoding="utf-8")
 
     @property
@@ -247,13 +273,30 @@ class Experiment:
             for s in reversed(specs)
         ]
         in_flight: dict[asyncio.Future[RunRecord | None], tuple[RunTask, Any]] = {}
-        died: set[str] = set()
+        deaths: dict[str, int] = {}  # deaths charged to a cell: those it had alone
+        alone: set[str] = set()  # cells that run by themselves: suspects, and known killers
+        broke: dict[object, int] = {}  # a broken executor -> how many runs it held then
 
         def refill() -> None:
             while queue and len(in_flight) < placement.in_flight and self._stop is None:
+                if any(t.spec.key in alone for t, _ in in_flight.values()):
+                    return  # a suspect has the executor to itself
+                if queue[-1].spec.key in alone and in_flight:
+                    return  # it waits until the others are done
                 task = queue.pop()
-                future = asyncio.wrap_future(executor.submit(run_task, task))
+                future = asyncio.wrap_future(submit(task))  # may replace a broken executor
                 in_flight[future] = (task, executor)
+
+        def submit(task: RunTask) -> cf.Future[RunRecord | None]:
+            nonlocal executor
+            try:
+                return executor.submit(run_task, task)
+            except cf.BrokenExecutor:  # it broke since the last row came back
+                if not _broken(executor):
+                    raise
+                executor = process_pool(placement.workers)
+                owned.append(executor)
+                return executor.submit(run_task, task)
 
         try:
             refill()
@@ -268,19 +311,31 @@ class Experiment:
                         if row is not None:  # None: it was due to start after a stop
                             rows.append(row)
                         continue
-                    if dead_worker(error) and used is executor and _broken(executor):
+                    if not dead_worker(error):
+                        rows.append(failed_record(task.spec, error, attempts=task.attempt))
+                        continue
+                    if used is executor and _broken(executor):
                         executor = process_pool(placement.workers)  # the old one is unusable
                         owned.append(executor)
-                    if dead_worker(error) and task.spec.key not in died:
-                        died.add(task.spec.key)  # retried once
+                    key = task.spec.key
+                    if pool_broke(error):  # every run it held fails: who killed it?
+                        held = broke.setdefault(
+                            used,
+                            1 + sum(u is used and _lost(f) for f, (_, u) in in_flight.items()),
+                        )
+                        alone.add(key)
+                        if held > 1:  # not known: each runs again alone, uncharged
+                            queue.append(replace(task, attempt=task.attempt + 1))
+                            continue
+                    deaths[key] = deaths.get(key, 0) + 1  # it killed its worker by itself
+                    if deaths[key] < 2:
+                        alone.add(key)  # retried once, by itself
                         queue.append(replace(task, attempt=task.attempt + 1))
                         continue
                     why = (
-                        f"its worker died twice ({type(error).__name__}: {error}); a run that "
-                        "kills its process (memory, a crash in native code) needs fixing before "
-                        "it can run"
-                        if dead_worker(error)
-                        else error
+                        f"its worker died twice ({type(error).__name__}: {error}), each time "
+                        "with no other run to blame; a run that kills its process (memory, a "
+                        "crash in native code) needs fixing before it can run"
                     )
                     rows.append(failed_record(task.spec, why, attempts=task.attempt))
                 refill()  # the workers go on while the rows are merged
@@ -305,6 +360,15 @@ class Experiment:
             for job in self.jobs
         }
         return placement, payloads
+
+    def _make_root(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"the experiment's root {self.root} cannot be made a folder "
+                f"({exc.strerror or exc}); give root= a folder path (or another name=)"
+            ) from None
 
     def _needs_run(self, spec: RunSpec, retry_failed: bool) -> bool:
         row = self._rows.get(spec.key)
@@ -384,6 +448,24 @@ def _described(agent: Agent) -> dict[str, Any]:
     config = agent.config()
     config.pop("name", None)
     return {**config, "model": repr(agent.model)}
+
+
+def _check_root(root: Path) -> None:
+    """A root that is a file, or lies under one, can never hold the experiment's folders."""
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "is" if folder == root else f"lies under {folder}, which is"
+                raise ConfigError(
+                    f"the experiment's root {root} {where} a file, not a folder; give root= "
+                    "a folder path (or another name=)"
+                )
+            return
+
+
+def _lost(future: asyncio.Future[Any]) -> bool:
+    """Still running, or failed: not a run whose row came back before its pool broke."""
+    return not future.done() or future.cancelled() or future.exception() is not None
 
 
 def _broken(executor: object) -> bool:

@@ -16,8 +16,14 @@ from gr_notebook.agent import Agent
 from gr_notebook.errors import ConfigError
 from gr_notebook.examples import ExampleJob
 from gr_notebook.validation import whole_number
+from gr_notebook.wording import plural
 
-__all__ = ["RunSpec", "build_grid", "check_agents", "check_jobs"]
+__all__ = ["MAX_RUNS", "RunSpec", "build_grid", "check_agents", "check_jobs"]
+
+MAX_RUNS = 100_000
+"""The most runs one experiment holds. Each run gets a folder and a row, and the grid is
+built whole before anything runs, so a grid past this (a typo such as ``repeats=10**9``) is
+refused at once rather than left to fill the memory; split a larger study into experiments."""
 
 T = TypeVar("T")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -65,13 +71,14 @@ def check_agents(agents: object) -> dict[str, Agent]:
             f"got {type(agents).__name__}"
         )
     checked: dict[str, Agent] = {}
+    folders: dict[str, str] = {}
     for name, agent in pairs:
         if not isinstance(agent, Agent):
             raise ConfigError(
                 f"agents[{name!r}] is a {type(agent).__name__}, not a gr.Agent; build it with "
                 "gr.Agent(model, policies=..., ...)"
             )
-        _add(checked, _name(name, "agents"), agent, "agents")
+        _add(checked, folders, _name(name, "agents"), agent, "agents")
     return checked
 
 
@@ -82,6 +89,7 @@ def check_jobs(jobs: object) -> dict[str, ExampleJob]:
             f"e.g. jobs={{'guide': gr.examples.QUICKSTART}}; got {type(jobs).__name__}"
         )
     checked: dict[str, ExampleJob] = {}
+    folders: dict[str, str] = {}
     for name, job in jobs.items():
         if isinstance(job, str):
             job = ExampleJob(job)
@@ -92,7 +100,7 @@ def check_jobs(jobs: object) -> dict[str, ExampleJob]:
             )
         if not job.instructions.strip():
             raise ConfigError(f"jobs[{name!r}] has empty instructions; say what the job is")
-        _add(checked, _name(name, "jobs"), job, "jobs")
+        _add(checked, folders, _name(name, "jobs"), job, "jobs")
     return checked
 
 
@@ -109,6 +117,14 @@ def build_grid(
             "repeats >= 1"
         )
     count = whole_number(repeats, "repeats")
+    runs = len(agents) * len(jobs) * count
+    if runs > MAX_RUNS:
+        raise ConfigError(
+            f"the grid has {plural(runs, 'run')} ({plural(len(agents), 'agent')} × "
+            f"{plural(len(jobs), 'job')} × {plural(count, 'repeat')}); an experiment holds at "
+            f"most {MAX_RUNS:,}: use fewer repeats, or split the study into several experiments "
+            "(each with its own name=)"
+        )
     return tuple(
         RunSpec(agent, job, repeat, seed + repeat)
         for agent in agents
@@ -123,16 +139,18 @@ def _name(name: object, what: str) -> str:
     return name.strip()
 
 
-def _add(named: dict[str, T], name: str, value: T, what: str) -> None:
+def _add(named: dict[str, T], folders: dict[str, str], name: str, value: T, what: str) -> None:
     """Two names that name one folder (``a b`` and ``a_b``, ``A`` and ``a``) would mix
-    their runs, as would one name given twice: each variant needs its own."""
+    their runs, as would one name given twice: each variant needs its own. ``folders``
+    maps each folder name to the name that took it."""
     key = slug(name).lower()
-    for other in named:
-        if slug(other).lower() == key:
-            same = (
-                f"a variant {name!r} twice"
-                if other == name
-                else f"two variants, {other!r} and {name!r}, that name one folder"
-            )
-            raise ConfigError(f"{what} names {same}; give each variant a distinct name")
+    other = folders.get(key)
+    if other is not None:
+        same = (
+            f"a variant {name!r} twice"
+            if other == name
+            else f"two variants, {other!r} and {name!r}, that name one folder"
+        )
+        raise ConfigError(f"{what} names {same}; give each variant a distinct name")
+    folders[key] = name
     named[name] = value

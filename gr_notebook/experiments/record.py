@@ -66,13 +66,24 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A row from its JSON; one written before decision 305 reads its status in its words."""
+        """A row from its JSON; one written before decision 305 reads its status in its words.
+        Anything else (not an object, a cell named by other than text and whole numbers) is
+        a ``TypeError``."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a row is a JSON object, not {type(data).__name__}")
+        for name, kind in _IDENTITY.items():
+            value = data.get(name)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise TypeError(f"a row's {name} is a {kind.__name__}, not {value!r}")
         known = {f.name for f in fields(cls)}
         row = {k: v for k, v in data.items() if k in known}
         if "status" in row:
             row["status"] = status_as_read(row["status"], job=bool(row.get("job_done")))
         return cls(**row)
 
+
+_IDENTITY = {"agent": str, "job": str, "repeat": int, "seed": int, "status": str}
+"""The fields that name a row's cell and its outcome, with the type each must have."""
 
 COLUMNS = [f.name for f in fields(RunRecord) if f.name != "store"]
 """The DataFrame's columns, in order (the worker's store path is bookkeeping)."""

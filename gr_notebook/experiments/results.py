@@ -12,7 +12,7 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.events import Event
 from gr_notebook.experiments.grid import RunSpec
 from gr_notebook.experiments.record import COLUMNS, RunRecord
-from gr_notebook.experiments.stats import mean_interval, wilson_interval
+from gr_notebook.experiments.stats import checked_confidence, mean_interval, wilson_interval
 from gr_notebook.history.store import Store
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class Results:
         before it finished counts in the rates only."""
         import pandas as pd
 
+        confidence = checked_confidence(confidence)
         keys = [by] if isinstance(by, str) else list(by)
         frame = self.df
         unknown = [k for k in keys if k not in frame.columns]
@@ -130,6 +131,7 @@ class Results:
             raise ConfigError(
                 f"plot() takes one of job_done, failed, {', '.join(MEANS)}; not {metric!r}"
             )
+        confidence = checked_confidence(confidence)
         keys = ["job", "agent"] if by_job else ["agent"]
         table = self.summary(confidence, by=keys)
         if ax is None:

@@ -14,20 +14,31 @@ import math
 from collections.abc import Iterable
 from statistics import NormalDist, fmean, stdev
 
-__all__ = ["mean_interval", "t_quantile", "wilson_interval"]
+from gr_notebook.errors import ConfigError
+
+__all__ = ["checked_confidence", "mean_interval", "t_quantile", "wilson_interval"]
 
 
-def _checked(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95), got {confidence!r}")
-    return confidence
+def checked_confidence(confidence: object) -> float:
+    """A confidence level strictly between 0 and 1; a ``ConfigError`` (a ``ValueError``)
+    for anything else: 0 or 1 would give an empty or an endless interval, nan neither."""
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 < confidence < 1  # nan fails this too
+    ):
+        raise ConfigError(
+            "confidence must be a number between 0 and 1, exclusive, e.g. 0.95 for 95% "
+            f"intervals; got {confidence!r}"
+        )
+    return float(confidence)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The interval of a rate of ``successes`` in ``n`` trials; (nan, nan) for none."""
     if n == 0:
         return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + _checked(confidence) / 2)
+    z = NormalDist().inv_cdf(0.5 + checked_confidence(confidence) / 2)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -60,6 +71,6 @@ def mean_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[fl
     mean = fmean(finite)
     if len(finite) < 2:
         return mean, math.nan, math.nan
-    half = t_quantile(0.5 + _checked(confidence) / 2, len(finite) - 1) * stdev(finite)
+    half = t_quantile(0.5 + checked_confidence(confidence) / 2, len(finite) - 1) * stdev(finite)
     half /= math.sqrt(len(finite))
     return mean, mean - half, mean + half

@@ -39,5 +39,5 @@ def test_mean_interval_uses_students_t_and_skips_missing_values() -> None:
     assert mean - low == pytest.approx(high - mean)
     mean, low, high = mean_interval([5])
     assert mean == 5 and math.isnan(low) and math.isnan(high)
-    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+    with pytest.raises(ValueError, match="confidence must be a number between 0 and 1"):
         mean_interval([1, 2], confidence=95)
