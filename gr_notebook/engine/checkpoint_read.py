@@ -12,22 +12,21 @@ unchanged parts by blob (``named``, in each row) and kept changed folders in the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gr_notebook.errors import RunError, StoreError
+from gr_notebook.errors import RunError
 from gr_notebook.events import Event
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import CheckpointRow
-from gr_notebook.history.store import Store
-from gr_notebook.workflow.workspace_files import flatten
+from gr_notebook.history.store import DamagedRow, Store, json_kind, parse_json
 
 __all__ = [
     "CALLS",
     "CHANGED",
     "FOLDERS",
+    "MAX_ENTRIES",
     "NESTED",
     "RESULT",
     "SEEN",
@@ -83,7 +82,8 @@ class Checkpoint:
 
 def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
     """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
-    StoreError when the store lacks what it names."""
+    StoreError when the store lacks what it names, or a row of it is not what it should be
+    (a crafted one): the error names the turn and what is wrong."""
     row = rows.checkpoint(store, run_id, turn)
     if row is None:
         raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
@@ -93,19 +93,66 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
 
     try:
         snapshot = _snapshot(store, row, read)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(
-            f"the checkpoint of turn {row.turn} of run {run_id} in run store {store.path} "
-            f"cannot be read ({type(exc).__name__}: {exc}); restore the store from a copy"
+        files = _files(row.files, snapshot.pop(FOLDERS), read)
+    except DamagedRow as exc:
+        raise store.damaged(f"the checkpoint of turn {row.turn} of run {run_id}", exc) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a part of the wrong shape
+        raise store.damaged(
+            f"the checkpoint of turn {row.turn} of run {run_id}", f"{type(exc).__name__}: {exc}"
         ) from None
     events = [e for e in store.events(run_id) if e.seq <= row.seq]
-    folders = snapshot.pop(FOLDERS)
+    return Checkpoint(row, snapshot, events, files, read)
 
-    def folder(digest: str) -> bytes:
-        entries = folders.get(digest)
-        return read(digest) if entries is None else json.dumps(entries).encode()
 
-    return Checkpoint(row, snapshot, events, flatten(row.files, folder), read)
+MAX_ENTRIES: Final = 1_000_000
+"""The most files and folders a checkpoint's workspace may name. Folders are named by hash,
+so a crafted one can name the same folder twice, and so on down: 40 small blobs would name
+2**40 files. No workspace holds this many."""
+
+
+def _files(root: str, kept: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, str]:
+    """``{path: hash}`` of every file under the folder blob ``root``: each folder read once
+    and checked (:func:`_folder`), at most :data:`MAX_ENTRIES` entries in all. ``kept``: the
+    folders rows written before decision 274 held."""
+    read_folders: dict[str, dict[str, str]] = {}
+    files: dict[str, str] = {}
+    pending = [("", root)]
+    named = 0
+    while pending:
+        prefix, digest = pending.pop()
+        entries = read_folders.get(digest)
+        if entries is None:
+            entries = read_folders[digest] = _folder(digest, kept, read)
+        named += len(entries)
+        if named > MAX_ENTRIES:
+            raise DamagedRow(
+                f"its folders name more than {MAX_ENTRIES:,} files and folders (folder "
+                f"{digest} is named again and again)"
+            )
+        for name, child in entries.items():
+            if name.endswith("/"):
+                pending.append((prefix + name, child))
+            else:
+                files[prefix + name] = child
+    return files
+
+
+def _folder(digest: str, kept: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, str]:
+    """A folder's entries, ``{name or 'name/': hash}``, checked: a name is one file or
+    folder name (no ``/`` inside, no NUL, not ``.`` or ``..``), a hash is text."""
+    subject = f"its folder blob {digest}"
+    entries = kept.get(digest) if digest in kept else parse_json(read(digest), subject=subject)
+    if not isinstance(entries, dict):
+        raise DamagedRow(f"{subject} is {json_kind(entries)}, not an object")
+    for name, child in entries.items():
+        bare = name[:-1] if name.endswith("/") else name
+        if "\x00" in name:
+            raise DamagedRow(f"{subject} names {name!r}, with a NUL in it")
+        if bare in ("", ".", "..") or "/" in bare:
+            raise DamagedRow(f"{subject} names {name!r}, which is not a file name")
+        if not isinstance(child, str):
+            raise DamagedRow(f"{subject} gives {name!r} {json_kind(child)}, not a hash")
+    return entries
 
 
 def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) -> dict[str, Any]:
@@ -119,14 +166,14 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
     folders: dict[str, Any] = {}
     state: dict[str, Any] = {}
     for state in rows.states_upto(store, row):
-        snapshot.update(state["inline"])
-        for name, delta in state.get(CHANGED, {}).items():
+        snapshot.update(_object(state, "inline"))
+        for name, delta in _object(state, CHANGED, {}).items():
             snapshot[name] = {**snapshot[name], **delta}
-        for name, deltas in state.get(NESTED, {}).items():
+        for name, deltas in _object(state, NESTED, {}).items():
             part = snapshot[name] = {**snapshot[name]}
             for key, delta in deltas.items():
                 part[key] = {**part[key], **delta}
-        appended = state["appended"]
+        appended = _object(state, "appended")
         gained = appended.get("messages")
         inputs: dict[str, Any] = {}
         if gained is not None:
@@ -145,10 +192,10 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
                 del record[USE]
             calls[record["call_index"]] = record
         seen.update(appended.get(SEEN, ()))
-        folders.update(appended.get(FOLDERS, {}))
-    for name, digest in state.get("named", {}).items():
-        snapshot[name] = json.loads(read(digest))
-    snapshot["counters"] = state["counters"]
+        folders.update(_object(appended, FOLDERS, {}))
+    for name, digest in _object(state, "named", {}).items():
+        snapshot[name] = parse_json(read(digest), subject=f"the blob {digest} of its {name!r}")
+    snapshot["counters"] = _object(state, "counters")
     snapshot["context"] = {**snapshot["context"], "messages": messages}
     tallies = state.get(TALLIES)
     if tallies is not None:  # apart from the parts since decision 274's tallies
@@ -179,6 +226,22 @@ def _snapshot(store: Store, row: CheckpointRow, read: Callable[[str], bytes]) ->
         snapshot["interventions"] = {**tracker, "seen": sorted(seen)}
     snapshot[FOLDERS] = folders
     return snapshot
+
+
+_REQUIRED: Final = object()
+
+
+def _object(state: dict[str, Any], key: str, default: Any = _REQUIRED) -> dict[str, Any]:
+    """``state[key]``, which must be a JSON object (``default`` when it is missing and one
+    is given): :class:`DamagedRow` saying which key is not."""
+    if key not in state and default is not _REQUIRED:
+        return default  # type: ignore[no-any-return]
+    if key not in state:
+        raise DamagedRow(f"its state has no {key!r}")
+    value = state[key]
+    if not isinstance(value, dict):
+        raise DamagedRow(f"its {key!r} is {json_kind(value)}, not an object")
+    return value
 
 
 def _wire(message: Any) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class Results:
         """The events of one run, from the experiment's store: by run id, by row number in
         :attr:`df`, or by its record."""
         run_id = self._run_id(run)
-        with Store(self.store) as store:
+        with Store(self.store, create=False) as store:  # read: a moved store is not made again
             return store.events(run_id)
 
     def events_df(self, run: str | int | RunRecord) -> pd.DataFrame:

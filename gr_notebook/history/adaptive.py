@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import JobCompleteEvent, RunFinishedEvent, TaskAssessedEvent, as_typed
 from gr_notebook.guardrails.budget import Budget, BudgetSuggestion
 from gr_notebook.guardrails.budget_table import BudgetTable
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, status_as_read
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, reading, status_as_read
 
 __all__ = ["BudgetSuggestion", "suggest_budget"]
 
@@ -38,10 +39,11 @@ def suggest_budget(
         raise ConfigError(f"percentile must be a whole number from 1 to 100, got {percentile!r}")
     if not isinstance(task_type, str) or not task_type:
         raise ConfigError("task_type names a row of the budget table, e.g. 'codebase_audit'")
-    if isinstance(store, Store):
-        found = _history(store, task_type)
+    path = None if isinstance(store, Store) else Path(store or DEFAULT_STORE_PATH)
+    if path is not None and not path.exists():  # no store yet: no history, and none made
+        found: tuple[list[tuple[int, int]], int] = ([], 0)
     else:
-        with Store(DEFAULT_STORE_PATH if store is None else store) as opened:
+        with reading(store) as opened:
             found = _history(opened, task_type)
     used, skipped = found
     if not used:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.errors import ConfigError
 from gr_notebook.events import (
     CompletionCheckEvent,
     Event,
@@ -45,6 +46,7 @@ __all__ = [
     "EventFrame",
     "completion_df",
     "events_df",
+    "events_of",
     "feedback_df",
     "guidance_df",
     "interventions_df",
@@ -55,6 +57,21 @@ __all__ = [
     "tool_calls_df",
     "turns_df",
 ]
+
+
+def events_of(run: object, call: str) -> list[Event]:
+    """The events of ``run``, a Run (its ``.events``) or an iterable of events, for the
+    readers that take either (``call`` names the one, for its message); ConfigError saying
+    what it takes for anything else, so a wrong argument is not iterated as events."""
+    found = getattr(run, "events", run)
+    wrong = f"{call} takes a Run or its events (run.events, store.events(run_id)), not "
+    if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
+        raise ConfigError(wrong + ("None" if run is None else type(run).__name__))
+    events = list(found)
+    strays = [e for e in events if not isinstance(e, Event)]
+    if strays:
+        raise ConfigError(wrong + f"a sequence holding {type(strays[0]).__name__}")
+    return events
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,15 +337,14 @@ def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame
     its kernel died) shows as ``interrupted``: the store alone cannot tell it from a live one.
     A fork or a resumed run names its ``parent_run_id``, ``parent_turn`` and ``relation``;
     ``checkpoints`` counts a run's turns that can be forked, and ``resumable`` marks the
-    interrupted runs ``gr.resume`` takes.
+    interrupted runs ``gr.resume`` takes. A path where there is no store is a StoreError:
+    reading creates nothing.
     """
     import pandas as pd
 
-    from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+    from gr_notebook.history.store import reading
 
-    if isinstance(store, Store):
-        return pd.DataFrame(_time_travel(store, _live_status(store.runs())))
-    with Store(DEFAULT_STORE_PATH if store is None else store) as opened:
+    with reading(store) as opened:
         return pd.DataFrame(_time_travel(opened, _live_status(opened.runs())))
 
 

@@ -29,10 +29,11 @@ import orjson
 from orjson import Fragment
 
 from gr_notebook.errors import StoreError
-from gr_notebook.history.store import Store
+from gr_notebook.history.store import DamagedRow, Store, checked, json_kind, parse_json
 
 __all__ = [
     "CHECKPOINTS_MIGRATION",
+    "RELATIONS",
     "RESUMABLE",
     "BlobRow",
     "CheckpointRow",
@@ -284,21 +285,42 @@ _CHECKPOINT_COLUMNS: Final = "run_id, turn, seq, time, state, files, last_turn"
 
 def _expanded(found: Sequence[Any]) -> list[tuple[CheckpointRow, Any]]:
     """A stored row as the checkpoints it holds: one, its state the row's text (``None``
-    beside it), or a batch's (:func:`batched`), each state decoded beside an empty text."""
+    beside it), or a batch's (:func:`batched`), each state decoded beside an empty text.
+    A row that is not so (a crafted one) raises :class:`DamagedRow` saying what is wrong."""
     run_id, turn, seq, at, state, files, last_turn = found
+    checked(turn, int, "turn")
+    checked(seq, int, "seq")
+    checked(at, float, "time")
+    checked(files, str, "files (the hash of its root folder)")
+    checked(last_turn, int, "last turn", null=True)
     if last_turn is None:
         return [(CheckpointRow(run_id, turn, seq, at, state, files), None)]
-    entries = json.loads(state)
+    entries = parse_json(state, list)
     if len(entries) != last_turn - turn + 1:
-        raise ValueError(f"a row of turns {turn}-{last_turn} holds {len(entries)} checkpoints")
+        raise DamagedRow(f"it holds {len(entries)} checkpoints, not {last_turn - turn + 1}")
     expanded = []
     files = None
-    for offset, (seq, at, named, entry) in enumerate(entries):
-        files = named if named is not None else files
-        if not isinstance(files, str):
-            raise TypeError(f"turn {turn + offset} names no files")
-        expanded.append((CheckpointRow(run_id, turn + offset, seq, at, "", files), entry))
+    for offset, entry in enumerate(entries):
+        at_turn = f"turn {turn + offset}'s"
+        if not isinstance(entry, list) or len(entry) != 4:
+            raise DamagedRow(f"{at_turn} entry is {json_kind(entry)}, not [seq, time, files, part]")
+        seq, at, named, part = entry
+        checked(seq, int, f"{at_turn} seq")
+        checked(at, float, f"{at_turn} time")
+        files = checked(named, str, f"{at_turn} files", null=True) or files
+        if files is None:
+            raise DamagedRow(f"{at_turn} entry names no files")
+        if not isinstance(part, dict):
+            raise DamagedRow(f"{at_turn} state is {json_kind(part)}, not an object")
+        expanded.append((CheckpointRow(run_id, turn + offset, seq, at, "", files), part))
     return expanded
+
+
+def _row_name(run_id: object, turn: object, last_turn: object) -> str:
+    """A stored checkpoints row, as a message names it."""
+    if last_turn is None or last_turn == turn:
+        return f"the checkpoint of turn {turn!r} of run {run_id}"
+    return f"the checkpoints of turns {turn!r}–{last_turn!r} of run {run_id}"
 
 
 def _with_text(row: CheckpointRow, state: Any) -> CheckpointRow:
@@ -313,22 +335,20 @@ def _checkpoints(
 ) -> list[tuple[CheckpointRow, Any]]:
     """The checkpoints of the stored rows ``where`` selects, in turn order (a batch's with
     their states decoded, see :func:`_expanded`); a row written later replaces an earlier
-    one's checkpoint of a turn (a turn taken again). A damaged batch raises StoreError."""
+    one's checkpoint of a turn (a turn taken again). A damaged row raises StoreError."""
     with store.transaction() as conn:
         found = conn.execute(
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE {where} ORDER BY rowid",
             params,
         ).fetchall()
     latest: dict[int, tuple[CheckpointRow, Any]] = {}
-    try:
-        for stored in found:
-            for checkpoint in _expanded(stored):
-                latest[checkpoint[0].turn] = checkpoint
-    except (TypeError, ValueError) as exc:
-        raise StoreError(
-            f"the checkpoints of run {params[0]} in run store {store.path} cannot be read "
-            f"({type(exc).__name__}: {exc}); restore the store from a copy"
-        ) from None
+    for stored in found:
+        try:
+            expanded = _expanded(stored)
+        except DamagedRow as exc:
+            raise store.damaged(_row_name(stored[0], stored[1], stored[-1]), exc) from None
+        for checkpoint in expanded:
+            latest[checkpoint[0].turn] = checkpoint
     return [latest[turn] for turn in sorted(latest)]
 
 
@@ -359,32 +379,50 @@ def states_upto(store: Store, row: CheckpointRow) -> list[Any]:
     """The states (decoded) of the run's checkpoints up to ``row``'s, in turn order."""
     found = _checkpoints(store, "run_id = ? AND turn <= ?", (row.run_id, row.turn))
     return [
-        json.loads(checkpoint.state) if state is None else state
+        store.decode(checkpoint.state, dict, _row_name(row.run_id, checkpoint.turn, None))
+        if state is None
+        else state
         for checkpoint, state in found
         if checkpoint.turn <= row.turn
     ]
 
 
-def _turns(first: int, last: int | None) -> range:
-    """The turns a stored row holds (``last_turn`` NULL: its own)."""
-    return range(first, (first if last is None else last) + 1)
+_TURNS_QUERY: Final = "SELECT run_id, turn, last_turn, length(state) FROM checkpoints"
+
+
+def _turns(store: Store, found: Sequence[Any]) -> range:
+    """The turns a stored row holds (``last_turn`` NULL: its own), read from its columns
+    only. A batch holds an entry of several bytes per turn, so a row that claims more
+    turns than its state has bytes is damaged: a crafted ``last_turn`` of 10**15 must not
+    make a reader list a quadrillion turns."""
+    run_id, first, last, size = found
+    try:
+        checked(first, int, "turn")
+        checked(last, int, "last turn", null=True)
+        if last is None:
+            return range(first, first + 1)
+        if last < first:
+            raise DamagedRow(f"its last turn, {last}, comes before its first")
+        if last - first >= (size or 0):
+            raise DamagedRow(f"its {size or 0} bytes of state cannot hold {last - first + 1} turns")
+    except DamagedRow as exc:
+        raise store.damaged(_row_name(run_id, first, last), exc) from None
+    return range(first, last + 1)
 
 
 def checkpoint_turns(store: Store, run_id: str) -> list[int]:
     with store.transaction() as conn:
-        found = conn.execute(
-            "SELECT turn, last_turn FROM checkpoints WHERE run_id = ?", (run_id,)
-        ).fetchall()
-    return sorted({t for first, last in found for t in _turns(first, last)})
+        found = conn.execute(f"{_TURNS_QUERY} WHERE run_id = ?", (run_id,)).fetchall()
+    return sorted({t for row in found for t in _turns(store, row)})
 
 
 def checkpoints_by_run(store: Store) -> dict[str, tuple[int, int]]:
     """``run_id -> (checkpoints, latest turn)`` for every run that has any."""
     with store.transaction() as conn:
-        found = conn.execute("SELECT run_id, turn, last_turn FROM checkpoints").fetchall()
+        found = conn.execute(_TURNS_QUERY).fetchall()
     turns: dict[str, set[int]] = {}
-    for run_id, first, last in found:
-        turns.setdefault(run_id, set()).update(_turns(first, last))
+    for row in found:
+        turns.setdefault(row[0], set()).update(_turns(store, row))
     return {run_id: (len(held), max(held)) for run_id, held in turns.items()}
 
 
@@ -431,11 +469,29 @@ def lineage(store: Store, run_ids: Iterable[str] | None = None) -> list[Lineage]
         rows = conn.execute(
             "SELECT run_id, parent_run_id, parent_turn, relation FROM lineage ORDER BY rowid"
         ).fetchall()
-    links = [Lineage(*row) for row in rows]
+    links = [_link(store, row) for row in rows]
     if run_ids is None:
         return links
     wanted = set(run_ids)
     return [x for x in links if x.run_id in wanted or x.parent_run_id in wanted]
+
+
+RELATIONS: Final = frozenset({"fork", "resume"})
+
+
+def _link(store: Store, row: Sequence[Any]) -> Lineage:
+    """A lineage row, checked: StoreError naming the run when a column is not what it
+    should hold (SQLite keeps any value in any column)."""
+    run_id, parent_run_id, parent_turn, relation = row
+    try:
+        checked(run_id, str, "run id")
+        checked(parent_run_id, str, "parent's run id")
+        checked(parent_turn, int, "parent's turn")
+        if relation not in RELATIONS:
+            raise DamagedRow(f"its relation is {relation!r}, neither 'fork' nor 'resume'")
+    except DamagedRow as exc:
+        raise store.damaged(f"the lineage of run {run_id!r}", exc) from None
+    return Lineage(run_id, parent_run_id, parent_turn, relation)
 
 
 def migrated_at(store: Store, name: str = CHECKPOINTS_MIGRATION) -> float | None:

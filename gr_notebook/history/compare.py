@@ -30,7 +30,7 @@ from gr_notebook.events import (
     ToolCallEvent,
     as_typed,
 )
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, status_as_read
+from gr_notebook.history.store import Store, reading, status_as_read
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,7 +119,8 @@ def compare(
     labels: Sequence[str] | None = None,
 ) -> Comparison:
     """Compare two runs: each a :class:`~gr_notebook.run.Run`, a run id in ``store``
-    (default ``gr_runs/store.sqlite``), or a run's events."""
+    (default ``gr_runs/store.sqlite``; StoreError when there is no store there), or a
+    run's events."""
     import pandas as pd
 
     names = list(labels) if labels is not None else []
@@ -170,11 +171,8 @@ _COLUMNS = [
 
 def _side(run: object, label: str | None, store: Store | str | os.PathLike[str] | None) -> _Side:
     if isinstance(run, str):
-        if isinstance(store, Store):
-            events = store.events(run)
-        else:
-            with Store(store or DEFAULT_STORE_PATH) as opened:
-                events = opened.events(run)
+        with reading(store) as opened:
+            events = opened.events(run)
         if not events:
             raise ConfigError(f"no run {run!r} in the store; gr.runs_df() lists the runs")
         name = run

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gr_notebook.events import Event, GuidanceRecord, ToolCallEvent, as_typed, directive_of
+from gr_notebook.history.analysis import events_of
 
 if TYPE_CHECKING:
     from gr_notebook.run import Run
@@ -70,8 +71,9 @@ class GuidanceConflict:
 
 
 def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
-    """The conflicts among the orders a run gave its model, in the order they happened."""
-    events = run.events if hasattr(run, "events") else run
+    """The conflicts among the orders a run gave its model, in the order they happened.
+    Takes a run or its events (ConfigError for anything else)."""
+    events = events_of(run, "lint_guidance")
     conflicts: list[GuidanceConflict] = []
     requested: dict[str, int] = {}  # path -> reads since the latest request for it
     wrapped_up = False

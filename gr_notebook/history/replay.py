@@ -20,7 +20,7 @@ from gr_notebook.guardrails.interventions import (
     InterventionEngine,
     replay_steps,
 )
-from gr_notebook.history.analysis import FRAMES, INTERVENTION_COLUMNS
+from gr_notebook.history.analysis import FRAMES, INTERVENTION_COLUMNS, events_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +70,7 @@ def replay_interventions(
     ``include_skipped=True`` adds the checks a safeguard held off."""
     import pandas as pd
 
-    events = _events_of(run_or_events)
+    events = events_of(run_or_events, "replay_interventions")
     turns = [e.turn for e in events if e.kind == "tool_call"]
     checks = replay_steps(InterventionEngine(config), recorded_steps(events))
     fired = [  # each at the turn of the step it checked
@@ -134,25 +134,12 @@ def sweep_interventions(
     return pd.DataFrame(rows, columns=columns)
 
 
-def _events_of(run: RunLike) -> list[Event]:
-    events = getattr(run, "events", run)
-    if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
-        raise ConfigError(
-            f"expected a Run or its events (run.events, store.events(run_id)), got "
-            f"{type(run).__name__}"
-        )
-    out = list(events)
-    if out and not all(isinstance(e, Event) for e in out):
-        raise ConfigError("expected a Run or a sequence of gr_notebook events")
-    return out
-
-
 def _labelled(runs: object) -> Iterator[tuple[str, list[Event]]]:
     if isinstance(runs, Mapping):
         for label, run in runs.items():
-            yield str(label), _events_of(run)
+            yield str(label), events_of(run, "sweep_interventions")
         return
     if isinstance(runs, (str, bytes)) or not isinstance(runs, Iterable):
         raise ConfigError("runs takes a list of runs (or a dict of name → run)")
     for index, run in enumerate(runs):
-        yield str(getattr(run, "run_id", index)), _events_of(run)
+        yield str(getattr(run, "run_id", index)), events_of(run, "sweep_interventions")

@@ -13,6 +13,11 @@ then read the same. Reading decodes each row by its kind and layout
 (:func:`gr_notebook.events.decode`): a kind's class when the data has its layout, else an
 untyped event that keeps the data as it is (a kind this version lacks, an older or newer
 layout), which :func:`gr_notebook.events.as_typed` still reads leniently.
+
+Every JSON cell is decoded by :func:`parse_json`, and a row that is not what it should be (a
+crafted one) is a :class:`StoreError` naming it (:meth:`Store.damaged`; decision 325), but an
+event's payload or a run's JSON cell, which reads as unreadable (decision 128). A store that is
+read must exist: :func:`reading` opens one without creating it (decision 326).
 """
 
 from __future__ import annotations
@@ -34,9 +39,14 @@ from gr_notebook.events import Event, decode
 __all__ = [
     "DEFAULT_STORE_PATH",
     "MIGRATIONS",
+    "DamagedRow",
     "Migration",
     "Store",
     "StoreError",
+    "checked",
+    "json_kind",
+    "parse_json",
+    "reading",
     "status_as_read",
 ]
 
@@ -158,31 +168,104 @@ def _dumps(value: Mapping[str, Any]) -> str:
     return text
 
 
+class DamagedRow(ValueError):
+    """A stored cell or row that cannot be read as what it should hold; its message says
+    what is wrong, for the reader to name the row (:meth:`Store.damaged`)."""
+
+
+def parse_json(
+    data: object,
+    shape: type[dict[str, Any]] | type[list[Any]] | None = None,
+    *,
+    subject: str = "it",
+) -> Any:
+    """A stored JSON cell decoded, and checked to be a ``shape`` (an object or an array).
+
+    Every reader of the store decodes through here, so a crafted cell fails one way:
+    :class:`DamagedRow` saying what is wrong (``subject`` names the cell), whether it is not
+    JSON text, not UTF-8, nested past what Python can decode (stdlib ``json`` raises
+    ``RecursionError`` there), or JSON of another shape."""
+    try:
+        value = json.loads(data)  # type: ignore[arg-type]
+    except RecursionError:
+        raise DamagedRow(f"{subject} is JSON nested too deep to read") from None
+    except TypeError:
+        raise DamagedRow(f"{subject} is {_sql_type(data)}, not JSON text") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise DamagedRow(f"{subject} is not JSON ({type(exc).__name__}: {exc})") from None
+    if shape is not None and not isinstance(value, shape):
+        want = "an object" if shape is dict else "an array"
+        raise DamagedRow(f"{subject} is {json_kind(value)}, not {want}")
+    return value
+
+
+def json_kind(value: object) -> str:
+    """What JSON calls ``value``'s type, with its article: "a JSON array"."""
+    if value is None:
+        return "JSON null"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    kinds = ((dict, "object"), (list, "array"), (str, "string"), ((int, float), "number"))
+    for kind, name in kinds:
+        if isinstance(value, kind):
+            return f"a JSON {name}"
+    return f"a {type(value).__name__}"
+
+
+def _sql_type(value: object) -> str:
+    """What SQLite calls ``value``'s type."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, int | float):
+        return "a number"
+    return "text" if isinstance(value, str) else "a blob" if isinstance(value, bytes) else "?"
+
+
+_WANTED: Final = {int: "a whole number", str: "text", float: "a number"}
+
+
+def checked(value: object, kind: type, what: str, *, null: bool = False) -> Any:
+    """``value`` when it is a ``kind`` (an int passes as a float, a bool as nothing; None
+    when ``null``), else :class:`DamagedRow` saying what ``what`` holds instead: SQLite
+    keeps any value in any column, so a crafted row can hold text where a turn belongs."""
+    if value is None and null:
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, bool) or not isinstance(value, kind):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise DamagedRow(f"its {what} is {shown}, not {_WANTED.get(kind, kind.__name__)}")
+    return value
+
+
 _UNREADABLE: Final = object()
 
 
-def _loads(text: str | None, kind: type) -> Any:
+def _loads(text: str | None, kind: type[dict[str, Any]] | type[list[Any]]) -> Any:
     """A JSON cell decoded, ``None`` for NULL, or :data:`_UNREADABLE` if it is damaged or is
     not a ``kind``."""
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except ValueError:
+        return parse_json(text, kind)
+    except DamagedRow:
         return _UNREADABLE
-    return value if isinstance(value, kind) else _UNREADABLE
 
 
 def _event(seq: int, kind: str, turn: int, phase: int, at: float, data: str) -> Event:
     """An event row; a payload that cannot be decoded becomes an untyped event with
     ``{"unreadable": why, "raw": the first 400 characters}``, so the rest of the run stays
-    readable."""
+    readable. A column of the wrong type (a crafted row) raises :class:`DamagedRow`: an
+    event's place in the run cannot be guessed."""
+    checked(seq, int, "seq")
+    checked(kind, str, "kind")
+    checked(turn, int, "turn")
+    checked(phase, int, "phase")
+    checked(at, float, "time")
     try:
-        payload = json.loads(data)
-        if not isinstance(payload, dict):
-            raise TypeError(f"the payload is a JSON {type(payload).__name__}, not an object")
-    except (ValueError, TypeError) as exc:
-        unreadable = {"unreadable": f"{type(exc).__name__}: {exc}", "raw": str(data)[:400]}
+        payload = parse_json(data, dict)
+    except DamagedRow as exc:
+        unreadable = {"unreadable": str(exc), "raw": str(data)[:400]}
         return Event(seq, kind, turn, phase, at, MappingProxyType(unreadable))
     return decode(kind, MappingProxyType(payload), seq=seq, turn=turn, phase=phase, time=at)
 
@@ -202,6 +285,24 @@ _RUNS_QUERY: Final = """
     ORDER BY r.started_at DESC, r.rowid DESC
 """
 
+_RUN_COLUMNS: Final[Mapping[str, type]] = {
+    "run_id": str,
+    "status": str,
+    "model": str,
+    "workspace": str,
+    "instructions": str,
+    "started_at": float,
+    "finished_at": float,
+    "error": str,
+    "job_status": str,
+    "completed_at": float,
+    "summary": str,
+    "confidence": float,
+    "notes": str,
+}
+"""The scalar columns :meth:`Store.runs` reads, and what each holds (or NULL, but the id
+and the status); the JSON cells are read apart, leniently."""
+
 
 class Store:
     """One SQLite connection shared by every thread of a kernel, serialised by a lock.
@@ -210,16 +311,30 @@ class Store:
     gr_notebook's error hierarchy.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, create: bool = True
+    ) -> None:
+        """Open the store at ``path``; ``create=False`` (to read it) refuses, creating
+        nothing, when there is none there (:func:`reading`)."""
         # Absolute, so a later os.chdir in the notebook can't make .path or messages lie.
         self._path = Path(path).absolute()
         self._lock = threading.Lock()
         self._closed = False
         self._deferred: list[tuple[Callable[[sqlite3.Connection], object], Callable[[], object]]]
         self._deferred = []
+        if not create and not self._path.exists():
+            raise StoreError(
+                f"there is no run store at {self._path}; nothing was recorded there. Pass "
+                "store= the path your agent recorded into (gr.Agent(store=...), by default "
+                f"{DEFAULT_STORE_PATH} in the folder it ran from)"
+            )
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self._path, check_same_thread=False)
+            if create:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(self._path, check_same_thread=False)
+            else:  # mode=rw: a file deleted since the check is not made again
+                uri = f"{self._path.as_uri()}?mode=rw"
+                self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise self._open_error(exc) from exc
         try:
@@ -243,6 +358,23 @@ class Store:
             f"cannot open run store {self._path}: {exc}. If it is not a gr_notebook store, "
             "move it aside or pass gr.Agent(store=...) another path."
         )
+
+    def damaged(self, what: str, why: object) -> StoreError:
+        """The error for a stored row that cannot be read: ``what`` names the row (the run,
+        the turn), ``why`` says what is wrong with it (a :class:`DamagedRow`)."""
+        return StoreError(
+            f"{what} in run store {self._path} cannot be read: {why}. The store is damaged: "
+            "restore it from a copy, or move it aside"
+        )
+
+    def decode(
+        self, data: object, shape: type[dict[str, Any]] | type[list[Any]] | None, what: str
+    ) -> Any:
+        """A stored JSON cell (:func:`parse_json`), or :meth:`damaged` naming ``what``."""
+        try:
+            return parse_json(data, shape)
+        except DamagedRow as exc:
+            raise self.damaged(what, exc) from None
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
         """Run one statement under the lock; a write is committed before this returns,
@@ -375,6 +507,11 @@ class Store:
         result = []
         for row in self._execute(_RUNS_QUERY)[0]:
             run = dict(row)
+            try:
+                for name, kind in _RUN_COLUMNS.items():
+                    checked(run[name], kind, name, null=name not in ("run_id", "status"))
+            except DamagedRow as exc:
+                raise self.damaged(f"the row of run {run['run_id']!r}", exc) from None
             unreadable = []
             deliverables = _loads(run["deliverables"], list)
             if deliverables is _UNREADABLE:
@@ -400,7 +537,7 @@ class Store:
             "SELECT seq, kind, turn, phase, time, data FROM events WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        events = [_event(*row) for row in rows]
+        events = [self._event(run_id, row) for row in rows]
         if events and all("unreadable" in e.data for e in events):
             raise StoreError(
                 f"none of the {len(events)} events of run {run_id!r} in run store {self._path} "
@@ -418,7 +555,7 @@ class Store:
             f"WHERE kind IN ({marks}) ORDER BY run_id, seq",
             kinds,
         )
-        found = [(run_id, _event(*row)) for run_id, *row in rows]
+        found = [(run_id, self._event(run_id, row)) for run_id, *row in rows]
         if found and all("unreadable" in e.data for _, e in found):
             raise StoreError(
                 f"none of the {len(found)} stored events of kind {', '.join(kinds)} in run "
@@ -426,6 +563,12 @@ class Store:
                 "copy, or move it aside"
             )
         return found
+
+    def _event(self, run_id: str, row: Sequence[Any]) -> Event:
+        try:
+            return _event(*row)
+        except DamagedRow as exc:
+            raise self.damaged(f"event {row[0]} of run {run_id!r}", exc) from None
 
     def run_ids(self) -> list[str]:
         """Newest first, matching :meth:`runs`."""
@@ -453,3 +596,16 @@ class Store:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<Store {self._path} ({state})>"
+
+
+@contextlib.contextmanager
+def reading(store: Store | str | os.PathLike[str] | None) -> Iterator[Store]:
+    """The store to read from: the :class:`Store` given, left open, or the one at a path
+    (default :data:`DEFAULT_STORE_PATH`), opened with ``create=False`` and closed after. A
+    store that is read must exist: a mistyped path is a StoreError naming it, and leaves
+    no empty store behind (a run's ``store=`` creates one)."""
+    if isinstance(store, Store):
+        yield store
+        return
+    with Store(DEFAULT_STORE_PATH if store is None else store, create=False) as opened:
+        yield opened

@@ -100,7 +100,9 @@ def test_rows_of_consecutive_turns_are_stored_as_one_and_read_back_each(tmp_path
 
         with sqlite3.connect(store.path) as conn:  # a batch cut short by a damaged store
             conn.execute("UPDATE checkpoints SET state = '[[1, 0.5, \"f\", {}]]' WHERE turn = 1")
-        with pytest.raises(gr.StoreError, match="turns 1-4 holds 1 checkpoints"):
+        with pytest.raises(
+            gr.StoreError, match=r"turns 1–4 of run r .*it holds 1 checkpoints, not 4"
+        ):
             rows.checkpoint(store, "r", 1)
 
 
