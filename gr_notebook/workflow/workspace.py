@@ -11,7 +11,7 @@ import contextlib
 import os
 import secrets
 import stat as stat_module
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
@@ -107,15 +107,33 @@ def _encode(rel: str, text: str) -> bytes:
 
 def open_folders(root: Path, folders: list[str], rel: str) -> int:
     """A descriptor of the folder ``root/folders...``, made as needed, never via a link."""
+
+    def refusal(parent: int, depth: int, exc: OSError) -> Exception:
+        return _folder_refusal(parent, "/".join(folders[:depth]), folders[depth - 1], rel, exc)
+
+    return _descend(root, folders, create=True, refusal=refusal)
+
+
+def _descend(
+    root: Path,
+    names: Sequence[str],
+    *,
+    create: bool,
+    refusal: Callable[[int, int, OSError], Exception],
+) -> int:
+    """A descriptor of ``root/names...``, each folder made first when ``create``, then opened
+    relative to the last with ``O_NOFOLLOW``; ``refusal(parent, depth, error)`` is raised for
+    one that cannot be opened."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for depth, folder in enumerate(folders, start=1):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(folder, dir_fd=fd)
+        for depth, name in enumerate(names, start=1):
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
             try:
-                child = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as exc:
-                raise _folder_refusal(fd, "/".join(folders[:depth]), folder, rel, exc) from None
+                raise refusal(fd, depth, exc) from None
             os.close(fd)
             fd = child
     except BaseException:
@@ -152,22 +170,11 @@ def open_system_folder(root: Path, *folders: str, create: bool = True) -> int:
     lock, the journal and the files a resume sets aside would land where it points.
     """
     names = (SYSTEM_DIR, *folders)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for depth, name in enumerate(names, start=1):
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, dir_fd=fd)
-            try:
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                raise _system_refusal(root, names[:depth], fd, exc) from None
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+
+    def refusal(parent: int, depth: int, exc: OSError) -> Exception:
+        return _system_refusal(root, names[:depth], parent, exc)
+
+    return _descend(root, names, create=create, refusal=refusal)
 
 
 def open_system_file(root: Path, rel: str, flags: int, mode: int = 0o666) -> int:
