@@ -5,30 +5,25 @@ An agent holds no run state. Each :meth:`Agent.start` makes the run's
 :class:`~gr_notebook.engine.state.RunState` (event log, workflow, guardrails, conversation),
 the :class:`~gr_notebook.engine.loop.Loop` over the two, and the :class:`Run` handle, so one
 definition can run many jobs, in a script, a service or a notebook, and behave the same in
-each.
+each. How a run starts, executes, finishes and is recorded is
+:mod:`gr_notebook.runner`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
-import secrets
 import time
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from gr_notebook import runner
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.checkpoint import Checkpointer
 from gr_notebook.engine.definition import AgentDefinition
-from gr_notebook.engine.loop import Loop, StuckDetector
-from gr_notebook.engine.outcome import LoopOutcome
-from gr_notebook.engine.state import RunState
+from gr_notebook.engine.loop import StuckDetector
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
-from gr_notebook.events import ErrorEvent, RunFinishedEvent, RunStartedEvent
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
@@ -37,24 +32,19 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
-from gr_notebook.history.checkpoint_store import RESUMABLE
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
-from gr_notebook.models.base import Model, context_window_of
-from gr_notebook.run import Limits, Run
+from gr_notebook.models.base import Model
+from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
-from gr_notebook.workflow.prompts import kickoff_prompt, system_prompt
-from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace, relative_path
-from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
+from gr_notebook.workflow.prompts import system_prompt
+from gr_notebook.workflow.workspace import Workspace, relative_path
 
-__all__ = ["DEFAULT_RUNS_DIR", "Agent", "RunOrigin"]
+__all__ = ["DEFAULT_RUNS_DIR", "Agent"]
 
 DEFAULT_RUNS_DIR = Path("gr_runs")
-started_by: weakref.WeakValueDictionary[str, Agent] = weakref.WeakValueDictionary()
-"""The agent of each run this process started: ``gr.resume(run_id)`` needs no other."""
-INSTRUCTIONS_FILE = "instructions.md"
 
 
 class Agent:
@@ -176,81 +166,17 @@ class Agent:
         """
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
-        loop = _running_loop("agent.start()", "agent.run_sync(instructions)")
-        run_id = _new_run_id(self.clock)
-        return self._launch(
-            run_id, self._workspace_for(run_id), instructions, loop, context, confirm, None
+        loop = runner.running_loop("agent.start()", "agent.run_sync(instructions)")
+        run_id = runner.new_run_id(self.clock)
+        return runner.launch(
+            self,
+            run_id,
+            self._workspace_for(run_id),
+            instructions,
+            loop,
+            context=context,
+            confirm=confirm,
         )
-
-    def _launch(
-        self,
-        run_id: str,
-        workspace: Workspace,
-        instructions: str,
-        loop: asyncio.AbstractEventLoop,
-        context: contextvars.Context | None,
-        confirm: ConfirmerLike | None,
-        origin: RunOrigin | None,
-        store: Store | None = None,
-    ) -> Run:
-        """Build the run and start its task: from the bootstrap, or from ``origin``, a
-        checkpoint (a resume or a fork; see :mod:`gr_notebook.history.timetravel`)."""
-        try:
-            workspace.resolve(self.plan_file)
-        except WorkspaceError as exc:
-            raise WorkspaceError(f"plan_file {self.plan_file!r} cannot be used: {exc}") from None
-        definition = self.definition(confirm=confirm)
-        state = RunState(definition, workspace=workspace, clock=self.clock, run_id=run_id)
-        lock = WorkspaceLock.acquire(workspace.root, LockOwner.this_process(run_id, self.clock()))
-        try:
-            if origin is not None:
-                origin.restore(state)  # the files, then the state: refused whole, or done
-            engine = Loop(definition, state)
-            run = Run(
-                run_id,
-                workspace=workspace,
-                events=state.events,
-                phases=state.phases,
-                instructions=instructions,
-                limits=Limits(
-                    max_iterations=self.budget.max_iterations,
-                    context_window=context_window_of(self.model),
-                    token_budget=self.budget.max_tokens,
-                ),
-            )
-            store = store or self._open_store()
-            if store is not None:
-                store.record_run_started(
-                    run_id,
-                    started_at=self.clock(),
-                    model=self.model.name,
-                    workspace=str(workspace.root),
-                    instructions=instructions,
-                    config=self.config(),
-                )
-                if origin is not None:
-                    origin.record(store, run_id)
-                state.events.subscribe(lambda event: store.record_event(run_id, event))
-                if self.checkpoints:
-                    engine.checkpoint = Checkpointer(store, state)
-            run._bind(self, store)
-            started_by[run_id] = self
-            # The run's initial state exists before start() returns, so a person's first
-            # edit (%todo add, right after a background start) is made to it, not replaced.
-            if origin is None:
-                failure = self._prepare(run, engine)
-            else:
-                failure = self._guarded(engine, lambda: origin.begin(state, self.registry))
-            task = loop.create_task(
-                self._execute(run, engine, store, lock, failure, resumed=origin is not None),
-                name=f"gr-run-{run_id}",
-                context=context,
-            )
-        except BaseException:
-            lock.release()
-            raise
-        run._attach(engine, task)
-        return run
 
     def definition(self, *, confirm: ConfirmerLike | None = None) -> AgentDefinition:
         """What a run of this agent works under; ``confirm`` answers large assessments when
@@ -312,120 +238,6 @@ class Agent:
 
     # -- internals --------------------------------------------------------------------------
 
-    async def _execute(
-        self,
-        run: Run,
-        engine: Loop,
-        store: Store | None,
-        lock: WorkspaceLock,
-        failure: LoopOutcome | None,
-        *,
-        resumed: bool = False,
-    ) -> Run:
-        try:
-            return await self._execute_run(run, engine, store, failure, resumed=resumed)
-        finally:
-            if isinstance(engine.checkpoint, Checkpointer):
-                engine.checkpoint.close(keep_journal=run.status in RESUMABLE)
-            lock.release()
-
-    def _prepare(self, run: Run, engine: Loop) -> LoopOutcome | None:
-        """Write the instructions and tool docs, and start the bootstrap phase; an I/O
-        failure is recorded and ends the run as ``failed``, never lost."""
-        workspace = run.workspace
-        try:
-            workspace.write_text(INSTRUCTIONS_FILE, run.instructions.rstrip() + "\n")
-            for tool in self.registry:
-                workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
-            engine.state.emit(
-                RunStartedEvent(
-                    run_id=run.run_id,
-                    model=self.model.name,
-                    workspace=str(workspace.root),
-                    instructions=run.instructions[:400],
-                    config=self.config(),
-                )
-            )
-            engine.state.phases.start()
-        except Exception as exc:
-            return self._failed(engine, exc)
-        return None
-
-    def _guarded(self, engine: Loop, step: Callable[[], object]) -> LoopOutcome | None:
-        try:
-            step()
-        except Exception as exc:
-            return self._failed(engine, exc)
-        return None
-
-    def _failed(self, engine: Loop, exc: Exception) -> LoopOutcome:
-        """A bug or an I/O failure: recorded, never lost."""
-        engine.state.emit(ErrorEvent(source="run", error_type=type(exc).__name__, message=str(exc)))
-        return LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc)
-
-    async def _execute_run(
-        self,
-        run: Run,
-        engine: Loop,
-        store: Store | None,
-        failure: LoopOutcome | None,
-        *,
-        resumed: bool = False,
-    ) -> Run:
-        try:
-            go = engine.go_on() if resumed else engine.run(kickoff_prompt())
-            outcome = failure or await go
-        except asyncio.CancelledError:
-            outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")
-        except (KeyboardInterrupt, SystemExit) as exc:  # recorded, then on its way up
-            outcome = LoopOutcome("interrupted", _interrupt_reason(exc), exc)
-        except Exception as exc:
-            outcome = self._failed(engine, exc)
-        self._finish(run, engine, store, outcome)
-        if isinstance(outcome.error, KeyboardInterrupt | SystemExit):
-            raise outcome.error
-        return run
-
-    def _finish(self, run: Run, engine: Loop, store: Store | None, outcome: LoopOutcome) -> None:
-        """Settle the run's status, record ``run_finished`` and the store's row."""
-        run._end(outcome)
-        totals = run.summary()
-        engine.state.emit(
-            RunFinishedEvent(
-                status=outcome.status,
-                reason=outcome.reason,
-                turns=engine.state.turn,
-                input_tokens=totals["input_tokens"],
-                output_tokens=totals["output_tokens"],
-                tokens_used=engine.state.tokens,
-                limit=outcome.limit,
-            )
-        )
-        if store is not None:
-            self._record_end(run, store)
-        if self.release_after_s is not None:
-            run._release_when_idle(self.release_after_s)
-
-    def _record_end(self, run: Run, store: Store) -> None:
-        job = run.job
-        finished = self.clock()
-        store.record_run_finished(
-            run.run_id,
-            status=run.status,
-            finished_at=finished,
-            # A run the model ended is no error: its reason is in run_finished.
-            error=None if run.status in ("completed", "ended") else run.reason,
-        )
-        store.record_job(  # a job reported unfinished under a spent limit keeps the run's status
-            run.run_id,
-            status=run.status,
-            completed_at=finished if job else None,
-            summary=job.summary if job else None,
-            deliverables=job.deliverables if job else (),
-            confidence=job.confidence if job else None,
-            notes=job.notes if job else None,
-        )
-
     def _workspace_for(self, run_id: str) -> Workspace:
         if isinstance(self.workspace, Workspace):
             return self.workspace
@@ -433,7 +245,9 @@ class Agent:
             return Workspace(DEFAULT_RUNS_DIR / run_id)
         return Workspace(self.workspace)
 
-    def _open_store(self) -> Store | None:
+    def open_store(self) -> Store | None:
+        """The store this agent's runs record into, opened at its first run; ``None`` with
+        ``store=False``."""
         spec = self._store_spec
         if spec is False:
             return None
@@ -495,37 +309,3 @@ def _regulation_of(
             )
         return None
     return RegulationSettings(table or BudgetTable(), confirm, above)
-
-
-class RunOrigin(Protocol):
-    """Where a run that does not start from the bootstrap comes from: a checkpoint."""
-
-    def restore(self, state: RunState) -> None:
-        """Bring the workspace and ``state`` (fresh, no events) back to the checkpoint."""
-
-    def record(self, store: Store, run_id: str) -> None:
-        """Give the new run's record what it stands on (events, lineage)."""
-
-    def begin(self, state: RunState, registry: ToolRegistry) -> None:
-        """The first events of the new run (``run_resumed``), before its task starts."""
-
-
-def _running_loop(what: str, instead: str) -> asyncio.AbstractEventLoop:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        raise RunError(
-            f"{what} needs a running event loop (a Jupyter cell or async code); "
-            f"in a script use {instead}"
-        ) from None
-
-
-def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:
-    if isinstance(exc, KeyboardInterrupt):
-        return "KeyboardInterrupt: interrupted (Ctrl-C or a kernel interrupt)"
-    return f"SystemExit({exc.code!r}) raised inside the run"
-
-
-def _new_run_id(clock: Callable[[], float]) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock()))
-    return f"{stamp}-{secrets.token_hex(3)}"

@@ -107,6 +107,7 @@ class Run:
             self._totals.add(event)
         events.subscribe(self._totals.add)
         self._agent: object = None
+        """Kept alive while the run is: ``gr.resume(run_id)`` finds it (``runner.started_by``)."""
         self._store: Store | None = None
 
     # -- state ----------------------------------------------------------------------------------
@@ -252,10 +253,6 @@ class Run:
         state.context.release()
         self._released = True
         state.emit(ConversationReleasedEvent(messages=messages))
-
-    def _release_when_idle(self, after_s: float) -> None:
-        """A finished run is idle from its end: release ``after_s`` seconds later."""
-        asyncio.get_running_loop().call_later(after_s, self.release_conversation)
 
     # -- guardrail state ------------------------------------------------------------------------
 
@@ -424,20 +421,33 @@ class Run:
     def _repr_html_(self) -> str | None:
         return to_html(self)
 
-    # -- wiring (used by Agent) -----------------------------------------------------------------
+    @property
+    def store(self) -> Store | None:
+        """The store that keeps this run's record and checkpoints (a fork's starting point),
+        or ``None``."""
+        return self._store
 
-    def _end(self, outcome: LoopOutcome) -> None:
-        """Settle how the run ended: its status, reason and error come from ``outcome``."""
-        self.outcome, self.reason, self.error = outcome, outcome.reason, outcome.error
+    # -- wiring (used by the runner, gr_notebook.runner) ---------------------------------
 
-    def _bind(self, agent: object, store: Store | None) -> None:
-        """The agent that runs it and the store that keeps its checkpoints: a fork's."""
-        self._agent, self._store = agent, store
-
-    def _attach(self, loop: Loop, task: asyncio.Task[Run]) -> None:
+    def attach(
+        self,
+        loop: Loop,
+        task: asyncio.Task[Run],
+        *,
+        agent: object = None,
+        store: Store | None = None,
+    ) -> None:
+        """The loop and task that run it, the agent that defined it, and the store that keeps
+        its record: the runner calls this once, as the run starts."""
         global _latest
         self._loop, self._task = loop, task
+        self._agent, self._store = agent, store
         _latest = self
+
+    def settle(self, outcome: LoopOutcome) -> None:
+        """How the run ended (its status, reason and error): the runner calls this once, as
+        the run finishes."""
+        self.outcome, self.reason, self.error = outcome, outcome.reason, outcome.error
 
 
 class _Totals:

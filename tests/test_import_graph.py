@@ -164,7 +164,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the parts the engine drives, and what reads their records
     ("guardrails", "tools", "models", "testing", "history.analysis", "history.adaptive"),
     ("engine",),
-    ("agent", "run", "examples", "demo", "__main__"),
+    ("agent", "runner", "run", "examples", "demo", "__main__"),
     ("history", "display", "integrations", "experiments"),
     ("jupyter",),
     ("_moved",),

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent, _new_run_id, started_by
+from gr_notebook import runner
+from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.checkpoint import Checkpoint, load_checkpoint, written_since
 from gr_notebook.engine.state import RunState
@@ -179,7 +180,7 @@ def fork(
     script, the finished one."""
     if isinstance(run, Run):
         if store is None:
-            store = run._store
+            store = run.store
         if store is None:
             raise RunError(
                 f"run {run.run_id} kept no store, so it has no checkpoints to fork from; give "
@@ -195,7 +196,7 @@ def fork(
     with _opened(store) as opened:
         row = _run_row(opened, run_id)
         checkpoint = _checkpoint(opened, row, turn)
-        new_id = _new_run_id(chosen.clock)
+        new_id = runner.new_run_id(chosen.clock)
         target = (
             Path(workspace).expanduser().absolute()
             if workspace is not None
@@ -307,12 +308,12 @@ def _checkpoint(store: Store, row: Mapping[str, Any], turn: int | None) -> Check
     return load_checkpoint(store, run_id, turn)
 
 
-def _agent_for(run_id: str, agent: Agent | None, call: str) -> Agent:
+def _agent_for(run_id: str, agent: Agent | None, call: str) -> runner.Runnable:
     if agent is not None:
         if not isinstance(agent, Agent):
             raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
         return agent
-    known = started_by.get(run_id)
+    known = runner.started_by.get(run_id)
     if known is None:
         raise RunError(
             f"run {run_id} was started by an agent this process does not have (a new kernel?); "
@@ -322,7 +323,7 @@ def _agent_for(run_id: str, agent: Agent | None, call: str) -> Agent:
 
 
 def _start(
-    agent: Agent,
+    agent: runner.Runnable,
     store: Store,
     origin: _FromCheckpoint,
     instructions: str,
@@ -330,13 +331,13 @@ def _start(
     *,
     run_id: str | None = None,
 ) -> Run:
-    new_id = run_id or _new_run_id(agent.clock)
+    new_id = run_id or runner.new_run_id(agent.clock)
     origin.run_id = new_id
 
     def launch(loop: asyncio.AbstractEventLoop, context: contextvars.Context | None) -> Run:
         # the new run records into its parent's store, whatever store its agent names
-        return agent._launch(
-            new_id, Workspace(target), instructions, loop, context, None, origin, store
+        return runner.launch(
+            agent, new_id, Workspace(target), instructions, loop, origin=origin, store=store
         )
 
     try:
@@ -352,7 +353,7 @@ def _start(
 
 @dataclass
 class _FromCheckpoint:
-    """A run's :class:`~gr_notebook.agent.RunOrigin`: a checkpoint of another run."""
+    """A run's :class:`~gr_notebook.runner.RunOrigin`: a checkpoint of another run."""
 
     checkpoint: Checkpoint
     parent: str

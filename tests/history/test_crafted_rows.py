@@ -38,8 +38,9 @@ def recorded(tmp_path: Path) -> Iterator[tuple[Path, gr.Run, gr.Agent]]:
         ).fetchone()
     assert last is None
     yield tmp_path / "store.sqlite", run, agent
-    if agent._store is not None:
-        agent._store.close()
+    store = agent.open_store()
+    if store is not None:
+        store.close()
 
 
 def craft(path: Path, sql: str, *params: Any) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.agent import started_by
 from gr_notebook.engine.checkpoint import writes_journal
 from gr_notebook.examples import QUICKSTART, quickstart_job
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.runner import started_by
 from gr_notebook.workflow.workspace_files import hash_files
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,9 +14,9 @@ from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 import gr_notebook as gr
-from gr_notebook.agent import started_by
 from gr_notebook.examples import QUICKSTART
 from gr_notebook.jupyter.widgets import Dashboard
+from gr_notebook.runner import started_by
 from tests.history.test_timetravel import Interrupt
 
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.agent import Agent, _new_run_id
+from gr_notebook import runner
+from gr_notebook.agent import Agent
 from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
@@ -69,7 +70,7 @@ class Session:
             stuck_detector=None,
             stuck_turns=None,  # seed 000's checkpoint watches gr's todo list
         )
-        self.run_id = _new_run_id(agent.clock)
+        self.run_id = runner.new_run_id(agent.clock)
         workspace = Workspace(names.cwd)
         self.state = RunState(
             definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
@@ -184,7 +185,7 @@ class Session:
         self._observed = asyncio.Event()
         config = {**agent.config(), "model": self.model, "harness": CLAUDE_AGENT_SDK.name}
         config.update(self.state.guards.spec.describe(), self_regulation=False)
-        store = self._store = agent._open_store()
+        store = self._store = agent.open_store()
         if store is not None:
             store.record_run_started(
                 self.run_id,
@@ -205,7 +206,7 @@ class Session:
             )
         )
         task = asyncio.get_running_loop().create_task(self._wait(), name=f"gr-sdk-{self.run_id}")
-        self.run._attach(self.loop, task)
+        self.run.attach(self.loop, task)
 
     async def _wait(self) -> Run:
         assert self._done is not None
@@ -226,7 +227,7 @@ class Session:
         if self.run.done or self._done is None:
             return
         try:
-            self.agent._finish(self.run, self.loop, self._store, outcome)
+            runner.finish(self.agent, self.run, self.loop, self._store, outcome)
         finally:
             if self._lock is not None:
                 self._lock.release()
