@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import typing
 
-from gr_notebook import _moved, examples  # noqa: F401  (gr.examples, as notebooks use it)
+from gr_notebook import examples  # noqa: F401  (gr.examples, as notebooks use it)
 from gr_notebook.agent import Agent
 from gr_notebook.clock import FakeClock
 from gr_notebook.display import reprs as _display_reprs
@@ -152,9 +152,6 @@ def __getattr__(name: str) -> typing.Any:
         from gr_notebook.models.openai_model import OpenAIModel
 
         return OpenAIModel
-    moved = _moved.MOVED.get(f"gr_notebook.{name}")
-    if moved is not None:  # gr.plan, gr.store, …: submodules from before the layout
-        return _moved.attribute(name, moved)
     raise AttributeError(f"module 'gr_notebook' has no attribute {name!r}")
 
 
@@ -262,8 +259,6 @@ __all__ = [
 # A library logs and the application decides where it goes: without a handler of its own,
 # an intervention's warnings would reach stderr through logging's last resort.
 logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
-
-_moved.install()  # module paths from before the packages' layout still import, with a warning
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer (decision 160): the display layer draws the core's HTML reprs, and the

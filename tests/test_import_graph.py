@@ -167,7 +167,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agent", "runner", "run", "examples", "demo", "__main__"),
     ("history", "display", "integrations", "experiments"),
     ("jupyter",),
-    ("_moved",),
 )
 
 
