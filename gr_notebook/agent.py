@@ -24,7 +24,7 @@ from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.loop import StuckDetector
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
-from gr_notebook.guardrails.budget import Budget
+from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS, Budget
 from gr_notebook.guardrails.budget_table import BudgetTable
 from gr_notebook.guardrails.completion import CheckerLike
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
@@ -277,11 +277,25 @@ def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
         return budget or Budget()
     whole_number(max_iterations, "max_iterations")
     if budget is not None and budget.max_iterations != max_iterations:
+        default = budget.max_iterations == DEFAULT_MAX_ITERATIONS
+        whose = f" (whose max_iterations defaults to {DEFAULT_MAX_ITERATIONS})" if default else ""
+        kept = _budget_call(replace(budget, max_iterations=max_iterations))
         raise ConfigError(
-            f"max_iterations={max_iterations} disagrees with budget.max_iterations="
-            f"{budget.max_iterations}; give the limit once, inside gr.Budget(...)"
+            f"max_iterations={max_iterations} and budget={_budget_call(budget)}{whose} "
+            f"disagree; give the limit once: budget={kept} and no max_iterations="
         )
     return budget or Budget(max_iterations=max_iterations)
+
+
+def _budget_call(budget: Budget) -> str:
+    """The budget as the shortest call that makes it."""
+    limits = {
+        "max_tokens": budget.max_tokens,
+        "max_iterations": budget.max_iterations,
+        "deadline_s": budget.deadline_s,
+    }
+    given = {k: v for k, v in limits.items() if v != getattr(Budget(), k)}
+    return "gr.Budget(" + ", ".join(f"{k}={v}" for k, v in given.items()) + ")"
 
 
 def _regulation_of(

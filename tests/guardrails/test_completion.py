@@ -186,8 +186,21 @@ def test_max_iterations_is_shorthand_for_the_budget(make_agent: Callable[..., gr
     assert make_agent(max_iterations=7).budget == Budget(max_iterations=7)
     agent = make_agent(budget=Budget(max_tokens=10, max_iterations=7), max_iterations=7)
     assert agent.budget.max_tokens == 10
-    with pytest.raises(gr.ConfigError, match=r"disagrees with budget\.max_iterations"):
-        make_agent(budget=Budget(max_iterations=3), max_iterations=7)
+    assert agent.budget.max_iterations == 7  # the same limit twice is one limit
+    with pytest.raises(gr.ConfigError) as raised:
+        make_agent(budget=Budget(max_tokens=10, max_iterations=3), max_iterations=7)
+    assert str(raised.value) == (
+        "max_iterations=7 and budget=gr.Budget(max_tokens=10, max_iterations=3) disagree; "
+        "give the limit once: budget=gr.Budget(max_tokens=10, max_iterations=7) "
+        "and no max_iterations="
+    )
+    with pytest.raises(gr.ConfigError) as raised:
+        make_agent(budget=Budget(deadline_s=60), max_iterations=7)
+    assert str(raised.value) == (
+        "max_iterations=7 and budget=gr.Budget(deadline_s=60) (whose max_iterations defaults "
+        "to 200) disagree; give the limit once: budget=gr.Budget(max_iterations=7, "
+        "deadline_s=60) and no max_iterations="
+    )
     with pytest.raises(gr.ConfigError, match=r"budget takes gr\.Budget"):
         make_agent(budget={"max_tokens": 3}, max_iterations=None)
 
