@@ -228,7 +228,7 @@ class Run:
         in a new workspace holding the files as they were, under ``agent`` (default: the
         agent that ran this one), which may have other policies, feedback, budget,
         interventions or model. It records this run as its parent."""
-        refusal = self._outside_loop("fork")
+        refusal = self.loop_control_refusal("fork")
         if refusal is not None:
             raise refusal
         if _forker is None:
@@ -276,7 +276,7 @@ class Run:
         return self._loop.state.guards
 
     def _live_loop(self, action: str) -> Loop:
-        refusal = self._outside_loop(action)
+        refusal = self.loop_control_refusal(action)
         if refusal is not None:
             raise refusal
         if self.done:
@@ -287,10 +287,10 @@ class Run:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
         return self._loop
 
-    def _outside_loop(self, action: str) -> RunError | None:
-        """The refusal of every control but a stop, for a session of another harness: its
-        ``Loop`` never runs, so a pause, rewind or todo edit would be a request nothing
-        reads (``pausing`` forever). The dashboard words its refusal with this one."""
+    def loop_control_refusal(self, action: str) -> RunError | None:
+        """None if ``action`` (pause, rewind, fork, a todo edit) can act on this run, else the
+        error that refuses it: a session of another harness never runs gr's loop, so such a
+        request would wait forever. The dashboard shows the same words."""
         if self.harness.phased:
             return None
         instead = (

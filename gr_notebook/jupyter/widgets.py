@@ -465,7 +465,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def _loop_controls(self, action: str) -> bool:
         """Pause, rewind and fork act on gr's loop; another harness's session has none, and
         the run refuses them in the words ``run.pause()`` and ``%agent pause`` use."""
-        refusal = self.run._outside_loop(action)
+        refusal = self.run.loop_control_refusal(action)
         if refusal is None:
             return True
         self.add_log(str(refusal))

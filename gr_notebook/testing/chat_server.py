@@ -21,8 +21,8 @@ from typing import Any
 
 from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
-from gr_notebook.testing.local_http import Reply
-from gr_notebook.testing.messages_server import MessagesServer, Turn, _json_reply, event_stream
+from gr_notebook.testing.local_http import Reply, json_reply
+from gr_notebook.testing.messages_server import MessagesServer, Turn, event_stream
 from gr_notebook.testing.request_rules import InvalidRequest
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS
 
@@ -75,7 +75,7 @@ class ChatServer(MessagesServer):
         self.models = None if models is None else tuple(models)
         self.api_key = api_key
 
-    def _dispatch(
+    def dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, Reply]:
         number, body = self._record(method, path, headers, raw)
@@ -86,7 +86,7 @@ class ChatServer(MessagesServer):
                 {"id": m, "object": "model", "created": 0, "owned_by": "local"}
                 for m in self.models or ()
             ]
-            return number, _json_reply({"object": "list", "data": listed})
+            return number, json_reply({"object": "list", "data": listed})
         if (method, path) != ("POST", "/v1/chat/completions"):
             return number, self._error_reply(
                 404, f"local server: no route for {method} {path}", number

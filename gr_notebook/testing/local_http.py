@@ -9,6 +9,7 @@ decides, this module only writes.
 from __future__ import annotations
 
 import contextlib
+import json
 import select
 import socket
 import socketserver
@@ -20,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-__all__ = ["HANG_POLL_SECONDS", "App", "HTTPServer", "Reply"]
+__all__ = ["HANG_POLL_SECONDS", "App", "HTTPServer", "Reply", "json_reply", "json_text"]
 
 #: Reason phrases the stdlib does not know; an empty one is legal but reads badly in logs.
 _REASONS: Mapping[int, str] = {529: "Overloaded"}
@@ -58,11 +59,31 @@ class App(Protocol):
     @property
     def stopping(self) -> threading.Event: ...
 
-    def _dispatch(
+    def dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, Reply]: ...
+    ) -> tuple[int, Reply]:
+        """Record a request and decide the reply; returns the request number with it."""
+        ...
 
-    def _note_disconnect(self) -> None: ...
+    def note_disconnect(self) -> None:
+        """Count a client that went away before its reply ended."""
+        ...
+
+
+def json_text(value: Any) -> str:
+    """JSON of ``value``, whose mappings may be read-only views (a frozen tool input)."""
+
+    def plain(obj: Any) -> Any:
+        if isinstance(obj, Mapping):
+            return dict(obj)
+        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+    return json.dumps(value, default=plain)
+
+
+def json_reply(payload: dict[str, Any]) -> Reply:
+    """A 200 whose body is ``payload`` as JSON."""
+    return Reply(200, json_text(payload).encode())
 
 
 class HTTPServer(ThreadingHTTPServer):
@@ -133,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
-        number, reply = self.server.app._dispatch(
+        number, reply = self.server.app.dispatch(
             self.command, urlsplit(self.path).path, headers, raw
         )
         if reply.drop:
@@ -142,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.hang is not None:
             self.close_connection = True
             if self._client_left_within(reply.hang):
-                self.server.app._note_disconnect()
+                self.server.app.note_disconnect()
             return
         try:
             self._head(reply, number)
@@ -176,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
             for i, event in enumerate(reply.stream or ()):
                 if i and reply.chunk_delay > 0 and self._client_left_within(reply.chunk_delay):
                     self.close_connection = True
-                    self.server.app._note_disconnect()
+                    self.server.app.note_disconnect()
                     return
                 if self.server.app.stopping.is_set():
                     self.close_connection = True
@@ -192,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
-            self.server.app._note_disconnect()
+            self.server.app.note_disconnect()
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -205,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.app.stopping.is_set():
                 return
             self._chunk(data)
-        self.server.app._note_disconnect()
+        self.server.app.note_disconnect()
 
     def _client_left_within(self, seconds: float) -> bool:
         """Wait ``seconds`` (or until the server stops); True as soon as the client closes

@@ -18,7 +18,7 @@ import copy
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.faults import Fault, Turn, error_type_for, status_for
-from gr_notebook.testing.local_http import HTTPServer, Reply
+from gr_notebook.testing.local_http import HTTPServer, Reply, json_reply, json_text
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
@@ -184,7 +184,7 @@ class MessagesServer:
             self._requests.append(RecordedRequest(method, path, body, headers))
             return len(self._requests), body
 
-    def _dispatch(
+    def dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, Reply]:
         """Record a request and decide the reply; returns the request number with it."""
@@ -203,7 +203,7 @@ class MessagesServer:
             return number, _error(400, str(invalid), number)
 
         if not generation:
-            return number, _json_reply({"input_tokens": prompt_tokens(body)})
+            return number, json_reply({"input_tokens": prompt_tokens(body)})
 
         side = self._side(copy.deepcopy(body)) if self._side is not None else None
         if side is not None:
@@ -228,7 +228,7 @@ class MessagesServer:
                     return self._script_error_reply(
                         f"local server: turn {turn_number}: {err}", number
                     )
-                return self._stream_reply(message, body) if streamed else _json_reply(message)
+                return self._stream_reply(message, body) if streamed else json_reply(message)
             if isinstance(turn, Fault):
                 if turn.kind == "status":
                     return self._error_reply(
@@ -340,7 +340,7 @@ class MessagesServer:
                 content.append({"type": "text", "text": block.text})
             elif isinstance(block, ToolUseBlock):
                 tool_id = block.id or f"toolu_local_{turn_number}_{i}"
-                input_ = json.loads(_dumps(block.input))
+                input_ = json.loads(json_text(block.input))
                 content.append(
                     {"type": "tool_use", "id": tool_id, "name": block.name, "input": input_}
                 )
@@ -370,18 +370,9 @@ class MessagesServer:
             "usage": usage,
         }
 
-    def _note_disconnect(self) -> None:
+    def note_disconnect(self) -> None:
         with self._lock:
             self._disconnects += 1
-
-
-def _dumps(value: Any) -> str:
-    def plain(obj: Any) -> Any:
-        if isinstance(obj, Mapping):
-            return dict(obj)
-        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-    return json.dumps(value, default=plain)
 
 
 def event_stream(events: Iterable[bytes]) -> Reply:
@@ -394,10 +385,6 @@ def _malformed(turn_number: int, streamed: bool) -> Reply:
     if streamed:
         return event_stream([f"event: message_start\ndata: {head}\n\n".encode()])
     return Reply(200, head.encode(), (("content-type", "application/json"),))
-
-
-def _json_reply(payload: dict[str, Any]) -> Reply:
-    return Reply(200, _dumps(payload).encode())
 
 
 def _error(
