@@ -222,7 +222,7 @@ class Checkpointer:
             if self._journal is None:  # never through a link (WorkspaceError)
                 self._journal = open_system_file(
                     self.state.workspace.root,
-                    f"writes-{self.run_id}",
+                    writes_journal(self.state.workspace.root, self.run_id).name,
                     os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                 )
             # one write call per line: in the file (the OS's) before the path is written
@@ -472,8 +472,9 @@ class Checkpointer:
             self._journal = None
         if not keep_journal:  # never through a link (WorkspaceError)
             with contextlib.suppress(OSError, WorkspaceError):
-                folder = open_system_folder(self.state.workspace.root, create=False)
+                root = self.state.workspace.root
+                folder = open_system_folder(root, create=False)
                 try:
-                    os.unlink(f"writes-{self.run_id}", dir_fd=folder)
+                    os.unlink(writes_journal(root, self.run_id).name, dir_fd=folder)
                 finally:
                     os.close(folder)

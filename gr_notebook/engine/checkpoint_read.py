@@ -108,11 +108,15 @@ MAX_ENTRIES: Final = 1_000_000
 """The most files and folders a checkpoint's workspace may name. Folders are named by hash,
 so a crafted one can name the same folder twice, and so on down: 40 small blobs would name
 2**40 files. No workspace holds this many."""
+MAX_PATH: Final = 4096
+"""The longest path a checkpoint's folders may make, the OS's own limit: a crafted folder
+that names itself would otherwise be walked a million levels deep."""
 
 
 def _files(root: str, kept: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, str]:
     """``{path: hash}`` of every file under the folder blob ``root``: each folder read once
-    and checked (:func:`_folder`), at most :data:`MAX_ENTRIES` entries in all. ``kept``: the
+    and checked (:func:`_folder`), at most :data:`MAX_ENTRIES` entries in all, no path
+    longer than :data:`MAX_PATH`. ``kept``: the
     folders rows written before decision 274 held."""
     read_folders: dict[str, dict[str, str]] = {}
     files: dict[str, str] = {}
@@ -131,6 +135,11 @@ def _files(root: str, kept: dict[str, Any], read: Callable[[str], bytes]) -> dic
             )
         for name, child in entries.items():
             if name.endswith("/"):
+                if len(prefix) + len(name) > MAX_PATH:
+                    raise DamagedRow(
+                        f"its folders nest deeper than any file path can (folder {digest} "
+                        "names itself, or a folder above it)"
+                    )
                 pending.append((prefix + name, child))
             else:
                 files[prefix + name] = child

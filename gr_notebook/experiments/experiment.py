@@ -15,6 +15,7 @@ import hashlib
 import json
 import signal
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -208,10 +209,17 @@ class Experiment:
         """Stop the experiment: no run starts, every running one ends ``cancelled`` (or
         ``interrupted``) at its next safe point, and what finished is kept; :meth:`run`
         then returns. Safe from any thread."""
+        if self._lock is None:  # only the experiment running there speaks for the folder
+            warnings.warn(
+                f"experiment {self.name!r} is not running, so there is nothing to stop; to stop "
+                f"the one running in {self.root}, call .cancel() on that experiment object, or "
+                "press Ctrl-C in its cell",
+                stacklevel=2,
+            )
+            return
         how = "interrupted" if interrupted else "cancelled"
         self._stop = self._stop or how
-        if self._lock is not None:  # only the experiment running there speaks for the folder
-            (self.root / CANCEL_FILE).write_text(how, encoding="utf-8")
+        (self.root / CANCEL_FILE).write_text(how, encoding="utf-8")
 
     @property
     def stopped(self) -> str | None:

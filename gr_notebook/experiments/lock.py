@@ -122,7 +122,7 @@ def _read_holder(root: Path) -> Holder | None:
 def _in_use(root: Path, holder: Holder | None) -> RunError:
     who = holder.describe() if holder else "another experiment"
     return RunError(
-        f"experiment folder {root} is in use by {who}; wait for it to end or stop it "
-        "(experiment.cancel(), or Ctrl-C in its cell), or give this experiment another "
-        "name= (or root=)"
+        f"experiment folder {root} is in use by {who}; wait for it to end, or stop it "
+        "(call .cancel() on that experiment object, or press Ctrl-C in its cell), or give "
+        "this experiment another name= (or root=)"
     )

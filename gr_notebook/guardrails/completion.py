@@ -179,7 +179,7 @@ class PlanBasedChecker:
 def _unplanned(context: TaskCompletionContext) -> str | None:
     """Why the job has no plan, or None when it has one."""
     if context.plan is None:
-        return f"{context.plan_file} does not exist"
+        return f"{context.plan_file} is missing or cannot be read"
     if not context.plan.phases:
         return f"{context.plan_file} has no phases"
     return None

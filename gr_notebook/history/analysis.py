@@ -337,13 +337,16 @@ def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame
     its kernel died) shows as ``interrupted``: the store alone cannot tell it from a live one.
     A fork or a resumed run names its ``parent_run_id``, ``parent_turn`` and ``relation``;
     ``checkpoints`` counts a run's turns that can be forked, and ``resumable`` marks the
-    interrupted runs ``gr.resume`` takes. A path where there is no store is a StoreError:
-    reading creates nothing.
+    interrupted runs ``gr.resume`` takes. Reading creates nothing: with no store at the
+    default path (nothing run yet) the frame is empty; a ``store=`` path where there is none
+    is a StoreError, since it is a mistyped one.
     """
     import pandas as pd
 
-    from gr_notebook.history.store import reading
+    from gr_notebook.history.store import DEFAULT_STORE_PATH, reading
 
+    if store is None and not DEFAULT_STORE_PATH.exists():
+        return pd.DataFrame([])
     with reading(store) as opened:
         return pd.DataFrame(_time_travel(opened, _live_status(opened.runs())))
 

@@ -50,8 +50,8 @@ def test_no_plan_and_no_todos_is_not_a_finished_job(tmp_path: Path, stop: StopKi
     assert not result.complete
     assert result.feedback == (
         "<blocker>\n"
-        "The job has no plan yet: main_plan.md does not exist, and the todo list is empty, "
-        "so nothing shows that the job is done.\n"
+        "The job has no plan yet: main_plan.md is missing or cannot be read, and the todo list "
+        "is empty, so nothing shows that the job is done.\n"
         "Write main_plan.md with the job's phases: each a '## Phase N: Name' heading followed "
         "by its steps as '- [ ] step' lines, with '← CURRENT' after the heading of the first "
         "phase. Then write the todo list for that phase with todo_write(todos=[...]) and work "
@@ -72,7 +72,7 @@ def test_done_todos_without_a_plan_are_not_a_finished_job(tmp_path: Path) -> Non
     todos = TodoList.of([TodoItem("Task 1", True), TodoItem("Task 2", True)])
     result = gr.PlanBasedChecker().check(context(tmp_path, todos=todos))
     assert not result.complete and result.feedback is not None
-    assert "main_plan.md does not exist" in result.feedback
+    assert "main_plan.md is missing or cannot be read" in result.feedback
     assert "todo list is empty" not in result.feedback
 
 
@@ -87,7 +87,7 @@ def test_pending_todos_without_a_plan_name_both_and_never_a_plan_to_revise(
     assert not result.complete and result.feedback is not None
     lines = result.feedback.splitlines()
     assert lines[1].startswith("3 of 5 todos in Bootstrap are unfinished: Read instructions.md")
-    assert "main_plan.md does not exist" in result.feedback
+    assert "main_plan.md is missing or cannot be read" in result.feedback
     assert "revise the plan" not in result.feedback
     assert "Finish them (todo_complete() after each), and write main_plan.md with" in (
         result.feedback
@@ -136,7 +136,7 @@ def test_a_rewind_that_empties_the_bootstrap_list_does_not_complete(
     assert run.status == "incomplete" and run.job is None
     [first, _] = run.events.of_kind("completion_check")
     assert first["complete"] is False
-    assert "The job has no plan yet: main_plan.md does not exist" in first["feedback"]
+    assert "The job has no plan yet: main_plan.md is missing or cannot be read" in first["feedback"]
     refusal = [e["text"] for e in run.events.of_kind("prompt_injected")][-1]
     assert refusal.startswith("STOP REFUSED")
     assert "Write main_plan.md with the job's phases" in refusal
@@ -190,7 +190,7 @@ def test_the_refusal_names_the_agents_plan_file(make_agent: Callable[..., gr.Age
         stuck_turns=None,
     ).run_sync(INSTRUCTIONS)
     [check] = run.events.of_kind("completion_check")
-    assert "plans/job.md does not exist" in check["feedback"]
+    assert "plans/job.md is missing or cannot be read" in check["feedback"]
     assert "Write plans/job.md with the job's phases" in check["feedback"]
     assert "main_plan.md" not in check["feedback"]
 

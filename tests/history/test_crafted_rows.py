@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,30 @@ def test_a_run_column_of_the_wrong_type_is_a_store_error(
         gr.runs_df(path)
     with pytest.raises(gr.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.fork(run.run_id, 1, agent, store=path)
+
+
+def test_a_folder_that_names_itself_ends_at_once(
+    recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path
+) -> None:
+    """A folder held in the row (as rows of an older format hold them, unhashed) that names
+    itself: a walk without a bound follows it a million levels deep, copying ever longer
+    paths for minutes."""
+    path, run, agent = recorded
+    key = "f" * 64
+    with sqlite3.connect(path) as conn:
+        [(state,)] = conn.execute(
+            "SELECT state FROM checkpoints WHERE run_id = ? AND turn = 1", (run.run_id,)
+        )
+    state = json.loads(state)
+    state.setdefault("appended", {})["folders"] = {key: {"a/": key}}
+    craft(
+        path,
+        "UPDATE checkpoints SET state = ?, files = ? WHERE run_id = ? AND turn = 1",
+        json.dumps(state),
+        key,
+        run.run_id,
+    )
+    started = time.monotonic()
+    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}.*nest deeper"):
+        fork_turn_1(path, run, agent, tmp_path)
+    assert time.monotonic() - started < 10

@@ -29,8 +29,7 @@ def test_the_default_store_is_not_created_by_reading_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(gr.StoreError, match=r"no run store at .*gr_runs/store\.sqlite"):
-        gr.runs_df()
+    assert gr.runs_df().empty  # nothing has run here yet: no runs, not a typo
     with pytest.raises(gr.StoreError, match=r"Pass store= the path your agent recorded into"):
         gr.compare("run-a", "run-b")
     assert list(tmp_path.iterdir()) == []

@@ -64,14 +64,10 @@ def read_tool_hook(hook_input: Any, tool_use_id: Any) -> ToolHookInput:
         problems.append("it has no tool_name")
     elif not isinstance(name, str) or not name.strip():
         problems.append(f"its tool_name is {_shown(name)}, not a tool's name")
-    raw = hook_input.get("tool_input")
-    if "tool_input" not in hook_input:
-        problems.append("it has no tool_input")
-    elif not isinstance(raw, Mapping):
+    raw = hook_input.get("tool_input", {})  # absent: a tool without parameters
+    if not isinstance(raw, Mapping):
         problems.append(f"its tool_input is {_shown(raw)}, not an object of named inputs")
-    key = _id_of(tool_use_id) or _id_of(hook_input.get("tool_use_id"))
-    if key is None:
-        problems.append("it has no tool_use_id")
+    key = _id_of(tool_use_id) or _id_of(hook_input.get("tool_use_id"))  # absent: not matched
     return ToolHookInput(
         name if isinstance(name, str) and name.strip() else None,
         dict(raw) if isinstance(raw, Mapping) else {},
