@@ -157,6 +157,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "eventdata",
         "reprs",
         "events",
+        "history.cells",
         "history.store",
         "history.checkpoint_store",
     ),

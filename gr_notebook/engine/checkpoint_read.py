@@ -19,8 +19,9 @@ from typing import Any, Final
 from gr_notebook.errors import RunError
 from gr_notebook.events import Event
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.cells import DamagedRow, json_kind, parse_json
 from gr_notebook.history.checkpoint_store import CheckpointRow
-from gr_notebook.history.store import DamagedRow, Store, json_kind, parse_json
+from gr_notebook.history.store import Store
 
 __all__ = [
     "CALLS",

@@ -29,7 +29,8 @@ import orjson
 from orjson import Fragment
 
 from gr_notebook.errors import StoreError
-from gr_notebook.history.store import DamagedRow, Store, checked, json_kind, parse_json
+from gr_notebook.history.cells import DamagedRow, checked, json_kind, parse_json
+from gr_notebook.history.store import Store
 
 __all__ = [
     "CHECKPOINTS_MIGRATION",

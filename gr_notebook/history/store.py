@@ -14,10 +14,11 @@ then read the same. Reading decodes each row by its kind and layout
 untyped event that keeps the data as it is (a kind this version lacks, an older or newer
 layout), which :func:`gr_notebook.events.as_typed` still reads leniently.
 
-Every JSON cell is decoded by :func:`parse_json`, and a row that is not what it should be (a
-crafted one) is a :class:`StoreError` naming it (:meth:`Store.damaged`; decision 325), but an
-event's payload or a run's JSON cell, which reads as unreadable (decision 128). A store that is
-read must exist: :func:`reading` opens one without creating it (decision 326).
+Every JSON cell is decoded by :func:`~gr_notebook.history.cells.parse_json`, and a row that
+is not what it should be (a crafted one) is a :class:`StoreError` naming it
+(:meth:`Store.damaged`; decision 325), but an event's payload or a run's JSON cell, which
+reads as unreadable (decision 128). A store that is read must exist: :func:`reading` opens
+one without creating it (decision 326).
 """
 
 from __future__ import annotations
@@ -35,17 +36,14 @@ from typing import Any, Final, Self
 
 from gr_notebook.errors import StoreError
 from gr_notebook.events import Event, decode
+from gr_notebook.history.cells import DamagedRow, checked, parse_json
 
 __all__ = [
     "DEFAULT_STORE_PATH",
     "MIGRATIONS",
-    "DamagedRow",
     "Migration",
     "Store",
     "StoreError",
-    "checked",
-    "json_kind",
-    "parse_json",
     "reading",
     "status_as_read",
 ]
@@ -166,76 +164,6 @@ def _dumps(value: Mapping[str, Any]) -> str:
     except UnicodeEncodeError:
         text = json.dumps(json.loads(text))  # ensure_ascii=True escapes the surrogates
     return text
-
-
-class DamagedRow(ValueError):
-    """A stored cell or row that cannot be read as what it should hold; its message says
-    what is wrong, for the reader to name the row (:meth:`Store.damaged`)."""
-
-
-def parse_json(
-    data: object,
-    shape: type[dict[str, Any]] | type[list[Any]] | None = None,
-    *,
-    subject: str = "it",
-) -> Any:
-    """A stored JSON cell decoded, and checked to be a ``shape`` (an object or an array).
-
-    Every reader of the store decodes through here, so a crafted cell fails one way:
-    :class:`DamagedRow` saying what is wrong (``subject`` names the cell), whether it is not
-    JSON text, not UTF-8, nested past what Python can decode (stdlib ``json`` raises
-    ``RecursionError`` there), or JSON of another shape."""
-    try:
-        value = json.loads(data)  # type: ignore[arg-type]
-    except RecursionError:
-        raise DamagedRow(f"{subject} is JSON nested too deep to read") from None
-    except TypeError:
-        raise DamagedRow(f"{subject} is {_sql_type(data)}, not JSON text") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise DamagedRow(f"{subject} is not JSON ({type(exc).__name__}: {exc})") from None
-    if shape is not None and not isinstance(value, shape):
-        want = "an object" if shape is dict else "an array"
-        raise DamagedRow(f"{subject} is {json_kind(value)}, not {want}")
-    return value
-
-
-def json_kind(value: object) -> str:
-    """What JSON calls ``value``'s type, with its article: "a JSON array"."""
-    if value is None:
-        return "JSON null"
-    if isinstance(value, bool):
-        return "a JSON boolean"
-    kinds = ((dict, "object"), (list, "array"), (str, "string"), ((int, float), "number"))
-    for kind, name in kinds:
-        if isinstance(value, kind):
-            return f"a JSON {name}"
-    return f"a {type(value).__name__}"
-
-
-def _sql_type(value: object) -> str:
-    """What SQLite calls ``value``'s type."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, int | float):
-        return "a number"
-    return "text" if isinstance(value, str) else "a blob" if isinstance(value, bytes) else "?"
-
-
-_WANTED: Final = {int: "a whole number", str: "text", float: "a number"}
-
-
-def checked(value: object, kind: type, what: str, *, null: bool = False) -> Any:
-    """``value`` when it is a ``kind`` (an int passes as a float, a bool as nothing; None
-    when ``null``), else :class:`DamagedRow` saying what ``what`` holds instead: SQLite
-    keeps any value in any column, so a crafted row can hold text where a turn belongs."""
-    if value is None and null:
-        return value
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, bool) or not isinstance(value, kind):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise DamagedRow(f"its {what} is {shown}, not {_WANTED.get(kind, kind.__name__)}")
-    return value
 
 
 _UNREADABLE: Final = object()

@@ -269,11 +269,8 @@ class MessagesServer:
                 return Reply(drop=True)
             status = status_for(fault.error_type)
             return self._error_reply(status, fault.message, number, fault.error_type)
-        if fault.then is None:
-            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
-            return self._script_error_reply(message, number)
-        reply = self._serve(fault.then, body, turn_number, number)
-        if reply.stream is None:  # the turn was itself an error: that is the answer
+        reply = self._stream_under(fault, body, turn_number, number)
+        if reply.stream is None:  # an error: that is the answer
             return reply
         events = reply.stream[: max(0, fault.after)]
         if fault.kind == "cut":
@@ -290,17 +287,24 @@ class MessagesServer:
             if fault.kind == "inject":
                 return Reply(200, fault.raw, (("content-type", "application/json"),))
             return Reply(stream=(), keepalive=b" ", keepalive_s=fault.seconds)
-        if fault.then is None:
-            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
-            return self._script_error_reply(message, number)
-        reply = self._serve(fault.then, body, turn_number, number)
-        if reply.stream is None:  # the turn was itself an error: that is the answer
+        reply = self._stream_under(fault, body, turn_number, number)
+        if reply.stream is None:  # an error: that is the answer
             return reply
         head, rest = reply.stream[: max(0, fault.after)], reply.stream[max(0, fault.after) :]
         if fault.kind == "inject":
             return replace(reply, stream=(*head, fault.raw, *rest))
         keepalive = self._keepalive_event(body)
         return replace(reply, stream=head, keepalive=keepalive, keepalive_s=fault.seconds)
+
+    def _stream_under(
+        self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
+    ) -> Reply:
+        """The reply a stream fault acts on: its ``then`` turn served, or an error reply (no
+        ``stream``) when it has none or that turn is itself an error."""
+        if fault.then is None:
+            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
+            return self._script_error_reply(message, number)
+        return self._serve(fault.then, body, turn_number, number)
 
     def _keepalive_event(self, body: dict[str, Any]) -> bytes:
         """What the API sends to keep a stream open: ``ping``; another API overrides it."""

@@ -29,6 +29,7 @@ def context(
     todos: TodoList | None = None,
     plan: Plan | None = None,
     stop: StopKind = "end_turn",
+    **fields: object,
 ) -> gr.TaskCompletionContext:
     return gr.TaskCompletionContext(
         workspace=gr.Workspace(tmp_path / "ws"),
@@ -37,6 +38,7 @@ def context(
         tentative_output="done",
         stop_reason=stop,
         budget=Budget().usage(tokens=0, iterations=1, elapsed_s=0),
+        **fields,  # type: ignore[arg-type]
     )
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.guardrails import Budget
 from gr_notebook.guardrails.completion import StopKind
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.models.base import ModelRequest
@@ -21,27 +20,7 @@ from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.prompts import BOOTSTRAP_TODOS
 from gr_notebook.workflow.todos import TodoItem, TodoList
 from tests.conftest import PLAN_TWO_PHASES, bootstrap_script
-
-INSTRUCTIONS = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n"
-
-
-def context(
-    tmp_path: Path,
-    *,
-    todos: TodoList | None = None,
-    plan: Plan | None = None,
-    stop: StopKind = "end_turn",
-    **fields: object,
-) -> gr.TaskCompletionContext:
-    return gr.TaskCompletionContext(
-        workspace=gr.Workspace(tmp_path / "ws"),
-        todos=todos if todos is not None else TodoList.of([]),
-        plan=plan,
-        tentative_output="done",
-        stop_reason=stop,
-        budget=Budget().usage(tokens=0, iterations=1, elapsed_s=0),
-        **fields,  # type: ignore[arg-type]
-    )
+from tests.guardrails.test_completion import INSTRUCTIONS, context
 
 
 @pytest.mark.parametrize("stop", ["end_turn", "job_complete"])
