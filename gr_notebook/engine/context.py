@@ -56,13 +56,6 @@ class ContextManager:
         self._conversation_tokens = 0
         self._l1: tuple[str, int] = ("", 0)
         self._l3: tuple[tuple[ToolSpec, ...], int] = ((), 0)
-        self.generation = 0
-        """Bumped whenever layer 5 is rewritten other than by appending (compaction,
-        pruning, release, a restore): a reader that follows it by appends starts over."""
-
-    def messages_from(self, start: int) -> list[Message]:
-        """Layer 5 from message ``start`` on, without copying the rest."""
-        return self._messages[start:]
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -119,7 +112,6 @@ class ContextManager:
         ever parted from its tool_result."""
         before = self._summary_tokens + self._conversation_tokens
         removed = len(self._messages)
-        self.generation += 1
         self._recap, self._progress = recap, None
         self._set_summary()
         self._messages.clear()
@@ -141,7 +133,6 @@ class ContextManager:
             start += 1
         start = _opening_thought(self._messages, start)
         removed = start
-        self.generation += 1
         del self._messages[:start]
         del self._message_tokens[:start]
         self._conversation_tokens = sum(self._message_tokens)
@@ -152,7 +143,6 @@ class ContextManager:
 
     def release(self) -> None:
         """Forget layers 4-5 (an idle, finished run); the events keep the history."""
-        self.generation += 1
         self._recap = self._progress = None
         self._set_summary()
         self._messages.clear()
@@ -160,21 +150,16 @@ class ContextManager:
         self._conversation_tokens = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.summary_json(), "messages": [m.to_json() for m in self._messages]}
-
-    def summary_json(self) -> dict[str, Any]:
-        """Layer 4 alone: :meth:`to_json` without the messages."""
-        return {"recap": self._recap, "progress": self._progress}
-
-    def summary_key(self) -> tuple[str | None, str | None]:
-        """Equal only when :meth:`summary_json` would be (its texts, which never change)."""
-        return self._recap, self._progress
+        return {
+            "recap": self._recap,
+            "progress": self._progress,
+            "messages": [m.to_json() for m in self._messages],
+        }
 
     def load_json(self, data: Mapping[str, Any]) -> None:
         """Bring back layers 4-5 from :meth:`to_json` (messages are decoded before any
         change, so a bad snapshot leaves the conversation as it was)."""
         messages = [Message.from_json(m) for m in data["messages"]]
-        self.generation += 1
         self._recap, self._progress = data["recap"], data["progress"]
         self._set_summary()
         self._messages = messages

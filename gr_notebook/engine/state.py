@@ -18,7 +18,7 @@ are the workspace's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -187,71 +187,37 @@ class RunState:
 
     # -- snapshots -------------------------------------------------------------------------------
 
-    def snapshot(self, *, history: bool = True, unchanged: Container[str] = ()) -> dict[str, Any]:
+    def snapshot(self, *, events: bool = True) -> dict[str, Any]:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
-
-        ``history=False`` leaves out what only grows, the events, layer 5's messages and
-        the calls the intervention tracker has seen (there is no ``"events"``, ``"context"``
-        has no ``"messages"``, ``"seen"`` is a count), and the feedback's recent calls
-        (``"recent"`` is None): a checkpoint keeps those by appending, and hands them back
-        to :meth:`restore`. The parts named in ``unchanged`` (those of :meth:`part_keys`,
-        whose keys did not change) are left out: a checkpoint has them already."""
-        snapshot: dict[str, Any] = {"counters": self.counters()}
-        if "guardrails" not in unchanged:
-            snapshot["guardrails"] = self.guards.snapshot(recent=history)
-        if "interventions" not in unchanged:
-            engine = self.interventions
-            snapshot["interventions"] = engine.to_json(seen=history) if engine else None
-        if history:
-            snapshot["events"] = [_event_json(e) for e in self.events]
-            snapshot["context"] = self.context.to_json()
-        elif "context" not in unchanged:
-            snapshot["context"] = self.context.summary_json()
-        if "version" not in unchanged:
-            snapshot["version"] = STATE_VERSION
-        if "run" not in unchanged:
-            snapshot["run"] = {
+        ``events=False`` leaves the events out: a checkpoint reads them from the store."""
+        engine = self.interventions
+        snapshot: dict[str, Any] = {
+            "version": STATE_VERSION,
+            "run": {
                 "run_id": self.run_id,
                 "name": self.name,
                 "workspace": str(self.workspace.root),
                 "plan_file": self.plan_file,
-            }
-        snapshot["stuck_detector"] = _detector_json(self.stuck_detector)  # a person's: no key
-        if "pending" not in unchanged:
-            snapshot["pending"] = {
+            },
+            "counters": {
+                "turn": self.turn,
+                "tokens": self.tokens,
+                "elapsed_s": self.clock() - self.started_at,
+            },
+            "context": self.context.to_json(),
+            "phases": self.phases.to_json(),
+            "regulation": self.regulation.to_json() if self.regulation else None,
+            "guardrails": self.guards.snapshot(),
+            "interventions": engine.to_json() if engine else None,
+            "stuck_detector": _detector_json(self.stuck_detector),
+            "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
                 "todo_order": self.todo_order,
-            }
-        if "phases" not in unchanged:
-            snapshot["phases"] = self.phases.to_json()
-        if "regulation" not in unchanged:
-            snapshot["regulation"] = self.regulation.to_json() if self.regulation else None
+            },
+        }
+        if events:
+            snapshot["events"] = [_event_json(e) for e in self.events]
         return snapshot
-
-    def counters(self) -> dict[str, Any]:
-        """The snapshot's part that moves at every turn: the turn, the tokens, the time."""
-        return {
-            "turn": self.turn,
-            "tokens": self.tokens,
-            "elapsed_s": self.clock() - self.started_at,
-        }
-
-    def part_keys(self) -> dict[str, object]:
-        """For the parts of :meth:`snapshot` but the counters and the stuck detector (a
-        person's), a key that compares equal only when the part would be the same (see
-        ``PhaseController.state_key``), what moves at every tool call aside (the
-        feedback's count of calls and recent calls, the tracker's step and stuck counter): a
-        checkpoint builds a part again only when its key changed."""
-        return {
-            "version": STATE_VERSION,
-            "run": (self.run_id, self.name, self.workspace, self.plan_file),  # one root each
-            "context": self.context.summary_key(),
-            "pending": (tuple(self.rewinds), self.todo_order),
-            "phases": self.phases.state_key(),
-            "regulation": self.regulation.state_key() if self.regulation else None,
-            "guardrails": self.guards.state_key(),
-            "interventions": self.interventions.tracker.state_key() if self.interventions else None,
-        }
 
     def restore(
         self, snapshot: Mapping[str, Any], *, events: Sequence[Event] | None = None

@@ -257,27 +257,8 @@ class ProgressTracker:
     seen: set[int] = field(default_factory=set)
     """Digests of the successful calls so far, tool and input: what makes a step ``novel``
     (stable across processes, so a restored run keeps them)."""
-    seen_order: list[int] = field(default_factory=list, repr=False, compare=False)
-    """``seen`` in the order it grew: a checkpoint per turn takes only the new ones."""
 
-    def state_key(self) -> tuple[object, ...]:
-        """Equal only when :meth:`to_json` with ``seen=False`` would be, but for the step and
-        the stuck counter, which move with the calls (a checkpoint keeps them with its
-        tallies): values, copied, so a change shows."""
-        return (
-            self.last_start_over_step,
-            self.code_edit_count,
-            tuple(self.recent_tools),
-            self.last_progress_step,
-            self.tier,
-            self.best_score,
-            self.fresh_window,
-            len(self.seen),
-        )
-
-    def to_json(self, *, seen: bool = True) -> dict[str, Any]:
-        """The tracker as JSON; ``seen=False`` gives only how many calls it has seen (a
-        checkpoint keeps them as they grow)."""
+    def to_json(self) -> dict[str, Any]:
         return {
             "last_start_over_step": self.last_start_over_step,
             "code_edit_count": self.code_edit_count,
@@ -288,7 +269,7 @@ class ProgressTracker:
             "tier": self.tier,
             "best_score": self.best_score,
             "fresh_window": self.fresh_window,
-            "seen": sorted(self.seen) if seen else len(self.seen),
+            "seen": sorted(self.seen),
         }
 
     @classmethod
@@ -305,7 +286,6 @@ class ProgressTracker:
             best_score=float(data["best_score"]),
             fresh_window=bool(data["fresh_window"]),
             seen={int(k) for k in data["seen"]},
-            seen_order=sorted({int(k) for k in data["seen"]}),
         )
 
 
@@ -350,14 +330,13 @@ class InterventionEngine:
             novel = key not in t.seen
             if novel:
                 t.seen.add(key)
-                t.seen_order.append(key)
         self._read_progress(ToolStep(t.step, tool, params, result, is_error, novel))
         if t.step % c.check_every or self.stopped:
             return None
         return self._check()
 
-    def to_json(self, *, seen: bool = True) -> dict[str, Any]:
-        return self.tracker.to_json(seen=seen)
+    def to_json(self) -> dict[str, Any]:
+        return self.tracker.to_json()
 
     def note_reset(self) -> None:
         """A new strategy (start_over, a rewind): its grace period begins now."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gr_notebook.errors import RunError
@@ -49,12 +48,6 @@ class PolicyState:
     invoked_keys: frozenset[tuple[str, str]] = frozenset()
 
 
-_REVISIONS = count()
-"""Shared by every memory, so two memories, or one before and after a change, never have
-the same revision."""
-_MISSING: Any = object()
-
-
 class PolicyMemory:
     """One policy's history in one run, mutable in O(1) per call.
 
@@ -63,26 +56,17 @@ class PolicyMemory:
     a file changed since.
     """
 
-    __slots__ = ("_keys", "_tools", "policy_name", "revision")
+    __slots__ = ("_keys", "_tools", "policy_name")
 
     def __init__(self, policy_name: str) -> None:
         self.policy_name = policy_name
         self._tools: set[str] = set()
         self._keys: dict[tuple[str, str], Any] = {}
-        self.revision = next(_REVISIONS)
-        """Changes with :meth:`to_json`, and only then: a checkpoint per turn builds the
-        JSON only when it did."""
 
     def record(self, tool: str, key: str | None = None, *, stamp: Any = None) -> None:
-        if tool not in self._tools:
-            self._tools.add(tool)
-            self.revision = next(_REVISIONS)
+        self._tools.add(tool)
         if key is not None:
-            entry = (tool, key)
-            was = self._keys.get(entry, _MISSING)
-            if was is _MISSING or type(was) is not type(stamp) or was != stamp:
-                self._keys[entry] = stamp
-                self.revision = next(_REVISIONS)
+            self._keys[(tool, key)] = stamp
 
     def invoked(self, tool: str) -> bool:
         return tool in self._tools
@@ -96,7 +80,6 @@ class PolicyMemory:
     def reset(self) -> None:
         self._tools.clear()
         self._keys.clear()
-        self.revision = next(_REVISIONS)
 
     @property
     def state(self) -> PolicyState:
@@ -125,7 +108,6 @@ class PolicyMemory:
             )
         self._tools = set(tools)
         self._keys = {(t, k): _stamp_of(s) for t, k, s in keys}
-        self.revision = next(_REVISIONS)
 
     def __repr__(self) -> str:
         return (

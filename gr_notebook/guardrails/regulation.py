@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
@@ -47,9 +46,6 @@ __all__ = [
 
 DEFAULT_CONFIRM_ABOVE = 100_000
 MAX_LISTED = 50
-_REVISIONS = count()
-"""Shared by every run's reads, so two of them, or one before and after a change, never
-have the same revision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +138,6 @@ class SelfRegulation:
         self._requested: frozenset[str] = frozenset()
         self.summaries: tuple[ProgressSummary, ...] = ()
         self._explored: dict[str, tuple[tuple[int, int], int, int]] = {}
-        self._explored_revision = next(_REVISIONS)
-        """Drawn again whenever ``_explored`` changes: :meth:`state_key` holds it, not a
-        copy of every read."""
         self.generation = 0
         """Bumped whenever the conversation is pruned or compacted: older reads are gone."""
 
@@ -290,27 +283,12 @@ class SelfRegulation:
                 call_index=call_index,
             )
         self._explored[name] = (stamp, turn, self.generation)
-        self._explored_revision = next(_REVISIONS)
         return None
 
     def note_pruned(self) -> None:
         self.generation += 1
 
     # -- snapshots ------------------------------------------------------------------------------
-
-    def state_key(self) -> tuple[object, ...]:
-        """What :meth:`to_json` is made of, as frozen values and the reads' revision, that
-        compare equal only when its JSON would be the same: a checkpoint builds this part
-        again only when the key changed. It costs the same however many files were read."""
-        return (
-            self.assessment,
-            self.answer,
-            self.wrap_up,
-            self.generation,
-            self.summaries,
-            self._requested,
-            self._explored_revision,
-        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -350,7 +328,6 @@ class SelfRegulation:
             self.assessment, self.answer, self.wrap_up = assessment, answer, wrap_up
             self._requested, self.summaries = requested, summaries
             self._explored, self.generation = explored, generation
-            self._explored_revision = next(_REVISIONS)
 
         return apply
 

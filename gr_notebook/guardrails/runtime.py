@@ -286,24 +286,12 @@ class Guardrails:
 
     # -- snapshots --------------------------------------------------------------------------
 
-    def state_key(self) -> tuple[object, ...]:
-        """Equal only when :meth:`snapshot` would be, but for the feedback's count of calls
-        and recent calls: a checkpoint builds this part again only when the key changed."""
-        return (
-            tuple([memory.revision for memory in self.memories.values()]),
-            self.feedback.revision,
-            self.refusals,
-        )
-
-    def snapshot(self, *, recent: bool = True) -> dict[str, Any]:
-        """The guardrails' state as JSON; ``recent=False`` leaves the feedback's recent
-        calls out (``None``): a checkpoint keeps them as they come."""
+    def snapshot(self) -> dict[str, Any]:
+        """The guardrails' state as JSON values, for :meth:`restore`."""
         return {
             "version": SNAPSHOT_VERSION,
-            "policies": {key: memory.to_json() for key, memory in self.memories.items()}
-            if self.memories
-            else {},
-            "feedback": self.feedback.to_json(recent=recent),
+            "policies": {key: memory.to_json() for key, memory in self.memories.items()},
+            "feedback": self.feedback.to_json(),
             "completion": {"refusals": self.refusals},
         }
 

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.eventdata import plain_json
@@ -36,8 +35,6 @@ __all__ = ["RECENT_CALLS", "FeedbackRunner"]
 
 RECENT_CALLS = 50
 """How many recent tool calls a feedback provider can look back on."""
-_REVISIONS = count()
-"""Shared by every runner: no two states of any runner have the same revision."""
 
 
 @dataclass(slots=True)
@@ -56,13 +53,8 @@ class FeedbackRunner:
         self.prompt_name = run.name
         self.calls = 0
         self.recent: deque[ToolCallRecord] = deque(maxlen=RECENT_CALLS)
-        self._recent_json: deque[dict[str, Any]] = deque(maxlen=RECENT_CALLS)
-        """``recent`` as JSON, each built once: a checkpoint at every turn reads it."""
         self.last: Feedback | None = None
         self.last_by_provider: dict[str, Feedback] = {}
-        self.revision = next(_REVISIONS)
-        """Changes with :meth:`to_json` but for the count of calls and the recent calls
-        (a checkpoint keeps those apart), and only then."""
         started = self._clock()
         self._triggers = [_Trigger(last_time=started) for _ in self.configs]
         self._files = [
@@ -78,7 +70,6 @@ class FeedbackRunner:
         now = self._clock()
         record = ToolCallRecord(self.calls, tool, params, is_error, turn, now)
         self.recent.append(record)
-        self._recent_json.append(_record_json(record))
         if not self._triggers:
             return []
         blocks: list[Feedback] = []
@@ -107,7 +98,6 @@ class FeedbackRunner:
                 continue
             state.last_call, state.last_time = self.calls, now
             state.file_fired = state.file_fired or file_seen
-            self.revision = next(_REVISIONS)
             if block is not None:
                 blocks.append(block)
         for block in blocks:  # stored after all ran: every provider saw the same history
@@ -150,9 +140,7 @@ class FeedbackRunner:
         self._emit(block.event(tool, index))
         return True, block
 
-    def to_json(self, *, recent: bool = True) -> dict[str, Any]:
-        """The runner's state; ``recent=False`` gives None for the recent calls, which
-        :meth:`recent_json` hands out as they come."""
+    def to_json(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
             "triggers": [
@@ -163,20 +151,11 @@ class FeedbackRunner:
                     "file_fired": t.file_fired,
                 }
                 for c, t in zip(self.configs, self._triggers, strict=True)
-            ]
-            if self.configs
-            else [],  # a checkpoint per turn: no comprehension for nothing
+            ],
             "last": self.last.to_json() if self.last else None,
-            "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()}
-            if self.last_by_provider
-            else {},
-            "recent": list(self._recent_json) if recent else None,
+            "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()},
+            "recent": [_record_json(record) for record in self.recent],
         }
-
-    def recent_json(self) -> deque[dict[str, Any]]:
-        """The recent calls as JSON, oldest first, each built once when the call was
-        made and never changed: read them, do not change them."""
-        return self._recent_json
 
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
         """Check a saved state; returns the function that applies it, so nothing changes
@@ -199,8 +178,6 @@ class FeedbackRunner:
             self.calls, self._triggers = calls, triggers
             self.last, self.last_by_provider = last, by_provider
             self.recent = deque(recent, maxlen=RECENT_CALLS)
-            self._recent_json = deque(map(_record_json, recent), maxlen=RECENT_CALLS)
-            self.revision = next(_REVISIONS)
 
         return apply
 

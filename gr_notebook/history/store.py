@@ -95,13 +95,8 @@ def create_runs_jobs_events(conn: sqlite3.Connection) -> None:
 
 @_migration
 def add_checkpoints(conn: sqlite3.Connection) -> None:
-    """Schema 2: a checkpoint per turn (:mod:`gr_notebook.history.checkpoint_store`).
-
-    ``blobs`` holds content by its hash (file contents, folders, state parts), so an
-    unchanged file or part is stored once; a ``checkpoints`` row holds the state that
-    changed since the last one, with what the run's logs (its messages, its recent tool
-    calls) gained; ``lineage`` links a forked or resumed run to its parent and turn.
-    """
+    """Schema 2: blobs kept by the hash of their content, a checkpoint per turn (in a
+    format schema 4 replaced), and the lineage that links a fork or a resume to its parent."""
     conn.execute(
         "CREATE TABLE blobs (digest TEXT PRIMARY KEY, size INTEGER NOT NULL,"
         " zlib INTEGER NOT NULL, data BLOB NOT NULL)"
@@ -122,9 +117,27 @@ def add_checkpoints(conn: sqlite3.Connection) -> None:
 
 @_migration
 def batch_checkpoints(conn: sqlite3.Connection) -> None:
-    """Schema 3: a ``checkpoints`` row may hold the checkpoints of consecutive turns
-    (``turn`` to ``last_turn``), committed together (decision 283); NULL: one turn."""
+    """Schema 3: a row of the earlier checkpoint format could hold several turns."""
     conn.execute("ALTER TABLE checkpoints ADD COLUMN last_turn INTEGER")
+
+
+@_migration
+def plain_checkpoints(conn: sqlite3.Connection) -> None:
+    """Schema 4: a checkpoint is its turn's whole state, one compressed JSON document a
+    row (:mod:`gr_notebook.history.checkpoint_store`). Checkpoints in the earlier format
+    stay as they were, in ``old_checkpoints``, so that resume and fork can say why they
+    refuse them; a store that holds none drops the old table."""
+    (held,) = conn.execute("SELECT EXISTS (SELECT 1 FROM checkpoints)").fetchone()
+    if held:
+        conn.execute("ALTER TABLE checkpoints RENAME TO old_checkpoints")
+    else:
+        conn.execute("DROP TABLE checkpoints")
+    conn.execute(
+        """CREATE TABLE checkpoints (
+            run_id TEXT NOT NULL REFERENCES runs(run_id), turn INTEGER NOT NULL,
+            seq INTEGER NOT NULL, time REAL NOT NULL, state BLOB NOT NULL,
+            PRIMARY KEY (run_id, turn))"""
+    )
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -248,8 +261,6 @@ class Store:
         self._path = Path(path).absolute()
         self._lock = threading.Lock()
         self._closed = False
-        self._deferred: list[tuple[Callable[[sqlite3.Connection], object], Callable[[], object]]]
-        self._deferred = []
         if not create and not self._path.exists():
             raise StoreError(
                 f"there is no run store at {self._path}; nothing was recorded there. Pass "
@@ -305,47 +316,10 @@ class Store:
             raise self.damaged(what, exc) from None
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
-        """Run one statement under the lock; a write is committed before this returns,
-        with what was deferred (:meth:`defer`) in the same transaction."""
-        with self._lock:
-            if self._closed:
-                raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
-            deferred, self._deferred = self._deferred, []
-            try:
-                with self._conn:
-                    for write, _ in deferred:
-                        write(self._conn)
-                    cursor = self._conn.execute(sql, params)
-                    found = cursor.fetchall(), cursor.rowcount
-            except sqlite3.Error as exc:
-                raise StoreError(f"run store {self._path} failed: {exc}") from exc
-        for _, then in deferred:
-            then()
-        return found
-
-    def defer(
-        self, write: Callable[[sqlite3.Connection], object], then: Callable[[], object]
-    ) -> None:
-        """Run ``write`` in the transaction of the store's next statement, or at
-        :meth:`flush`, whichever comes first, and ``then`` once it is committed: a turn's
-        checkpoint rides with the turn's next event instead of a commit of its own."""
-        with self._lock:
-            self._deferred.append((write, then))
-
-    def flush(self) -> None:
-        """Commit what was deferred, now."""
-        with self._lock:
-            if self._closed or not self._deferred:
-                return
-            deferred, self._deferred = self._deferred, []
-            try:
-                with self._conn:
-                    for write, _ in deferred:
-                        write(self._conn)
-            except sqlite3.Error as exc:
-                raise StoreError(f"run store {self._path} failed: {exc}") from exc
-        for _, then in deferred:
-            then()
+        """Run one statement under the lock; a write is committed before this returns."""
+        with self.transaction() as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall(), cursor.rowcount
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -354,16 +328,11 @@ class Store:
         with self._lock:
             if self._closed:
                 raise StoreError(f"run store {self._path} is closed; open a new Store to use it")
-            deferred, self._deferred = self._deferred, []
             try:
                 with self._conn:
-                    for write, _ in deferred:
-                        write(self._conn)
                     yield self._conn
             except sqlite3.Error as exc:
                 raise StoreError(f"run store {self._path} failed: {exc}") from exc
-        for _, then in deferred:
-            then()
 
     def record_run_started(
         self,
@@ -504,7 +473,6 @@ class Store:
         return [row[0] for row in rows]
 
     def close(self) -> None:
-        self.flush()
         with self._lock:
             if not self._closed:
                 self._closed = True

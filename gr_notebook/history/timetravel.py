@@ -30,12 +30,17 @@ from typing import Any, Final
 from gr_notebook import runner
 from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.checkpoint import Checkpoint, load_checkpoint, written_since
+from gr_notebook.engine.checkpoint import written_since
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history.checkpoint_store import RESUMABLE, Lineage
+from gr_notebook.history.checkpoint_store import (
+    RESUMABLE,
+    Checkpoint,
+    Lineage,
+    load_checkpoint,
+)
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
@@ -289,12 +294,12 @@ def _checkpoint(store: Store, row: Mapping[str, Any], turn: int | None) -> Check
     run_id = row["run_id"]
     turns = rows.checkpoint_turns(store, run_id)
     if not turns:
-        since = rows.migrated_at(store)
-        started = row["started_at"]
-        if since is not None and started is not None and started < since - 1:
+        if rows.from_earlier_version(store, run_id, row["started_at"]):
             raise RunError(
-                f"run {run_id} was recorded before this store kept checkpoints (an older "
-                "gr_notebook), so it cannot be resumed or forked; run the job again"
+                f"run {run_id} was recorded by an earlier gr_notebook, which kept no "
+                "checkpoints or kept them in a format this version does not read: its events "
+                "and DataFrames open as before, but it cannot be resumed or forked; run the "
+                "job again"
             )
         raise RunError(
             f"run {run_id} has no checkpoints (its agent had checkpoints=False, or it ended "
@@ -369,7 +374,7 @@ class _FromCheckpoint:
 
     def restore(self, state: RunState) -> None:
         ck = self.checkpoint
-        snapshot = fit_snapshot(ck.snapshot, state.snapshot(history=False))
+        snapshot = fit_snapshot(ck.snapshot, state.snapshot(events=False))
         self.kept_aside = restore_files(self.target, ck.files, ck.read, aside=self.aside)
         state.restore(snapshot, events=ck.events)
 
@@ -383,12 +388,12 @@ class _FromCheckpoint:
                 f". The files this resume set aside are in {self.aside}" if self.kept_aside else ""
             )
             raise _resumed_already(self.parent, earlier.run_id, after=kept)
-        rows.copy_events(store, self.parent, run_id, self.checkpoint.row.seq)
+        rows.copy_events(store, self.parent, run_id, self.checkpoint.seq)
         if self.mark_parent:  # its process died: its record says so from now on
             store.record_run_finished(
                 self.parent,
                 status="interrupted",
-                finished_at=self.checkpoint.row.time,
+                finished_at=self.checkpoint.time,
                 error=f"interrupted; resumed as run {run_id} from turn {self.checkpoint.turn}",
             )
 
@@ -424,8 +429,6 @@ def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str
     for part in ("regulation", "interventions"):
         if (saved.get(part) is None) != (fresh.get(part) is None):
             fitted[part] = fresh.get(part)
-    if isinstance(fitted.get("interventions"), dict) and fitted["interventions"]["seen"] == 0:
-        fitted["interventions"] = {**fitted["interventions"], "seen": []}  # fresh: none
     if fresh.get("stuck_detector") is None or saved.get("stuck_detector") is None:
         fitted["stuck_detector"] = None
     return fitted

@@ -362,23 +362,6 @@ class PhaseController:
 
     # -- snapshots --------------------------------------------------------------------------
 
-    def state_key(self) -> tuple[object, ...]:
-        """What :meth:`to_json` is made of, as values (frozen, or copied into tuples) that
-        compare equal only when its JSON would be the same: a checkpoint builds this part
-        again only when the key changed, at the cost of a few tuples."""
-        todos = self.todos
-        return (
-            todos,
-            todos.instruction,  # not in TodoList's equality
-            tuple(self.segments),
-            self.job,
-            self.compaction_due,
-            self._pending,
-            tuple(self._prompts),
-            self._wrap_up,
-            self._plan_written,
-        )
-
     def to_json(self) -> dict[str, Any]:
         todos = self.todos
         return {

@@ -1,28 +1,23 @@
-"""The workspace's files as content-addressed folders, as git keeps a tree.
+"""The workspace's files by content: what a checkpoint keeps, and how a resume brings it back.
 
-A :class:`FileTree` holds, for every regular file of the workspace, the hash of its bytes,
-and for every folder a small JSON blob naming its files and subfolders by hash; the root
-folder's hash names the whole workspace. Rehashing one changed file rewrites only the
-folders on its path, so a checkpoint of a turn that changed nothing costs nothing, and one
-that changed a file costs that file and a few small folders. What a listing skips is left
-out here too: dot-folders (``.gr/``, the system's), temp files and symlinks.
-
-:func:`flatten` reads a root back into ``{path: hash}``, and :func:`restore_files` brings a
-workspace back to it, moving aside (never deleting) what differs, never through a link;
-:func:`linked` names the files of a run a person replaced by links, which hashing skips.
+A :class:`FileTree` holds the hash of every regular file of the workspace, kept up to date
+path by path, so a turn that wrote one file rehashes that file alone. What a listing skips
+is left out here too: dot-folders (``.gr/``, the system's), temp files and symlinks.
+:func:`restore_files` brings a workspace back to a listing, moving aside (never deleting)
+what differs, never through a link; :func:`linked` names the files of a run a person
+replaced by links, which hashing skips.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gr_notebook.digests import digest_of
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.history.checkpoint_store import digest_of, json_bytes
 from gr_notebook.workflow.workspace import (
     SYSTEM_DIR,
     open_folders,
@@ -35,7 +30,6 @@ __all__ = [
     "Stamp",
     "WorkspaceDiff",
     "diff",
-    "flatten",
     "hash_files",
     "linked",
     "restore_files",
@@ -46,21 +40,20 @@ Stamp = tuple[int, int, int]
 
 
 class FileTree:
-    """The hashes of a workspace's files and folders, kept up to date path by path."""
+    """The hashes of a workspace's files, kept up to date path by path."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.files: dict[str, tuple[str, Stamp]] = {}
         """path -> (hash, stamp) of every file."""
-        self._folders: dict[str, dict[str, str]] = {"": {}}
-        """folder -> {name or 'name/': hash} of its files and subfolders."""
-        self._digests: dict[str, str] = {}
-        self.digest = ""
-        """The root folder's hash: the whole workspace."""
+
+    def listing(self) -> dict[str, str]:
+        """``{path: hash}`` of every file, as a checkpoint keeps it."""
+        return {path: digest for path, (digest, _) in self.files.items()}
 
     def scan(self) -> dict[str, bytes]:
         """Look at every file (a stat each; bytes only of what changed); returns the new
-        blobs (files and folders) by hash."""
+        contents by hash."""
         found: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -72,18 +65,13 @@ class FileTree:
 
     def update(self, paths: Iterable[str]) -> dict[str, bytes]:
         """Rehash ``paths`` (written, added or removed since the last look); returns the
-        new blobs (files and the folders on their paths) by hash."""
+        new contents by hash."""
         blobs: dict[str, bytes] = {}
-        dirty: set[str] = set()
         for path in paths:
-            if self._look(path, blobs):
-                dirty.add(path)
-        if dirty or not self.digest:
-            self._refold(dirty, blobs)
+            self._look(path, blobs)
         return blobs
 
-    def _look(self, path: str, blobs: dict[str, bytes]) -> bool:
-        """Whether ``path`` changed; its new bytes go to ``blobs``."""
+    def _look(self, path: str, blobs: dict[str, bytes]) -> None:
         old = self.files.get(path)
         full = os.path.join(self.root, path)
         try:
@@ -91,77 +79,26 @@ class FileTree:
         except OSError:
             st = None
         if st is None or not stat_module.S_ISREG(st.st_mode) or _hidden(path):
-            if old is None:
-                return False
-            del self.files[path]
-            return True
+            self.files.pop(path, None)
+            return
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         if old is not None and old[1] == stamp:
-            return False
+            return
         try:
             data = _read(full, st.st_size)
         except OSError:
-            return False  # unreadable now; the next look tries again
+            return  # unreadable now; the next look tries again
         digest = digest_of(data)
         self.files[path] = (digest, stamp)
-        if old is not None and old[0] == digest:
-            return False
-        blobs[digest] = data
-        return True
-
-    def _refold(self, dirty: set[str], blobs: dict[str, bytes]) -> None:
-        """Rebuild the folders on the paths of ``dirty`` files, deepest first."""
-        touched: set[str] = {""}
-        for path in dirty:
-            folder, _, name = path.rpartition("/")
-            entries = self._folders.setdefault(folder, {})
-            entry = self.files.get(path)
-            if entry is None:
-                entries.pop(name, None)
-            else:
-                entries[name] = entry[0]
-            while True:
-                touched.add(folder)
-                if not folder:
-                    break
-                folder = folder.rpartition("/")[0]
-        for folder in sorted(touched, key=lambda f: (-f.count("/") - bool(f), f)):
-            entries = self._folders.get(folder, {})
-            parent, _, name = folder.rpartition("/")
-            if not entries and folder:
-                self._folders.pop(folder, None)
-                self._digests.pop(folder, None)
-                self._folders.get(parent, {}).pop(name + "/", None)
-                continue
-            data = json_bytes(entries, checked=False, sort_keys=True)
-            digest = digest_of(data)
-            self._digests[folder] = digest
-            if folder:
-                self._folders.setdefault(parent, {})[name + "/"] = digest
+        if old is None or old[0] != digest:
             blobs[digest] = data
-        self.digest = self._digests[""]
-
-
-def flatten(root: str, read: Callable[[str], bytes]) -> dict[str, str]:
-    """``{path: hash}`` of every file under the folder blob ``root``."""
-    files: dict[str, str] = {}
-    pending = [("", root)]
-    while pending:
-        prefix, digest = pending.pop()
-        entries = json.loads(read(digest))
-        for name, child in entries.items():
-            if name.endswith("/"):
-                pending.append((prefix + name, child))
-            else:
-                files[prefix + name] = child
-    return files
 
 
 def hash_files(root: Path) -> dict[str, str]:
     """``{path: hash}`` of the files a :class:`FileTree` of ``root`` would hold, now."""
     tree = FileTree(root)
     tree.scan()
-    return {path: digest for path, (digest, _) in tree.files.items()}
+    return tree.listing()
 
 
 @dataclass(frozen=True, slots=True)

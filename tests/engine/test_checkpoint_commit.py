@@ -1,5 +1,5 @@
-"""When checkpoints reach the store, what a failed batch leaves, and the state keys that
-spare a checkpoint the parts that did not change."""
+"""When checkpoints reach the store, what a failed write leaves, and that every turn reads
+back as it was taken, a field added to a snapshot included."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import json
 import math
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,10 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine import checkpoint as checkpoint_module
-from gr_notebook.engine.checkpoint import FLUSH_AFTER_S, Checkpointer, load_checkpoint
+from gr_notebook.engine.checkpoint import Checkpointer
 from gr_notebook.examples import QUICKSTART, audit_job
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history.checkpoint_store import load_checkpoint
 from gr_notebook.history.store import Store
 from gr_notebook.models import ModelRequest, ModelResponse
 
@@ -46,7 +46,7 @@ def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way
     run_ids: list[str] = []
 
     async def slow(request: ModelRequest) -> ModelResponse:  # turn 4's model call
-        await asyncio.sleep(4 * FLUSH_AFTER_S)
+        await asyncio.sleep(0.2)
         seen[4] = committed_turns(path, run_ids[0])
         return gr.tool_call("list_files")
 
@@ -60,73 +60,22 @@ def test_a_checkpoint_is_in_the_store_while_the_model_call_after_it_is_under_way
 
     run = asyncio.run(main())
     assert run.status == "ended"
-    assert seen[4] == [1, 2, 3, 4]  # turns 2-4 waited at most 50 ms, not for the run's end
+    assert seen[4] == [1, 2, 3, 4]  # committed as taken, not at the run's end
     assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
-
-
-def test_a_fast_run_commits_its_rows_together_and_none_waits_past_the_bound(
-    tmp_path: Path,
-) -> None:
-    """Turns of a few milliseconds commit their rows about 20 times a second (decision
-    281), not at every turn; no row waits for long, and the first goes at once."""
-    path = tmp_path / "s.sqlite"
-    turns = 400
-    seen: list[tuple[float, int]] = []  # (when, the newest committed turn then)
-    run_ids: list[str] = []
-
-    def look(event: gr.Event) -> None:
-        if event.kind == "model_call":
-            committed = committed_turns(path, run_ids[0])
-            seen.append((time.time(), committed[-1] if committed else 0))
-
-    agent = gr.Agent(
-        gr.ScriptedModel([gr.tool_call("list_files")] * turns + [gr.text("done")]),
-        workspace=tmp_path / "ws",
-        store=path,
-        max_iterations=2 * turns,
-        stuck_turns=None,
-        interventions=gr.InterventionConfig(consecutive_stuck_tolerance=turns),
-    )
-
-    async def main() -> gr.Run:
-        run = agent.start("List the files.")
-        run_ids.append(run.run_id)
-        run.subscribe(look)
-        return await run.wait()
-
-    run = asyncio.run(main())
-    assert run.status == "ended"
-    assert committed_turns(path, run.run_id) == list(range(1, run.turns + 1))
-    taken = checkpoint_times(path, run.run_id)
-    assert seen[0][1] == 1  # the first row rode with the first event
-    commits = len({newest for _when, newest in seen})
-    assert commits < turns / 4, commits  # rows went together, not one commit each
-    # A row is committed with the first event at least FLUSH_AFTER_S after the last
-    # commit: no row waits much past the bound (the slack is one slow turn on a busy
-    # machine), whatever the machine's speed.
-    for when, newest in seen:
-        waiting = [t for turn, t in taken.items() if turn > newest and t < when]
-        assert not waiting or when - min(waiting) < FLUSH_AFTER_S + 0.25, (when, newest)
-
-
-def checkpoint_times(path: Path, run_id: str) -> dict[int, float]:
-    with gr.Store(path) as store:
-        return {row.turn: row.time for row in rows.checkpoint_rows(store, run_id)}
 
 
 def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    insert = rows.insert_checkpoints
+    write = rows.write_checkpoint
 
-    def failing_at_turn_5(
-        conn: sqlite3.Connection, batch: list[rows.CheckpointRow], blobs: list[rows.BlobRow]
-    ) -> None:
-        insert(conn, [row for row in batch if row.turn < 5], blobs)  # as executemany stops
-        if any(row.turn >= 5 for row in batch):
-            raise sqlite3.OperationalError("disk full")
+    def failing_at_turn_5(store: Store, row: rows.CheckpointRow, blobs: Any) -> int:
+        if row.turn >= 5:
+            with store.transaction():
+                raise sqlite3.OperationalError("disk full")
+        return write(store, row, blobs)
 
-    monkeypatch.setattr(checkpoint_module.rows, "insert_checkpoints", failing_at_turn_5)
+    monkeypatch.setattr(checkpoint_module, "write_checkpoint", failing_at_turn_5)
     run = quickstart(tmp_path)
     assert run.status == "completed"
     errors = [(e.data["source"], e.data["error_type"]) for e in run.events if e.kind == "error"]
@@ -134,19 +83,6 @@ def test_a_row_that_fails_to_write_ends_checkpoints_with_no_gap_and_one_error(
     with gr.Store(tmp_path / "s.sqlite") as store:
         assert rows.checkpoint_turns(store, run.run_id) == [1, 2, 3, 4]
         assert load_checkpoint(store, run.run_id, 4).turn == 4  # what is there reads back
-
-
-def test_a_row_is_kept_as_text(tmp_path: Path) -> None:
-    run = gr.Agent(
-        gr.ScriptedModel([gr.tool_call("list_files"), gr.text("done")]),
-        workspace=tmp_path / "ws",
-        store=tmp_path / "s.sqlite",
-    ).run_sync("List the files.")
-    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
-        types = conn.execute(
-            "SELECT DISTINCT typeof(state) FROM checkpoints WHERE run_id = ?", (run.run_id,)
-        ).fetchall()
-    assert types == [("text",)]
 
 
 def test_a_tool_input_that_is_not_finite_comes_back_as_it_was(tmp_path: Path) -> None:
@@ -164,62 +100,38 @@ def test_a_tool_input_that_is_not_finite_comes_back_as_it_was(tmp_path: Path) ->
     store.close()
 
 
-@pytest.mark.parametrize("job", ["quickstart", "audit"])
-def test_a_state_key_that_did_not_change_means_a_part_that_did_not(
-    tmp_path: Path, job: str
-) -> None:
-    """Equal keys must mean equal JSON, or a checkpoint would miss a change."""
-    take = Checkpointer._take
-    last: dict[str, tuple[object, Any]] = {}
-    compared = {"phases": 0, "regulation": 0}
-
-    def checking(self: Checkpointer) -> None:
-        state = self.state
-        assert state.regulation is not None
-        now = {
-            "phases": (state.phases.state_key(), state.phases.to_json()),
-            "regulation": (state.regulation.state_key(), state.regulation.to_json()),
-        }
-        for name, (key, part) in now.items():
-            if name in last and last[name][0] == key:
-                assert last[name][1] == part, f"{name} changed under the same key"
-                compared[name] += 1
-        last.update(now)
-        take(self)
-
-    Checkpointer._take = checking  # type: ignore[method-assign]
-    try:
-        if job == "quickstart":
-            run = quickstart(tmp_path)
-        else:
-            audit = audit_job()
-            run = gr.Agent(
-                gr.SimulatedModel(),
-                workspace=audit.prepare(tmp_path / "ws"),
-                store=tmp_path / "s.sqlite",
-                max_iterations=300,
-            ).run_sync(audit.instructions)
-    finally:
-        Checkpointer._take = take  # type: ignore[method-assign]
-    assert run.status == "completed"
-    assert compared["phases"] > 5 and compared["regulation"] > 5  # the keys were put to use
-
-
-def test_a_written_file_is_in_a_row_once_and_its_call_reads_back_whole(tmp_path: Path) -> None:
+def test_a_written_file_is_one_blob_and_its_call_reads_back_whole(tmp_path: Path) -> None:
     content = "the whole report, " * 200
     model = gr.ScriptedModel(
-        [gr.tool_call("write_file", path="report.md", content=content), gr.text("done")]
+        [
+            gr.tool_call("write_file", path="report.md", content=content),
+            gr.tool_call("list_files"),
+            gr.text("done"),
+        ]
     )
     store = gr.Store(tmp_path / "s.sqlite")
     run = gr.Agent(model, workspace=tmp_path / "ws", store=store).run_sync("Write it.")
     with sqlite3.connect(store.path) as conn:
-        (state,) = conn.execute(
-            "SELECT state FROM checkpoints WHERE run_id = ? AND turn = 2", (run.run_id,)
+        (copies,) = conn.execute(
+            "SELECT COUNT(*) FROM blobs WHERE size = ?", (len(content),)
         ).fetchone()
-    assert state.count(content) == 1  # in the message; the call's record names it
-    (record,) = load_checkpoint(store, run.run_id, 2).snapshot["guardrails"]["feedback"]["recent"]
-    assert record["params"] == {"path": "report.md", "content": content}
+    assert copies == 1  # the file, once, though two checkpoints name it
+    for turn in (2, 3):
+        checkpoint = load_checkpoint(store, run.run_id, turn)
+        assert checkpoint.read(checkpoint.files["report.md"]) == content.encode()
+        record = checkpoint.snapshot["guardrails"]["feedback"]["recent"][0]
+        assert record["params"] == {"path": "report.md", "content": content}
     store.close()
+
+
+def test_turn_n_reads_its_own_row_and_no_row_before_it(tmp_path: Path) -> None:
+    run = quickstart(tmp_path)
+    with gr.Store(tmp_path / "s.sqlite") as store:
+        whole = load_checkpoint(store, run.run_id, 20)
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM checkpoints WHERE run_id = ? AND turn < 20", (run.run_id,))
+        alone = load_checkpoint(store, run.run_id, 20)
+    assert alone.snapshot == whole.snapshot and alone.files == whole.files
 
 
 class Truth:
@@ -254,53 +166,49 @@ def comparable(snapshot: dict[str, Any]) -> Any:
     return json.loads(json.dumps(snapshot, default=dict))
 
 
-def test_rows_whose_event_could_not_be_stored_go_with_the_next_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("job", ["quickstart", "audit"])
+def test_every_turn_of_an_example_job_reads_back_as_it_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job: str
 ) -> None:
-    """The event a batch of rows rides with fails (busy past the timeout, disk full):
-    SQLite undoes the rows with it, and they are written again with the next commit."""
     truth = Truth(monkeypatch)
-    execute = Store._execute
-    carried: list[str] = []
-
-    def failing_once(store: Store, sql: str, params: Any = ()) -> Any:
-        if store._deferred and sql.startswith("INSERT INTO events"):
-            carried.append(sql)
-            if len(carried) == 2:  # the second event that carries rows cannot be stored
-                sql = sql.replace("INSERT INTO events", "INSERT INTO no_such_table")
-        return execute(store, sql, params)
-
-    monkeypatch.setattr(Store, "_execute", failing_once)
-    monkeypatch.setattr(checkpoint_module, "FLUSH_AFTER_S", 0.0)  # each row rides an event
-    run = quickstart(tmp_path)
+    if job == "quickstart":
+        run = quickstart(tmp_path)
+    else:
+        audit = audit_job()
+        run = gr.Agent(
+            gr.SimulatedModel(),
+            workspace=audit.prepare(tmp_path / "ws"),
+            store=tmp_path / "s.sqlite",
+            max_iterations=300,
+        ).run_sync(audit.instructions)
     assert run.status == "completed"
-    assert not [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]
     assert truth.check(tmp_path / "s.sqlite", run.run_id) == list(range(1, run.turns + 1))
 
 
-def test_rows_that_fail_twice_end_checkpoints_with_one_error(
+def test_a_field_added_to_a_parts_snapshot_comes_back_on_resume_with_no_other_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    truth = Truth(monkeypatch)
-    execute = Store._execute
-    carried: list[str] = []
+    """What a checkpoint keeps is what ``snapshot()`` returns: nothing lists the fields."""
+    from gr_notebook.workflow.phases import PhaseController
 
-    def failing_from_the_second(store: Store, sql: str, params: Any = ()) -> Any:
-        if store._deferred and sql.startswith("INSERT INTO events"):
-            carried.append(sql)
-            if len(carried) >= 2:
-                sql = sql.replace("INSERT INTO events", "INSERT INTO no_such_table")
-        return execute(store, sql, params)
+    to_json, load_json = PhaseController.to_json, PhaseController.load_json
+    brought_back: list[Any] = []
 
-    monkeypatch.setattr(Store, "_execute", failing_from_the_second)
-    monkeypatch.setattr(checkpoint_module, "FLUSH_AFTER_S", 0.0)  # each row rides an event
+    def with_a_new_field(self: PhaseController) -> dict[str, Any]:
+        return {**to_json(self), "added_later": [item.title for item in self.todos.items]}
+
+    def reading_it(self: PhaseController, data: Any) -> Any:
+        brought_back.append(data.get("added_later"))
+        return load_json(self, data)
+
+    monkeypatch.setattr(PhaseController, "to_json", with_a_new_field)
+    monkeypatch.setattr(PhaseController, "load_json", reading_it)
     run = quickstart(tmp_path)
-    assert run.status == "completed"
-    errors = [e for e in run.events if e.kind == "error" and e.data["source"] == "checkpoint"]
-    assert [e.data["error_type"] for e in errors] == ["StoreError"]
-    assert "twice" in errors[0].data["message"]
-    committed = truth.check(tmp_path / "s.sqlite", run.run_id)  # what is there reads back
-    assert committed == list(range(1, len(committed) + 1)) and len(committed) < run.turns
+    forked = run.fork(turn=10, workspace=tmp_path / "fork")
+    assert forked.status == "completed"
+    with gr.Store(tmp_path / "s.sqlite") as store:
+        saved = load_checkpoint(store, run.run_id, 10).snapshot["phases"]["added_later"]
+    assert saved and brought_back == [saved]  # the fork began from turn 10's value
 
 
 def test_the_feedback_calls_read_back_after_a_person_restores_the_guardrails(

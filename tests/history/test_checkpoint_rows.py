@@ -1,11 +1,12 @@
-"""A checkpoint row's JSON reads back as the values it was written from, and rows laid out
-before decision 274 read back as they did."""
+"""A checkpoint's JSON reads back as the values it was written from, and a store whose
+checkpoints are in the earlier format opens, but refuses to resume or fork them."""
 
 from __future__ import annotations
 
 import json
 import math
 import shutil
+import sqlite3
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -13,10 +14,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.engine.checkpoint import load_checkpoint
-from gr_notebook.engine.state import RunState
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.workflow.workspace import Workspace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -47,59 +45,40 @@ def test_a_value_reads_back_as_it_was_written(value: dict[str, Any]) -> None:
     assert same(json.loads(rows.json_bytes(value)), value)
 
 
-def test_what_json_writes_differently_from_python_reads_back_as_json_writes_it() -> None:
-    value = {"pair": (1, 2), 3: "int key", "view": MappingProxyType({"a": 1})}
-    want = json.loads(json.dumps(value, default=dict))
-    assert (
-        json.loads(rows.json_bytes(value, dict))
-        == want
-        == {
-            "pair": [1, 2],
-            "3": "int key",
-            "view": {"a": 1},
-        }
-    )
+def test_a_read_only_mapping_is_written_as_an_object() -> None:
+    view = MappingProxyType({"a": MappingProxyType({"b": 1})})
+    assert json.loads(rows.json_bytes({"input": view})) == {"input": {"a": {"b": 1}}}
+    with pytest.raises(TypeError, match="a set in the run state is not JSON"):
+        rows.json_bytes({"input": {1, 2}})
 
 
-def test_plain_values_are_written_by_orjson_as_utf_8() -> None:
-    assert rows.json_bytes({"t": "→"}) == '{"t":"→"}'.encode()  # json would escape it
-
-
-def test_a_value_json_cannot_hold_fails_as_json_fails() -> None:
-    with pytest.raises(TypeError):
-        rows.json_bytes({"s": {1, 2}})
-
-
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), -float("nan")])
-def test_finite_finds_a_float_that_is_not(bad: float) -> None:
-    assert not rows.finite({"a": [1, {"b": ("x", bad)}]})
-    assert not rows.finite(bad)
-
-
-def test_finite_passes_what_holds_only_finite_floats() -> None:
-    value = {"t": 1795519944.9283562, "n": [0.0, -2.5, 1e308, 5e-324], "s": "\x7f\xff é"}
-    assert rows.finite(value)
-    assert rows.finite([{"path": "a.md"}, 3, None, True])
-
-
-def test_finite_cannot_tell_for_a_type_marshal_does_not_know() -> None:
-    assert not rows.finite({"view": MappingProxyType({"a": 1.0})})
-
-
-def test_a_store_with_rows_laid_out_before_274_reads_back_as_it_did(tmp_path: Path) -> None:
+def test_checkpoints_in_the_earlier_format_are_kept_and_refused_with_the_reason(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "store.sqlite"
     shutil.copy(FIXTURES / "store_checkpoints_v1.sqlite", path)
-    expected = json.loads((FIXTURES / "store_checkpoints_v1.json").read_text())
-    run_id = expected["run_id"]
-    agent = gr.Agent(gr.ScriptedModel([]), policies=[gr.ReadBeforeWritePolicy()])
+    with sqlite3.connect(path) as raw:
+        (held,) = raw.execute("SELECT COUNT(*) FROM checkpoints").fetchone()
     with gr.Store(path) as store:
-        assert rows.checkpoint_turns(store, run_id) == [int(t) for t in expected["turns"]]
-        for turn, want in expected["turns"].items():
-            checkpoint = load_checkpoint(store, run_id, int(turn))
-            assert json.loads(json.dumps(checkpoint.snapshot)) == want["snapshot"], turn
-            assert checkpoint.files == want["files"], turn
-            assert len(checkpoint.events) == want["events"], turn
-            workspace = Workspace(tmp_path / "ws")
-            fresh = RunState(agent.definition(), workspace=workspace, clock=agent.clock)
-            fresh.restore(checkpoint.snapshot, events=checkpoint.events)
-            assert fresh.turn == int(turn) - 1
+        (run_id,) = store.run_ids()
+        assert len(store.events(run_id)) == 27  # the events read as any run's
+        assert rows.checkpoint_turns(store, run_id) == []
+    with sqlite3.connect(path) as raw:  # nothing was lost: the old rows are set apart
+        assert raw.execute("SELECT COUNT(*) FROM old_checkpoints").fetchone() == (held,)
+    [row] = gr.runs_df(path).itertuples()
+    assert (row.checkpoints, row.resumable) == (0, False)
+    agent = gr.Agent(gr.ScriptedModel([]), policies=[gr.ReadBeforeWritePolicy()])
+    refusal = r"recorded by an earlier gr_notebook.*cannot be resumed or forked"
+    with pytest.raises(gr.RunError, match=refusal):
+        gr.fork(run_id, 3, agent, store=path, workspace=tmp_path / "fork")
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE runs SET status = 'interrupted'")
+    with pytest.raises(gr.RunError, match=refusal):
+        gr.resume(run_id, path, agent, workspace=tmp_path / "copy")
+
+
+def test_a_new_store_keeps_no_table_of_the_earlier_format(tmp_path: Path) -> None:
+    gr.Store(tmp_path / "s.sqlite").close()
+    with sqlite3.connect(tmp_path / "s.sqlite") as raw:
+        tables = {name for (name,) in raw.execute("SELECT name FROM sqlite_master")}
+    assert "checkpoints" in tables and "old_checkpoints" not in tables

@@ -14,7 +14,12 @@ from gr_notebook.events import Event
 from gr_notebook.history import store as store_module
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 
-LATEST = ["create_runs_jobs_events", "add_checkpoints", "batch_checkpoints"]
+LATEST = [
+    "create_runs_jobs_events",
+    "add_checkpoints",
+    "batch_checkpoints",
+    "plain_checkpoints",
+]
 
 
 def start(store: Store, run_id: str, started_at: float = 1.0, **config: Any) -> None:

@@ -195,11 +195,11 @@ def test_an_old_store_without_checkpoints_says_so(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "store_v0.sqlite", path)
     with gr.Store(path) as store:
         run_id = store.run_ids()[-1]
-    with pytest.raises(gr.RunError, match="before this store kept checkpoints"):
+    with pytest.raises(gr.RunError, match="recorded by an earlier gr_notebook"):
         gr.fork(run_id, 1, agent_in(tmp_path), store=path)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_id,))
-    with pytest.raises(gr.RunError, match=r"before this store kept checkpoints.*run the job again"):
+    with pytest.raises(gr.RunError, match=r"recorded by an earlier gr_notebook.*run the job again"):
         gr.resume(run_id, path, agent_in(tmp_path))
     frame = gr.runs_df(path)
     assert not frame["resumable"].any() and (frame["checkpoints"] == 0).all()

@@ -1,15 +1,14 @@
-"""The workspace's files as content-addressed folders, and bringing a workspace back."""
+"""The workspace's files by content, and bringing a workspace back."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.history.checkpoint_store import digest_of
-from gr_notebook.workflow.workspace_files import FileTree, diff, flatten, restore_files
+from gr_notebook.digests import digest_of
+from gr_notebook.workflow.workspace_files import FileTree, diff, restore_files
 
 
 def tree_of(root: Path) -> tuple[FileTree, dict[str, bytes]]:
@@ -17,7 +16,7 @@ def tree_of(root: Path) -> tuple[FileTree, dict[str, bytes]]:
     return tree, tree.scan()
 
 
-def test_one_changed_file_rewrites_only_the_folders_on_its_path(tmp_path: Path) -> None:
+def test_one_changed_file_is_rehashed_alone_and_the_system_folder_never(tmp_path: Path) -> None:
     ws = gr.Workspace(tmp_path / "ws")
     ws.write_text("a/b/deep.md", "deep\n")
     ws.write_text("a/side.md", "side\n")
@@ -25,22 +24,19 @@ def test_one_changed_file_rewrites_only_the_folders_on_its_path(tmp_path: Path) 
     (tmp_path / "ws" / ".gr").mkdir()
     (tmp_path / "ws" / ".gr" / "lock").write_text("system")
     tree, blobs = tree_of(tmp_path / "ws")
-    store = dict(blobs)
-    assert flatten(tree.digest, store.__getitem__) == {
+    assert tree.listing() == {
         "a/b/deep.md": digest_of(b"deep\n"),
         "a/side.md": digest_of(b"side\n"),
         "top.md": digest_of(b"top\n"),
     }  # .gr/ is the system's: never in a checkpoint
+    assert sorted(blobs.values()) == [b"deep\n", b"side\n", b"top\n"]
     assert tree.update([]) == {} and tree.update(["top.md"]) == {}  # unchanged: nothing
     ws.write_text("a/b/deep.md", "deeper\n")
-    new = tree.update(["a/b/deep.md"])
-    folders = [json.loads(data) for digest, data in new.items() if data != b"deeper\n"]
-    assert len(folders) == 3 and b"deeper\n" in new.values()  # a/b, a and the root
-    store.update(new)
-    assert flatten(tree.digest, store.__getitem__)["a/b/deep.md"] == digest_of(b"deeper\n")
+    assert tree.update(["a/b/deep.md"]) == {digest_of(b"deeper\n"): b"deeper\n"}
+    assert tree.listing()["a/b/deep.md"] == digest_of(b"deeper\n")
     (tmp_path / "ws" / "a" / "b" / "deep.md").unlink()
-    store.update(tree.update(["a/b/deep.md"]))
-    assert set(flatten(tree.digest, store.__getitem__)) == {"a/side.md", "top.md"}
+    assert tree.update(["a/b/deep.md"]) == {}
+    assert set(tree.listing()) == {"a/side.md", "top.md"}
 
 
 def test_restore_sets_aside_what_differs_and_writes_the_rest(tmp_path: Path) -> None:
@@ -48,12 +44,12 @@ def test_restore_sets_aside_what_differs_and_writes_the_rest(tmp_path: Path) -> 
     ws.write_text("keep.md", "keep\n")
     ws.write_text("change.md", "then\n")
     tree, blobs = tree_of(tmp_path / "ws")
-    then = flatten(tree.digest, blobs.__getitem__)
+    then = tree.listing()
     ws.write_text("change.md", "now\n")
     ws.write_text("new/added.md", "added\n")
     (tmp_path / "ws" / "keep.md").unlink()
-    now_tree, now_blobs = tree_of(tmp_path / "ws")
-    change = diff(flatten(now_tree.digest, now_blobs.__getitem__), then)
+    now_tree, _ = tree_of(tmp_path / "ws")
+    change = diff(now_tree.listing(), then)
     assert (change.changed, change.added, change.removed) == (
         ("change.md",),
         ("new/added.md",),
