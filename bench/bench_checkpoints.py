@@ -9,10 +9,11 @@ every turn (the default), alternating run by run. For each job the script report
 - what the checkpoints wrote to the store per turn (rows and new blobs, as the checkpointer
   counts them), and the growth of the store's file per turn with and without them.
 
-Goals: every run completes, and a fork of each job at its middle turn under the same agent
-ends with the same files as its parent (the workspace summary, which holds the time, aside).
-The per-turn cost of checkpoints against the loop's own overhead is
-``bench_loop_overhead.py``'s goal; here it is reported for jobs that write files.
+Goals, for each job: checkpoints add at most 1 ms a turn (a model call takes about a second);
+the store grows by no more per turn than it did with the checkpoint format before this one
+(:data:`EARLIER_STORE_BYTES`, measured on the same jobs); and a fork at the middle turn under
+the same agent ends with the same files as its parent (the workspace summary, which holds
+the time, aside).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from gr_notebook.examples import ExampleJob, audit_job, quickstart_job
 from gr_notebook.workflow.workspace_files import hash_files
 
 REPEATS = 7
+MAX_ADDED_US = 1000.0
+EARLIER_STORE_BYTES = {"quickstart": 6_561, "audit": 12_792}
+"""The store's growth per turn with checkpoints, in bytes, as the earlier checkpoint format
+(one row of what changed since the turn before) wrote it on these jobs: medians of this
+script's runs on that code."""
 
 
 def store_bytes(path: Path) -> int:
@@ -128,6 +134,18 @@ def main() -> int:
                 f"{med(False, 'file_per_turn'):,.0f}",
                 f"{med(True, 'file_per_turn'):,.0f}",
             ]
+        )
+        added = checked - plain
+        goals.check(
+            f"{name}: checkpoints add <= {MAX_ADDED_US:,.0f} µs a turn",
+            added <= MAX_ADDED_US,
+            f"{added:+,.0f} µs a turn ({checked:,.0f} vs {plain:,.0f}, medians)",
+        )
+        grown, before = med(True, "file_per_turn"), EARLIER_STORE_BYTES[name]
+        goals.check(
+            f"{name}: the store grows no more per turn than with the earlier format",
+            grown <= before,
+            f"{grown:,.0f} B a turn, against {before:,.0f}",
         )
         same, middle = fork_matches(job)
         goals.check(

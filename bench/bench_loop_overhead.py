@@ -20,8 +20,9 @@ Three configurations: ``store=False``; a SQLite store in a temporary directory w
 The two store configurations alternate run by run, so the machine's drift hits both alike.
 
 Goals: in each configuration, the median (over runs) of mean overhead per turn in turns
-1801-2000 divided by that in turns 1-200 is at most 1.5; and checkpoints add at most 10%
-to the store's overhead per turn (medians of the per-run means).
+1801-2000 divided by that in turns 1-200 is at most 1.5; and checkpoints add at most 1 ms
+to the store's overhead per turn (medians of the per-run means): a model call takes about a
+second, so below that a person feels nothing.
 """
 
 from __future__ import annotations
@@ -44,11 +45,10 @@ from gr_notebook.models.scripted import ScriptEntry
 
 N_TURNS = 2000
 REPEATS = 15
-"""Runs per configuration. One pair's checkpoint cost has a standard deviation of 2.5-2.8
-points on these shared machines (decision 279): the median of 7 pairs, 1.1-1.2; of 15, 0.8."""
+"""Runs per configuration: these machines are noisy, so the goals compare medians."""
 WINDOW = 200
 MAX_LATE_OVER_EARLY = 1.5
-MAX_CHECKPOINT_COST = 0.10
+MAX_CHECKPOINT_US = 1000.0
 INSTRUCTIONS = "# Loop overhead benchmark\n\nRead instructions.md again and again.\n"
 
 
@@ -314,8 +314,8 @@ def main() -> int:
         f"{_util.median([r.mean_us for r in results['store=False']]):,.1f} µs"
     )
     goals.check(
-        f"checkpoints add <= {MAX_CHECKPOINT_COST:.0%} to the store's overhead per turn",
-        added <= MAX_CHECKPOINT_COST,
+        f"checkpoints add <= {MAX_CHECKPOINT_US:,.0f} µs to the store's overhead per turn",
+        checked - plain <= MAX_CHECKPOINT_US,
         f"{checked:,.1f} µs vs {plain:,.1f} µs per turn ({added:+.1%}, medians of {REPEATS} runs)",
     )
     return goals.report()

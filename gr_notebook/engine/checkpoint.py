@@ -4,7 +4,8 @@
 snapshot and the workspace's files, as one row of the store
 (:mod:`gr_notebook.history.checkpoint_store` reads it back). The snapshot is whatever
 :meth:`~gr_notebook.engine.state.RunState.snapshot` returns, so a field added there is
-kept with no change here. Messages and files go by hash: the store keeps each once.
+kept with no change here. What a run holds many turns over, its messages, its recent tool
+calls and its files, goes by hash: the store keeps each once.
 
 Before the run writes a file, its path is noted in a journal, ``.gr/writes-<run id>``, with
 the turn of the checkpoint it follows, so a resume after a kill tells the run's own writes
@@ -17,19 +18,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from gr_notebook.digests import digest_of
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.events import ErrorEvent
-from gr_notebook.history.checkpoint_store import CheckpointRow, json_bytes, write_checkpoint
+from gr_notebook.history.checkpoint_store import (
+    CheckpointRow,
+    compressed,
+    json_bytes,
+    write_checkpoint,
+)
 from gr_notebook.history.store import Store
-from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR, open_system_file, open_system_folder
 from gr_notebook.workflow.workspace_files import FileTree
 
-__all__ = ["Checkpointer", "writes_journal", "written_since"]
+__all__ = ["REBASE_EVERY", "Checkpointer", "writes_journal", "written_since"]
+
+REBASE_EVERY = 16
+"""A row is compressed against the document of an earlier turn (its base), so what did not
+change since costs next to nothing; every this many checkpoints, a new base."""
 
 
 def writes_journal(root: Path, run_id: str) -> Path:
@@ -71,9 +81,11 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
-        self._messages: dict[int, tuple[Message, str]] = {}
-        """id -> (message, hash) of the messages of the last checkpoint: a message is
-        immutable, so one already stored is not encoded again."""
+        self._hashes: dict[int, tuple[object, str]] = {}
+        """id -> (value, hash) of the messages and calls of the last checkpoint: they are
+        immutable, so one stored already is not encoded again."""
+        self._base: tuple[str, bytes] = ("", b"")
+        """The hash and the JSON of the document the rows are compressed against."""
         self._failed = False
         self._journal: int | None = None
         """The journal's file descriptor, open for appending."""
@@ -132,33 +144,47 @@ class Checkpointer:
         else:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
+        known, self._hashes = self._hashes, {}
         snapshot = state.snapshot(events=False)
-        snapshot["context"]["messages"] = self._message_hashes(blobs)
+        snapshot["context"]["messages"] = [
+            self._hash(message, message.to_json, known, blobs) for message in state.context.messages
+        ]
+        snapshot["guardrails"]["feedback"]["recent"] = [
+            self._hash(call, call.to_json, known, blobs) for call in state.guards.feedback.recent
+        ]
+        document = json_bytes({"state": snapshot, "files": self._tree.listing()})
+        if self.taken % REBASE_EVERY == 0:  # this document is the next rows' base
+            self._base = (digest_of(document), document)
+            blobs[self._base[0]] = document
         turn = state.turn + 1
         row = CheckpointRow(
             self.run_id,
             turn,
             len(state.events) - 1,
             state.clock(),
-            {"state": snapshot, "files": self._tree.listing()},
+            compressed(document, self._base[1]),
+            self._base[0],
         )
         self.bytes_written += write_checkpoint(self.store, row, blobs)
         self._turn = turn
         self.taken += 1
 
-    def _message_hashes(self, blobs: dict[str, bytes]) -> list[str]:
-        """The hashes of layer 5's messages; those not stored yet go to ``blobs``."""
-        known, self._messages = self._messages, {}
-        hashes = []
-        for message in self.state.context.messages:
-            entry = known.get(id(message))
-            if entry is None or entry[0] is not message:
-                data = json_bytes(message.to_json())
-                entry = (message, digest_of(data))
-                blobs[entry[1]] = data
-            self._messages[id(message)] = entry
-            hashes.append(entry[1])
-        return hashes
+    def _hash(
+        self,
+        value: object,
+        to_json: Callable[[], object],
+        known: dict[int, tuple[object, str]],
+        blobs: dict[str, bytes],
+    ) -> str:
+        """The hash of ``value``'s JSON; a value the last checkpoint did not name goes to
+        ``blobs``."""
+        entry = known.get(id(value))
+        if entry is None or entry[0] is not value:
+            data = json_bytes(to_json())
+            entry = (value, digest_of(data))
+            blobs[entry[1]] = data
+        self._hashes[id(value)] = entry
+        return entry[1]
 
     def close(self, *, keep_journal: bool = False) -> None:
         """Stop following the run; its journal goes, unless the run can be resumed (it

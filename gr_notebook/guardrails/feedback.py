@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from xml.sax.saxutils import escape
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.events import FeedbackEvent, GuidanceRecord
 from gr_notebook.validation import seconds, whole_number
 
@@ -197,6 +198,16 @@ class ToolCallRecord:
     is_error: bool
     turn: int
     time: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call_index": self.call_index,
+            "tool": self.tool,
+            "params": plain_json(self.params),
+            "is_error": self.is_error,
+            "turn": self.turn,
+            "time": self.time,
+        }
 
 
 @runtime_checkable

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.eventdata import plain_json
 from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import (
     Feedback,
@@ -154,7 +153,7 @@ class FeedbackRunner:
             ],
             "last": self.last.to_json() if self.last else None,
             "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()},
-            "recent": [_record_json(record) for record in self.recent],
+            "recent": [record.to_json() for record in self.recent],
         }
 
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:
@@ -180,17 +179,6 @@ class FeedbackRunner:
             self.recent = deque(recent, maxlen=RECENT_CALLS)
 
         return apply
-
-
-def _record_json(record: ToolCallRecord) -> dict[str, Any]:
-    return {
-        "call_index": record.call_index,
-        "tool": record.tool,
-        "params": plain_json(record.params),
-        "is_error": record.is_error,
-        "turn": record.turn,
-        "time": record.time,
-    }
 
 
 def _feedback_of(data: Mapping[str, Any]) -> Feedback:

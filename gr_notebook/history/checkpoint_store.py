@@ -1,11 +1,13 @@
 """The checkpoint tables of the run store: a row per turn, blobs by content, lineage.
 
 A checkpoint is the run state as a turn began (``RunState.snapshot``, its events aside: the
-events table holds them), as one zlib-compressed JSON document:
-``{"state": snapshot, "files": {path: hash}}``. The snapshot names the conversation's
-messages by hash, as the file listing names the workspace's files; each message and each
-file is a blob, stored once however many checkpoints name it. Reading turn N reads that
-turn's row and the blobs it names, never the rows before it.
+events table holds them) as one JSON document, ``{"state": snapshot, "files": {path:
+hash}}``. The snapshot names the conversation's messages and the feedback's recent tool
+calls by hash, as the listing names the workspace's files; each is a blob, stored once
+however many checkpoints name it. The document is compressed with zlib against a base, the
+document of an earlier turn kept as a blob, so what did not change since costs next to
+nothing. Reading turn N reads that turn's row and the blobs it names, never the rows
+before it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ __all__ = [
 RESUMABLE: Final = frozenset({"interrupted", "cancelled", "failed"})
 """The statuses ``gr.resume`` takes (``running`` too, once its process is gone)."""
 RELATIONS: Final = frozenset({"fork", "resume"})
+BY_HASH: Final = (("context", "messages"), ("guardrails", "feedback", "recent"))
+"""Where a snapshot holds lists that a checkpoint keeps as lists of hashes."""
 MAX_STATE: Final = 256 * 2**20
 """The most bytes a checkpoint's document may unpack to: a crafted row that would unpack
 to gigabytes is refused instead."""
@@ -58,8 +62,10 @@ class CheckpointRow:
     turn: int
     seq: int
     time: float
-    document: dict[str, Any]
-    """``{"state": snapshot, "files": {path: hash}}``, the snapshot's messages as hashes."""
+    state: bytes
+    """The document, :func:`compressed` against the base."""
+    base: str
+    """The hash of the blob that holds the base document."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,23 +107,29 @@ def _plain(value: object) -> Any:
     raise TypeError(f"a {type(value).__name__} in the run state is not JSON")
 
 
+def compressed(document: bytes, base: bytes) -> bytes:
+    """``document`` compressed with ``base`` as zlib's preset dictionary: the runs of bytes
+    they share cost a few bytes each."""
+    packer = zlib.compressobj(zdict=base) if base else zlib.compressobj()
+    return packer.compress(document) + packer.flush()
+
+
 def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
     """Record a checkpoint and the new content it names (``{hash: bytes}``; content the
     store holds already is skipped) in one transaction, so a kill mid-write leaves the
     previous checkpoint the latest. A turn written again replaces the earlier row. Returns
     the bytes written."""
-    state = zlib.compress(json_bytes(row.document))
     packed = [_packed(digest, data) for digest, data in blobs.items()]
     with store.transaction() as conn:
         conn.executemany(
             "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", packed
         )
         conn.execute(
-            "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (row.run_id, row.turn, row.seq, row.time, state),
+            "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, base)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (row.run_id, row.turn, row.seq, row.time, row.state, row.base),
         )
-    return len(state) + sum(len(stored) for *_, stored in packed)
+    return len(row.state) + len(row.base) + sum(len(stored) for *_, stored in packed)
 
 
 def _packed(digest: str, data: bytes) -> tuple[str, int, int, bytes]:
@@ -150,10 +162,10 @@ def blob(store: Store, digest: str) -> bytes:
     return content
 
 
-def _unpack(data: bytes, limit: int) -> bytes:
-    """Compressed bytes unpacked, at most ``limit`` of them: a crafted blob that would
-    unpack to gigabytes is refused."""
-    unpacker = zlib.decompressobj()
+def _unpack(data: bytes, limit: int, base: bytes = b"") -> bytes:
+    """Compressed bytes unpacked (against ``base``), at most ``limit`` of them: a crafted
+    row that would unpack to gigabytes is refused."""
+    unpacker = zlib.decompressobj(zdict=base) if base else zlib.decompressobj()
     content = unpacker.decompress(data, limit)
     if unpacker.unconsumed_tail:
         raise DamagedRow(f"it unpacks to more than {limit:,} bytes")
@@ -166,7 +178,7 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
     """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
     StoreError when the store lacks what it names or a row is not what it should be (a
     crafted one): the error names the turn and what is wrong."""
-    query = "SELECT turn, seq, time, state FROM checkpoints WHERE run_id = ?"
+    query = "SELECT turn, seq, time, state, base FROM checkpoints WHERE run_id = ?"
     with store.transaction() as conn:
         if turn is None:
             found = conn.execute(f"{query} ORDER BY turn DESC LIMIT 1", (run_id,)).fetchone()
@@ -181,25 +193,36 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
         at = checked(found[2], float, "time")
         if not isinstance(found[3], bytes):
             raise DamagedRow(f"its state is {json_kind(found[3])}, not compressed bytes")
-        document = parse_json(_unpack(found[3], MAX_STATE), dict, subject="its state")
+        base = blob(store, checked(found[4], str, "base"))
+        document = parse_json(_unpack(found[3], MAX_STATE, base), dict, subject="its state")
         snapshot, files = document.get("state"), document.get("files")
-        if not isinstance(snapshot, dict) or not isinstance(snapshot.get("context"), dict):
+        if not isinstance(snapshot, dict):
             raise DamagedRow("its state holds no run state snapshot")
         if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
             raise DamagedRow("its files are not an object of paths and hashes")
-        messages = snapshot["context"].get("messages")
-        if not isinstance(messages, list) or not all(isinstance(h, str) for h in messages):
-            raise DamagedRow("its messages are not a list of hashes")
-        snapshot["context"]["messages"] = [
-            parse_json(blob(store, digest), dict, subject=f"its message {digest}")
-            for digest in messages
-        ]
+        for path in BY_HASH:
+            _expand(store, snapshot, path)
     except (DamagedRow, zlib.error) as exc:
         raise store.damaged(what, exc) from None
     events = [e for e in store.events(run_id) if e.seq <= seq]
     return Checkpoint(
         run_id, at_turn, seq, at, snapshot, events, files, lambda digest: blob(store, digest)
     )
+
+
+def _expand(store: Store, snapshot: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Put back the values of the list of hashes at ``path`` in ``snapshot``."""
+    *parents, key = path
+    part: Any = snapshot
+    for name in parents:
+        part = part.get(name) if isinstance(part, dict) else None
+    hashes = part.get(key) if isinstance(part, dict) else None
+    if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
+        raise DamagedRow(f"its {'.'.join(path)} are not a list of hashes")
+    part[key] = [
+        parse_json(blob(store, digest), dict, subject=f"its {key} blob {digest}")
+        for digest in hashes
+    ]
 
 
 def checkpoint_turns(store: Store, run_id: str) -> list[int]:

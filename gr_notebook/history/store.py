@@ -124,7 +124,8 @@ def batch_checkpoints(conn: sqlite3.Connection) -> None:
 @_migration
 def plain_checkpoints(conn: sqlite3.Connection) -> None:
     """Schema 4: a checkpoint is its turn's whole state, one compressed JSON document a
-    row (:mod:`gr_notebook.history.checkpoint_store`). Checkpoints in the earlier format
+    row, and the hash of the blob it was compressed against
+    (:mod:`gr_notebook.history.checkpoint_store`). Checkpoints in the earlier format
     stay as they were, in ``old_checkpoints``, so that resume and fork can say why they
     refuse them; a store that holds none drops the old table."""
     (held,) = conn.execute("SELECT EXISTS (SELECT 1 FROM checkpoints)").fetchone()
@@ -136,7 +137,7 @@ def plain_checkpoints(conn: sqlite3.Connection) -> None:
         """CREATE TABLE checkpoints (
             run_id TEXT NOT NULL REFERENCES runs(run_id), turn INTEGER NOT NULL,
             seq INTEGER NOT NULL, time REAL NOT NULL, state BLOB NOT NULL,
-            PRIMARY KEY (run_id, turn))"""
+            base TEXT NOT NULL, PRIMARY KEY (run_id, turn))"""
     )
 
 

@@ -18,9 +18,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 MESSAGE = b'{"role":"user","content":[{"type":"text","text":"Begin."}]}'
 
 
-def row(turn: int, seq: int = 0, **state: Any) -> rows.CheckpointRow:
-    snapshot = {"context": {"messages": [digest_of(MESSAGE)]}, **state}
-    return rows.CheckpointRow("r", turn, seq, 1.0, {"state": snapshot, "files": {}})
+def row(turn: int, seq: int = 0, **state: Any) -> tuple[rows.CheckpointRow, dict[str, bytes]]:
+    """A checkpoint of one message, its own base, and the blobs it names."""
+    snapshot = {
+        "context": {"messages": [digest_of(MESSAGE)]},
+        "guardrails": {"feedback": {"recent": []}},
+        **state,
+    }
+    document = rows.json_bytes({"state": snapshot, "files": {}})
+    base = digest_of(document)
+    checkpoint = rows.CheckpointRow("r", turn, seq, 1.0, rows.compressed(document, document), base)
+    return checkpoint, {base: document, digest_of(MESSAGE): MESSAGE}
 
 
 def started(store: gr.Store) -> gr.Store:
@@ -32,13 +40,14 @@ def test_a_blob_is_kept_once_by_its_hash_and_checked_when_read(tmp_path: Path) -
     with started(gr.Store(tmp_path / "s.sqlite")) as store:
         big = b"abc" * 10_000
         digest = digest_of(big)
-        assert rows.write_checkpoint(store, row(1), {digest: big}) < len(big) // 10  # zlib
-        rows.write_checkpoint(store, row(2), {digest: big})
+        checkpoint, blobs = row(1)
+        assert rows.write_checkpoint(store, checkpoint, {**blobs, digest: big}) < len(big) // 10
+        rows.write_checkpoint(store, row(2)[0], {digest: big})
         assert rows.blob(store, digest) == big
         assert rows.checkpoint_turns(store, "r") == [1, 2]
         assert rows.checkpoints_by_run(store) == {"r": (2, 2)}
         with sqlite3.connect(store.path) as conn:
-            assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone() == (1,)
+            assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone() == (3,)
             conn.execute("UPDATE blobs SET data = ? WHERE digest = ?", (b"junk", digest))
         with pytest.raises(gr.StoreError, match="is damaged"):
             rows.blob(store, digest)
@@ -50,9 +59,8 @@ def test_a_checkpoint_reads_back_with_its_messages_and_the_latest_by_default(
     tmp_path: Path,
 ) -> None:
     with started(gr.Store(tmp_path / "s.sqlite")) as store:
-        blobs = {digest_of(MESSAGE): MESSAGE}
-        rows.write_checkpoint(store, row(1, note="one"), blobs)
-        rows.write_checkpoint(store, row(2, seq=5, note="two"), {})
+        rows.write_checkpoint(store, *row(1, note="one"))
+        rows.write_checkpoint(store, *row(2, seq=5, note="two"))
         latest = rows.load_checkpoint(store, "r")
         assert (latest.turn, latest.seq, latest.snapshot["note"]) == (2, 5, "two")
         assert latest.snapshot["context"]["messages"] == [
@@ -78,12 +86,11 @@ def test_a_turn_written_again_replaces_its_row_and_keeps_the_rows_around_it(
     tmp_path: Path,
 ) -> None:
     with started(gr.Store(tmp_path / "s.sqlite")) as store:
-        blobs = {digest_of(MESSAGE): MESSAGE}
         for turn in (1, 2, 3):
-            rows.write_checkpoint(store, row(turn), blobs)
-        rows.write_checkpoint(store, row(2, seq=7), {})  # a run brought back to turn 2
+            rows.write_checkpoint(store, *row(turn))
+        rows.write_checkpoint(store, *row(2, seq=7))  # a run brought back to turn 2
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3]
         assert rows.load_checkpoint(store, "r", 2).seq == 7
         with pytest.raises(gr.StoreError, match="FOREIGN KEY"):
-            rows.write_checkpoint(store, dataclasses.replace(row(4), run_id="no-such-run"), {})
+            rows.write_checkpoint(store, dataclasses.replace(row(4)[0], run_id="no-such-run"), {})
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3]

@@ -46,11 +46,14 @@ def craft(path: Path, sql: str, *params: Any) -> None:
 
 
 def document(path: Path, run_id: str, turn: int = 1) -> dict[str, Any]:
+    """The document of ``turn``'s checkpoint, as JSON values."""
     with sqlite3.connect(path) as conn:
-        [(state,)] = conn.execute(
-            "SELECT state FROM checkpoints WHERE run_id = ? AND turn = ?", (run_id, turn)
+        [(state, base)] = conn.execute(
+            "SELECT state, base FROM checkpoints WHERE run_id = ? AND turn = ?", (run_id, turn)
         )
-    return json.loads(zlib.decompress(state))  # type: ignore[no-any-return]
+    with gr.Store(path) as store:
+        unpacker = zlib.decompressobj(zdict=rows.blob(store, base))
+    return json.loads(unpacker.decompress(state))  # type: ignore[no-any-return]
 
 
 def craft_state(path: Path, run_id: str, state: Any, turn: int = 1) -> None:
@@ -119,7 +122,9 @@ def test_a_missing_or_crafted_message_blob_is_a_store_error(
     craft(path, "INSERT INTO blobs VALUES (?, ?, 0, ?)", digest_of(content), 6, content)
     saved["state"]["context"]["messages"] = [digest_of(content)]
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
-    with pytest.raises(gr.StoreError, match=r"its message \w+ is a JSON array, not an object"):
+    with pytest.raises(
+        gr.StoreError, match=r"its messages blob \w+ is a JSON array, not an object"
+    ):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -135,7 +140,7 @@ def test_a_crafted_file_path_that_leaves_the_workspace_is_refused(
     assert not (tmp_path / "outside.md").exists()
 
 
-@pytest.mark.parametrize(("column", "value"), [("seq", "many"), ("time", "noon")])
+@pytest.mark.parametrize(("column", "value"), [("seq", "many"), ("time", "noon"), ("base", 5)])
 def test_a_checkpoint_column_of_the_wrong_type_is_a_store_error(
     recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path, column: str, value: Any
 ) -> None:
