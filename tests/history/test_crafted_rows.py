@@ -140,7 +140,9 @@ def test_a_crafted_file_path_that_leaves_the_workspace_is_refused(
     assert not (tmp_path / "outside.md").exists()
 
 
-@pytest.mark.parametrize(("column", "value"), [("seq", "many"), ("time", "noon"), ("base", 5)])
+@pytest.mark.parametrize(
+    ("column", "value"), [("seq", "many"), ("time", "noon"), ("base", b"\x00")]
+)
 def test_a_checkpoint_column_of_the_wrong_type_is_a_store_error(
     recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path, column: str, value: Any
 ) -> None:
