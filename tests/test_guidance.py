@@ -16,7 +16,7 @@ import gr_notebook as gr
 from gr_notebook.examples import QUICKSTART, ExampleJob, audit_job, coding_job, corpus_job
 from gr_notebook.guidance import action_of_text
 from gr_notebook.history.analysis import GUIDANCE_COLUMNS
-from gr_notebook.history.lint import RULES
+from gr_notebook.review.lint import RULES
 
 QUITTER_JOB = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
 
@@ -400,7 +400,7 @@ def test_every_rule_is_documented() -> None:
         "stop_refused_after_wrap_up",
         "narrow_scope_within_limits",
     }
-    assert gr.history.lint.RULES is RULES
+    assert gr.review.lint.RULES is RULES
     assert gr.lint_guidance([]) == []
 
 

@@ -36,7 +36,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GuidanceRecord:
     """An order to the model and the state of the job when it was given (see
-    :mod:`gr_notebook.guidance`); :mod:`gr_notebook.history.lint` reads these back."""
+    :mod:`gr_notebook.guidance`); :mod:`gr_notebook.review.lint` reads these back."""
 
     source: str
     action: str | None
