@@ -203,7 +203,7 @@ def _guidance(e: GuidanceEvent) -> str:
 
 @_line(ProgressCheckEvent)
 def _progress_check(e: ProgressCheckEvent) -> str:
-    return "Progress check: the todo list is unchanged for many turns, so the model is asked to take stock"
+    return "Progress check: todo list unchanged for many turns; the model is asked to take stock"
 
 
 # -- the workflow --------------------------------------------------------------------------------
