@@ -23,9 +23,9 @@ __all__ = [
     "GuidanceRecord",
     "ModelCallEvent",
     "ModelRetryEvent",
+    "ProgressCheckEvent",
     "PromptInjectedEvent",
     "RequestOverBudgetEvent",
-    "StuckCheckpointEvent",
     "ThinkingEvent",
     "ToolCallEvent",
     "directive_of",
@@ -169,10 +169,10 @@ class PromptInjectedEvent(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
-class StuckCheckpointEvent(Event):
-    """The stuck checkpoint: the todo list has not changed for too long."""
+class ProgressCheckEvent(Event):
+    """Seed 000's progress check: the todo list has not changed for too long."""
 
-    kind: ClassVar[Literal["stuck_checkpoint"]] = "stuck_checkpoint"
+    kind: ClassVar[Literal["progress_check"]] = "progress_check"
     prompt: str
 
 
