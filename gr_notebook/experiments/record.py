@@ -16,8 +16,8 @@ from gr_notebook.events import (
     as_typed,
 )
 from gr_notebook.experiments.grid import RunSpec
-from gr_notebook.history.lint import lint_guidance
 from gr_notebook.history.store import status_as_read
+from gr_notebook.review.lint import lint_guidance
 
 if TYPE_CHECKING:
     from gr_notebook.run import Run

@@ -359,7 +359,7 @@ class AgentMagics(Magics):
     # -- %agent resume RUN_ID, %agent fork --turn N ----------------------------------------------
 
     def _resume_stored(self, rest: str) -> None:
-        from gr_notebook.history.timetravel import resume
+        from gr_notebook.review.timetravel import resume
 
         args = _parse_line(_RESUME, rest, "%agent resume RUN_ID [--agent VAR]")
         agent = self._agent_var(args.agent_var)
@@ -369,7 +369,7 @@ class AgentMagics(Magics):
         self._show_started(run, args.out, f"Run {args.run_id} resumed as run {run.run_id}")
 
     def _fork(self, line: str) -> None:
-        from gr_notebook.history.timetravel import fork
+        from gr_notebook.review.timetravel import fork
 
         rest, parent = self._resolve_run(line, "%agent fork")
         rest = rest.strip().removeprefix("fork").strip()
