@@ -261,9 +261,10 @@ __all__ = [
 logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
-# import every layer (decision 160): the display layer draws the core's HTML reprs,
-# history/adaptive.py answers Budget.suggest and review/timetravel.py Run.fork (and
-# `gr.Experiment`, loaded on first use, gets the notebook face's progress widget the same way).
+# import every layer, so that no lower layer imports a higher one: the display layer draws
+# the core's HTML reprs, history/adaptive.py answers Budget.suggest and review/timetravel.py
+# Run.fork (and `gr.Experiment`, loaded on first use, gets the notebook face's progress
+# widget the same way).
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
 _set_forker(_fork_run)

@@ -48,7 +48,7 @@ __all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
 _latest: Run | None = None
 
 Forker = Callable[["Run", int, object, "str | os.PathLike[str] | None"], "Run"]
-"""What :meth:`Run.fork` asks: filled by the facade (decision 160's extension points)."""
+"""What :meth:`Run.fork` asks: filled by the facade, since this layer imports no history code."""
 _forker: Forker | None = None
 
 

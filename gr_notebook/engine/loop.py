@@ -130,7 +130,8 @@ class Loop:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
         model that has not called check_resources lately still hears it in time. While the
         limits have room, a phase that outgrew its allotment gets it extended, and the model
-        reads a line saying so (decision 296)."""
+        reads a line saying so: an allotment is an estimate, and only the hard limits stop
+        a run."""
         phases, regulation = self.state.phases, self.state.regulation
         if regulation is None or phases.wrap_up_ordered:
             return
@@ -309,7 +310,8 @@ class Loop:
     ) -> LoopOutcome | None:
         """A reply cut off at the token limit in the middle of a tool use: the calls before
         the last one are whole and run; the last one's input may be cut, so it is not run,
-        and its result is an error that tells the model why (decision 187)."""
+        and its result is an error that tells the model why (the API needs a result for
+        every tool use)."""
         state = self.state
         *whole, cut = uses
         refusal = ToolResultBlock(cut.id, cut_off_tool_use(cut.name), is_error=True)

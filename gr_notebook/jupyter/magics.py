@@ -272,7 +272,7 @@ class AgentMagics(Magics):
         waits (:func:`~gr_notebook.blocking.run_blocking`); :class:`TopLevelAwait` routes
         top-level cells through :meth:`run_async` instead wherever it can. ipykernel hands a
         widget's click to the cell's own shell, which is waiting here, so no click reaches the
-        run before the cell ends (decision 94): Ctrl-C stops it. No Approve/Deny buttons
+        run before the cell ends: Ctrl-C stops it. No Approve/Deny buttons
         either: a request would wait out its timeout in a frozen cell, so a large budget is
         denied at once, on the timeline.
         """
