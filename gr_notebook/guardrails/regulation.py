@@ -110,7 +110,7 @@ class RegulationSettings:
     confirm: ConfirmerLike | None = None
     confirm_above: int | None = None
     """Ask above this many tokens; ``None``: above ``DEFAULT_CONFIRM_ABOVE`` when there is
-    a confirmer to ask, and never when there is none (decision 109)."""
+    a confirmer to ask, and never when there is none: nobody would answer."""
 
 
 class SelfRegulation:
@@ -196,7 +196,7 @@ class SelfRegulation:
     def extend(self) -> Directive | None:
         """A phase that outgrew its allotment while the hard limits leave room: the
         extension the reports already measure against becomes the allotment in force, and
-        the line that tells the model so (plain facts, decision 296). None otherwise."""
+        the line that tells the model so, in plain facts. None otherwise."""
         if self.assessment is None or self.wrap_up is not None:
             return None
         usage = self.usage()

@@ -352,7 +352,8 @@ def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame
 
 
 def _time_travel(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from gr_notebook.history.checkpoint_store import RESUMABLE, checkpoints_by_run, lineage
+    from gr_notebook.history.checkpoint_store import RESUMABLE, checkpoints_by_run
+    from gr_notebook.history.lineage import lineage
 
     links = lineage(store)
     parents = {link.run_id: link for link in links}

@@ -36,12 +36,8 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history.checkpoint_store import (
-    RESUMABLE,
-    Checkpoint,
-    Lineage,
-    load_checkpoint,
-)
+from gr_notebook.history.checkpoint_store import RESUMABLE, Checkpoint, load_checkpoint
+from gr_notebook.history.lineage import Lineage, copy_events, lineage, record_lineage
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
@@ -90,7 +86,7 @@ def resume(
 
 def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
     run_id, status = row["run_id"], row["status"]
-    later = [x for x in rows.lineage(store, [run_id]) if x.parent_run_id == run_id]
+    later = [x for x in lineage(store, [run_id]) if x.parent_run_id == run_id]
     resumed = [x for x in later if x.relation == "resume"]
     if resumed:
         raise _resumed_already(run_id, resumed[-1].run_id)
@@ -381,7 +377,7 @@ class _FromCheckpoint:
 
     def record(self, store: Store, run_id: str) -> None:
         link = Lineage(run_id, self.parent, self.checkpoint.turn, self.relation)
-        earlier = rows.record_lineage(store, link)  # checked and recorded at once
+        earlier = record_lineage(store, link)  # checked and recorded at once
         if earlier is not None:  # another resume won the race: this run never began
             with store.transaction() as conn:
                 conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
@@ -389,7 +385,7 @@ class _FromCheckpoint:
                 f". The files this resume set aside are in {self.aside}" if self.kept_aside else ""
             )
             raise _resumed_already(self.parent, earlier.run_id, after=kept)
-        rows.copy_events(store, self.parent, run_id, self.checkpoint.seq)
+        copy_events(store, self.parent, run_id, self.checkpoint.seq)
         if self.mark_parent:  # its process died: its record says so from now on
             store.record_run_finished(
                 self.parent,

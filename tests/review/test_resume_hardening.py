@@ -18,14 +18,14 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
-from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history import lineage
 from gr_notebook.review import timetravel
 from tests.review.test_timetravel import agent_in, files, interrupted
 
 
-def resumes(store: Path) -> list[rows.Lineage]:
+def resumes(store: Path) -> list[lineage.Lineage]:
     with gr.Store(store) as opened:
-        return [x for x in rows.lineage(opened) if x.relation == "resume"]
+        return [x for x in lineage.lineage(opened) if x.relation == "resume"]
 
 
 def run_ids(store: Path) -> set[str]:

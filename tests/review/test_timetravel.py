@@ -14,6 +14,7 @@ import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
 from gr_notebook.examples import QUICKSTART, quickstart_job
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.history import lineage
 from gr_notebook.runner import started_by
 from gr_notebook.workflow.workspace_files import hash_files
 
@@ -87,7 +88,7 @@ def test_a_run_interrupted_by_ctrl_c_resumes_to_the_same_files(
         stored = store.events(resumed.run_id)
         assert [e.seq for e in stored] == list(range(len(stored)))
         assert stored[0].kind == "run_started" and stored[-1].kind == "run_finished"
-        assert [(x.relation, x.parent_turn) for x in rows.lineage(store, [resumed.run_id])] == [
+        assert [(x.relation, x.parent_turn) for x in lineage.lineage(store, [resumed.run_id])] == [
             ("resume", 23)
         ]
     frame = gr.runs_df(tmp_path / "store.sqlite").set_index("run_id")
