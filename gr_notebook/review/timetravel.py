@@ -42,8 +42,9 @@ from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
 from gr_notebook.workflow.workspace import SYSTEM_DIR, TOOL_DOCS_DIR, Workspace
-from gr_notebook.workflow.workspace_files import diff, hash_files, linked, restore_files
+from gr_notebook.workflow.workspace_files import hash_files
 from gr_notebook.workflow.workspace_lock import live_owner
+from gr_notebook.workflow.workspace_restore import diff, linked, restore_files
 
 __all__ = ["fit_snapshot", "fork", "fork_run", "resume"]
 

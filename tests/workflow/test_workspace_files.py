@@ -8,7 +8,8 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.digests import digest_of
-from gr_notebook.workflow.workspace_files import FileTree, diff, restore_files
+from gr_notebook.workflow.workspace_files import FileTree
+from gr_notebook.workflow.workspace_restore import diff, restore_files
 
 
 def tree_of(root: Path) -> tuple[FileTree, dict[str, bytes]]:

@@ -1,0 +1,138 @@
+"""Bringing a workspace back to a checkpoint's files, and telling what differs.
+
+:func:`restore_files` makes a workspace hold a listing (``{path: hash}``), moving aside (never
+deleting) what differs, never through a link; :func:`linked` names the files of a run a
+person replaced by links, which hashing skips.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gr_notebook.errors import WorkspaceError
+from gr_notebook.workflow.workspace import (
+    SYSTEM_DIR,
+    open_folders,
+    open_system_folder,
+    replace_in,
+)
+from gr_notebook.workflow.workspace_files import hash_files
+
+__all__ = ["WorkspaceDiff", "diff", "linked", "restore_files"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceDiff:
+    """How a workspace differs from a checkpoint's files."""
+
+    changed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (*self.changed, *self.added, *self.removed)
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
+
+    def describe(self, limit: int = 5) -> str:
+        parts = []
+        for label, paths in (
+            ("changed", self.changed),
+            ("added", self.added),
+            ("removed", self.removed),
+        ):
+            if paths:
+                shown = ", ".join(paths[:limit]) + (
+                    f" and {len(paths) - limit} more" if len(paths) > limit else ""
+                )
+                parts.append(f"{label}: {shown}")
+        return "; ".join(parts)
+
+
+def diff(now: Mapping[str, str], then: Mapping[str, str]) -> WorkspaceDiff:
+    return WorkspaceDiff(
+        changed=tuple(sorted(p for p in now if p in then and now[p] != then[p])),
+        added=tuple(sorted(p for p in now if p not in then)),
+        removed=tuple(sorted(p for p in then if p not in now)),
+    )
+
+
+def linked(root: Path, paths: Iterable[str]) -> list[str]:
+    """The ``paths`` that are, or lie below, a symlink in ``root``, sorted.
+
+    Hashing skips links, so a file of the run that a person replaced by one (or whose folder
+    they did) would read as unchanged, or as gone; the run writes regular files only, so
+    such a link is a change by hand.
+    """
+    found = []
+    for path in paths:
+        here = str(root)
+        for part in path.split("/"):
+            here = os.path.join(here, part)
+            try:
+                mode = os.lstat(here).st_mode
+            except OSError:
+                break  # absent: nothing below it is a link
+            if stat_module.S_ISLNK(mode):
+                found.append(path)
+                break
+    return sorted(found)
+
+
+def restore_files(
+    root: Path,
+    files: Mapping[str, str],
+    read: Callable[[str], bytes],
+    *,
+    aside: Path,
+) -> tuple[str, ...]:
+    """Make ``root`` hold exactly ``files``: what differs or is extra moves into ``aside``
+    (its folders kept), then the checkpoint's bytes are written. Returns what moved aside.
+
+    ``aside`` lies in the system's folder (``root/.gr/...``). No step follows a link: a
+    ``.gr`` that is one, or a folder of the workspace that became one, is refused
+    (WorkspaceError), so nothing is moved or written outside the workspace.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    now = hash_files(root)
+    change = diff(now, files)
+    moving = (*change.changed, *change.added)
+    under = aside.relative_to(root / SYSTEM_DIR).parts if moving else ()
+    moved: list[str] = []
+    for path in moving:
+        *folders, name = _inside(root, path).relative_to(root).parts
+        source = open_folders(root, folders, path)
+        try:
+            target = open_system_folder(root, *under, *folders)
+            try:
+                os.replace(name, name, src_dir_fd=source, dst_dir_fd=target)
+            finally:
+                os.close(target)
+        finally:
+            os.close(source)
+        moved.append(path)
+    for path, digest in files.items():
+        if now.get(path) != digest:
+            *folders, name = _inside(root, path).relative_to(root).parts
+            folder = open_folders(root, folders, path)
+            try:
+                replace_in(folder, name, read(digest), path)
+            finally:
+                os.close(folder)
+    return tuple(moved)
+
+
+def _inside(root: Path, path: str) -> Path:
+    """``root/path``, refused when a stored path would lead out of the workspace."""
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise WorkspaceError(
+            f"a checkpoint names the path {path!r}, which is not inside a workspace"
+        )
+    return root.joinpath(*parts)
