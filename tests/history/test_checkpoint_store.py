@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import StoreError
 from gr_notebook.history import checkpoint_store as rows
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -35,9 +36,9 @@ def test_a_blob_is_kept_once_by_its_hash_and_checked_when_read(tmp_path: Path) -
         with sqlite3.connect(store.path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone() == (1,)
             conn.execute("UPDATE blobs SET data = ? WHERE digest = ?", (b"junk", digest))
-        with pytest.raises(gr.StoreError, match="is damaged"):
+        with pytest.raises(StoreError, match="is damaged"):
             rows.blob(store, digest)
-        with pytest.raises(gr.StoreError, match="lacks blob nope"):
+        with pytest.raises(StoreError, match="lacks blob nope"):
             rows.blob(store, "nope")
 
 
@@ -64,7 +65,7 @@ def test_a_turn_written_again_keeps_the_new_row_and_the_rows_around_it(tmp_path:
             rows.insert_checkpoints(conn, [row(3), again, row(4)], [])
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3, 4]
         assert rows.checkpoint(store, "r", 2) == again
-        with pytest.raises(gr.StoreError, match="FOREIGN KEY"), store.transaction() as conn:
+        with pytest.raises(StoreError, match="FOREIGN KEY"), store.transaction() as conn:
             rows.insert_checkpoints(conn, [row(5)._replace(run_id="no-such-run")], [])
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3, 4]
 
@@ -100,9 +101,7 @@ def test_rows_of_consecutive_turns_are_stored_as_one_and_read_back_each(tmp_path
 
         with sqlite3.connect(store.path) as conn:  # a batch cut short by a damaged store
             conn.execute("UPDATE checkpoints SET state = '[[1, 0.5, \"f\", {}]]' WHERE turn = 1")
-        with pytest.raises(
-            gr.StoreError, match=r"turns 1–4 of run r .*it holds 1 checkpoints, not 4"
-        ):
+        with pytest.raises(StoreError, match=r"turns 1–4 of run r .*it holds 1 checkpoints, not 4"):
             rows.checkpoint(store, "r", 1)
 
 

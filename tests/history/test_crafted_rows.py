@@ -93,7 +93,7 @@ def test_a_crafted_folder_blob_is_a_store_error_naming_the_turn(
 ) -> None:
     path, run, agent = recorded
     craft_root(path, run.run_id, content)
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
         fork_turn_1(path, run, agent, tmp_path)
     assert wrong in str(caught.value)
     assert "restore it from a copy" in str(caught.value)
@@ -106,7 +106,7 @@ def test_a_nul_in_a_folder_blobs_name_is_a_store_error(
     path, run, agent = recorded
     digest = a_file_digest(path, run.run_id)
     craft_root(path, run.run_id, json.dumps({"plan\u0000.md": digest}).encode())
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}.*NUL"):
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*NUL"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -122,7 +122,7 @@ def test_a_folder_blob_that_names_a_folder_over_and_over_ends_at_once(
         craft(path, "INSERT OR IGNORE INTO blobs VALUES (?, ?, 0, ?)", digest, len(child), child)
         child = json.dumps({"a/": digest, "b/": digest}).encode()
     craft_root(path, run.run_id, child)
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}.*more than"):
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*more than"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -145,7 +145,7 @@ def test_a_crafted_checkpoint_row_is_a_store_error_naming_the_turn(
 ) -> None:
     path, run, agent = recorded
     craft(path, "UPDATE checkpoints SET state = ? WHERE run_id = ? AND turn = 1", state, run.run_id)
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
         fork_turn_1(path, run, agent, tmp_path)
     assert wrong in str(caught.value)
 
@@ -167,7 +167,7 @@ def test_a_crafted_batch_row_is_a_store_error_naming_its_turns(
     craft(
         path, "UPDATE checkpoints SET state = ? WHERE run_id = ? AND turn = 2", padded, run.run_id
     )
-    with pytest.raises(gr.StoreError, match=f"turns 2–.* of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turns 2–.* of run {run.run_id}") as caught:
         gr.fork(run.run_id, 5, agent, store=path, workspace=tmp_path / "fork")
     assert wrong in str(caught.value)
 
@@ -191,7 +191,7 @@ def test_a_checkpoint_column_of_the_wrong_type_is_a_store_error(
         value,
         run.run_id,
     )
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
         fork_turn_1(path, run, agent, tmp_path)
     assert wrong in str(caught.value)
 
@@ -208,16 +208,16 @@ def test_a_crafted_last_turn_is_a_store_error_not_a_hang(
         last_turn,
         run.run_id,
     )
-    with pytest.raises(gr.StoreError, match=f"turns 2–.* of run {run.run_id}"):
+    with pytest.raises(gr.errors.StoreError, match=f"turns 2–.* of run {run.run_id}"):
         gr.runs_df(path)
-    with pytest.raises(gr.StoreError, match=f"turns 2–.* of run {run.run_id}"):
+    with pytest.raises(gr.errors.StoreError, match=f"turns 2–.* of run {run.run_id}"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
 def test_a_crafted_turn_is_a_store_error(recorded: tuple[Path, gr.Run, gr.Agent]) -> None:
     path, run, _ = recorded
     craft(path, "UPDATE checkpoints SET turn = 'one' WHERE run_id = ? AND turn = 1", run.run_id)
-    with pytest.raises(gr.StoreError, match=f"run {run.run_id}.*'one'"):
+    with pytest.raises(gr.errors.StoreError, match=f"run {run.run_id}.*'one'"):
         gr.runs_df(path)
 
 
@@ -240,7 +240,7 @@ def test_a_crafted_named_part_blob_is_a_store_error(
         json.dumps(state),
         run.run_id,
     )
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}.*nested too deep"):
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*nested too deep"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -264,7 +264,7 @@ def test_a_crafted_lineage_row_is_a_store_error(
         turn,
         relation,
     )
-    with pytest.raises(gr.StoreError, match=r"lineage of run 'child'") as caught:
+    with pytest.raises(gr.errors.StoreError, match=r"lineage of run 'child'") as caught:
         gr.runs_df(path)
     assert wrong in str(caught.value)
 
@@ -301,9 +301,9 @@ def test_an_event_column_of_the_wrong_type_is_a_store_error(
 ) -> None:
     path, run, agent = recorded
     craft(path, f"UPDATE events SET {column} = ? WHERE run_id = ? AND seq = 3", value, run.run_id)
-    with pytest.raises(gr.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
         gr.compare(run.run_id, run.run_id, store=path)
-    with pytest.raises(gr.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -322,9 +322,9 @@ def test_a_run_column_of_the_wrong_type_is_a_store_error(
 ) -> None:
     path, run, agent = recorded
     craft(path, f"UPDATE runs SET {column} = ? WHERE run_id = ?", value, run.run_id)
-    with pytest.raises(gr.StoreError, match=f"run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.runs_df(path)
-    with pytest.raises(gr.StoreError, match=f"run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.fork(run.run_id, 1, agent, store=path)
 
 
@@ -350,6 +350,6 @@ def test_a_folder_that_names_itself_ends_at_once(
         run.run_id,
     )
     started = time.monotonic()
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}.*nest deeper"):
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*nest deeper"):
         fork_turn_1(path, run, agent, tmp_path)
     assert time.monotonic() - started < 10

@@ -12,8 +12,10 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
+from gr_notebook.errors import WorkspaceError
 from gr_notebook.examples import QUICKSTART, quickstart_job
 from gr_notebook.history import checkpoint_store as rows
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.runner import started_by
 from gr_notebook.workflow.workspace_files import hash_files
 
@@ -44,7 +46,7 @@ class Interrupt:
     def name(self) -> str:
         return self.inner.name
 
-    async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.turn == self.turn and not self.fired:
             self.fired = True
             raise KeyboardInterrupt
@@ -123,7 +125,7 @@ def test_a_workspace_changed_by_hand_is_refused_with_a_copy_offered(tmp_path: Pa
     run = interrupted(tmp_path, turn=23)
     root = run.workspace.root
     (root / "notes.md").write_text("my own notes\n", encoding="utf-8")
-    with pytest.raises(gr.WorkspaceError) as refused:
+    with pytest.raises(WorkspaceError) as refused:
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     message = str(refused.value)
     assert "changed by hand" in message and "notes.md" in message
@@ -139,7 +141,7 @@ def test_a_moved_workspace_is_refused_and_resumes_where_it_went(tmp_path: Path) 
     run = interrupted(tmp_path, turn=15)
     moved = tmp_path / "moved"
     shutil.move(run.workspace.root, moved)
-    with pytest.raises(gr.WorkspaceError, match=r"is gone \(moved or deleted\); resume"):
+    with pytest.raises(WorkspaceError, match=r"is gone \(moved or deleted\); resume"):
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=moved)
     assert resumed.status == "completed" and resumed.workspace.root == moved.resolve()
@@ -267,7 +269,7 @@ def test_fork_refuses_a_turn_that_does_not_exist_and_a_busy_workspace(tmp_path: 
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "x.md").write_text("mine\n")
-    with pytest.raises(gr.WorkspaceError, match="is not empty; a fork starts in a new workspace"):
+    with pytest.raises(WorkspaceError, match="is not empty; a fork starts in a new workspace"):
         parent.fork(turn=3, workspace=busy)
     with pytest.raises(gr.RunError, match=r"agent takes a gr.Agent"):
         parent.fork(turn=3, agent="strict")
