@@ -187,8 +187,7 @@ async def test_a_live_run_is_not_resumed(tmp_path: Path) -> None:
     finally:
         run.cancel()
         await run.wait()
-    resumed = gr.resume(run.run_id, tmp_path / "s")  # a stopped run resumes
-    await resumed.wait()
+    resumed = gr.resume(run.run_id, tmp_path / "s")  # a stopped run resumes, to its end
     assert resumed.status == "completed"
 
 
@@ -284,6 +283,49 @@ def test_fork_a_stored_run_by_id_in_a_new_process(tmp_path: Path) -> None:
     assert fork.status == "completed"
     assert fork.workspace.root.parent.name == "gr_runs"  # the default: gr_runs/<run id>
     shutil.rmtree(fork.workspace.root.parent)
+
+
+# -- one behaviour, wherever it is called ------------------------------------------------------
+
+
+def test_in_a_script_fork_and_resume_return_the_finished_run(tmp_path: Path) -> None:
+    parent = agent_in(tmp_path).run_sync(QUICKSTART)
+    fork = parent.fork(turn=5, workspace=tmp_path / "fork")
+    by_id = gr.fork(parent.run_id, 5, workspace=tmp_path / "by-id", store=parent.store)
+    resumed = gr.resume(interrupted(tmp_path / "b", 12).run_id, tmp_path / "b" / "store.sqlite")
+    assert [r.status for r in (fork, by_id, resumed)] == ["completed"] * 3
+    with pytest.raises(gr.RunError) as raised:
+        parent.fork(turn=5, workspace=tmp_path / "live", wait=False)
+    assert str(raised.value) == (
+        "run.fork(..., wait=False) needs a running event loop (a Jupyter cell or async code); "
+        "in a script use run.fork(...) without wait=False"
+    )
+    with pytest.raises(gr.RunError, match=r"^gr.resume\(\.\.\., wait=False\) needs a running"):
+        gr.resume(parent.run_id, parent.store, wait=False)
+    assert not (tmp_path / "live").exists()  # refused before anything started
+
+
+async def test_in_a_running_loop_fork_and_resume_return_the_finished_run_too(
+    tmp_path: Path,
+) -> None:
+    parent = await agent_in(tmp_path).run(QUICKSTART)
+    fork = parent.fork(turn=5, workspace=tmp_path / "fork")
+    by_id = gr.fork(parent.run_id, 5, workspace=tmp_path / "by-id", store=parent.store)
+    assert [r.status for r in (fork, by_id)] == ["completed"] * 2
+    assert fork.turns == by_id.turns == parent.turns
+    live = parent.fork(turn=5, workspace=tmp_path / "live", wait=False)  # as agent.start
+    assert not live.done and live.status == "running"
+    assert (await live.wait()).status == "completed" and live.turns == parent.turns
+
+
+def test_gr_fork_of_a_run_in_hand_is_run_fork(tmp_path: Path) -> None:
+    parent = agent_in(tmp_path).run_sync(QUICKSTART)
+    with pytest.raises(gr.RunError, match=r"agent takes a gr.Agent, not str"):
+        gr.fork(parent, 3, agent="strict")  # type: ignore[arg-type]
+    with pytest.raises(gr.RunError, match=r"wait takes True or False, got 'no'"):
+        parent.fork(turn=3, wait="no")  # type: ignore[arg-type]
+    fork = gr.fork(parent, 5, workspace=tmp_path / "fork")
+    assert fork.status == "completed" and fork.turns == parent.turns
 
 
 def test_the_job_is_the_parents(tmp_path: Path) -> None:
