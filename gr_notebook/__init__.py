@@ -55,12 +55,7 @@ from gr_notebook.guardrails import (
 from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
 from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
-from gr_notebook.history.compare import compare
-from gr_notebook.history.lint import lint_guidance
-from gr_notebook.history.replay import replay_interventions, sweep_interventions
 from gr_notebook.history.store import Store
-from gr_notebook.history.timetravel import fork, resume
-from gr_notebook.history.timetravel import fork_run as _fork_run
 from gr_notebook.models import (
     FunctionModel,
     Price,
@@ -71,6 +66,11 @@ from gr_notebook.models import (
     tool_calls,
 )
 from gr_notebook.models.simulated.model import SimulatedModel
+from gr_notebook.review.compare import compare
+from gr_notebook.review.lint import lint_guidance
+from gr_notebook.review.replay import replay_interventions, sweep_interventions
+from gr_notebook.review.timetravel import fork, resume
+from gr_notebook.review.timetravel import fork_run as _fork_run
 from gr_notebook.run import Run, current_run
 from gr_notebook.run import set_forker as _set_forker
 from gr_notebook.tools import Tool, ToolContext, Toolset
@@ -186,9 +186,10 @@ __all__ = [
 logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
-# import every layer (decision 160): the display layer draws the core's HTML reprs, and the
-# history layer answers Budget.suggest and Run.fork (and `gr.Experiment`, loaded on first
-# use, gets the notebook face's progress widget the same way).
+# import every layer, so that no lower layer imports a higher one: the display layer draws
+# the core's HTML reprs, history/adaptive.py answers Budget.suggest and review/timetravel.py
+# Run.fork (and `gr.Experiment`, loaded on first use, gets the notebook face's progress
+# widget the same way).
 _display_reprs.install()
 _set_budget_advisor(_suggest_budget)
 _set_forker(_fork_run)

@@ -31,13 +31,13 @@ from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
+from gr_notebook.guardrails.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
-from gr_notebook.tools.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workflow.prompts import system_prompt
 from gr_notebook.workflow.workspace import Workspace, relative_path

@@ -78,7 +78,7 @@ class NetworkDisabled(ModelError):
 class RequestOverBudget(ModelError):
     """A request, counted before sending, would go over the run's token limit.
 
-    The loop makes this check itself for a model that can count (decision 157); a model that
+    The loop makes this check itself for a model that can count its tokens; a model that
     checks on its own raises this, and the run ends ``budget_exhausted`` the same way."""
 
     def __init__(self, message: str, *, needed: int, remaining: int) -> None:

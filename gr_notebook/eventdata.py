@@ -4,7 +4,7 @@ whatever the model sends, and the store and the dashboard stay cheap.
 Each event class knows which of its fields are free text (:mod:`gr_notebook.events.schema`);
 the event log clips those, and an untyped event's data whole (:func:`clip_data`), so no
 string of any event, key or value, from whichever emitter, is longer than
-:data:`MAX_EVENT_TEXT` (decision 23)."""
+:data:`MAX_EVENT_TEXT`."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ was given. The record (a :class:`~gr_notebook.events.GuidanceRecord`, made by
 the event that delivered the order (``prompt_injected``, ``tool_call``, ``feedback``), so an
 order costs no event of its own; the todo layer and the kickoff, which no other event
 delivers, get a ``guidance`` event.
-:mod:`gr_notebook.history.lint` reads these records back to find orders that contradict each other
+:mod:`gr_notebook.review.lint` reads these records back to find orders that contradict each other
 or the job.
 """
 

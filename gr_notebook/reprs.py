@@ -3,7 +3,7 @@
 ``Plan``, ``TodoList`` and ``Run`` sit below the display layer that draws them, so their
 ``_repr_html_`` asks :func:`to_html`, and the display layer registers its renderers here
 (:func:`gr_notebook.display.reprs.install`, run by ``import gr_notebook``). No lower layer
-imports a higher one, and every HTML repr comes from ``gr_notebook.display`` (decision 160).
+imports a higher one, and every HTML repr comes from ``gr_notebook.display``.
 """
 
 from __future__ import annotations

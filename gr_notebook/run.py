@@ -49,7 +49,8 @@ _latest: Run | None = None
 
 
 class Forker(Protocol):
-    """What :meth:`Run.fork` asks: filled by the facade (decision 160's extension points)."""
+    """What :meth:`Run.fork` asks: filled by the facade, since this layer imports no review
+    code."""
 
     def __call__(
         self,

@@ -2,7 +2,7 @@
 
 :class:`~gr_notebook.agent.Agent` says *what* runs (model, tools, limits, guardrails); this
 module runs it. The same steps serve a fresh run (``agent.start``), a run that starts from a
-checkpoint (:mod:`gr_notebook.history.timetravel`) and a Claude Agent SDK session, which
+checkpoint (:mod:`gr_notebook.review.timetravel`) and a Claude Agent SDK session, which
 finishes like any other run (:mod:`gr_notebook.integrations.claude_agent_sdk.session`):
 
 1. :func:`launch` builds the run's state, loop and :class:`~gr_notebook.run.Run` handle,

@@ -16,8 +16,8 @@ import gr_notebook as gr
 from gr_notebook.examples import QUICKSTART, ExampleJob, audit_job, coding_job, corpus_job
 from gr_notebook.guidance import action_of_text
 from gr_notebook.history.analysis import GUIDANCE_COLUMNS
-from gr_notebook.history.lint import RULES
 from gr_notebook.messages import Message, ToolResultBlock, ToolUseBlock
+from gr_notebook.review.lint import RULES
 from gr_notebook.workflow import TodoList
 
 QUITTER_JOB = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
@@ -402,7 +402,7 @@ def test_every_rule_is_documented() -> None:
         "stop_refused_after_wrap_up",
         "narrow_scope_within_limits",
     }
-    assert gr.history.lint.RULES is RULES
+    assert gr.review.lint.RULES is RULES
     assert gr.lint_guidance([]) == []
 
 
@@ -444,7 +444,7 @@ def test_looper_is_rewound(tmp_path: Path) -> None:
     job = coding_job()
     run = run_model(tmp_path, "looper", job, max_iterations=300)
     assert run.status == "completed" and run.job is not None
-    assert run.events.of_kind("rewind") or run.events.of_kind("stuck_checkpoint")
+    assert run.events.of_kind("rewind") or run.events.of_kind("progress_check")
     assert fired(run)
     assert "prompt:REWIND" in set(run.guidance_df().source)
 
@@ -599,6 +599,26 @@ def test_a_strategy_check_makes_the_literal_agent_reread_the_plan(tmp_path: Path
     assert {"tool": "read_file", "path": "main_plan.md"} in [
         {"tool": d["tool"], "path": d["input"].get("path")} for d in after
     ]
+    assert_finished_everything(run)
+
+
+def test_a_progress_check_leads_the_literal_agent_on_to_the_end(tmp_path: Path) -> None:
+    """Seed 000's progress check, both ways it is worded: the order names the next action,
+    an empty list is written, and the job is finished with no order contradicting another."""
+    run = run_model(tmp_path, "literal", audit_job(), stuck_turns=2)
+    checks = run.events.of_kind("progress_check")
+    empty = [e.turn for e in checks if "has been empty" in e["prompt"]]
+    assert empty and len(checks) > len(empty)
+    assert all(e["prompt"].startswith("PROGRESS CHECK: your todo list has") for e in checks)
+    guidance = run.guidance_df()
+    orders = guidance[guidance.source == "prompt:PROGRESS CHECK"]
+    assert len(orders) == len(checks)
+    assert set(orders.action) == {"change_approach", "write_todos"}
+    turns = [e.turn for e in checks] + [run.turns + 1]
+    written = [e.turn for e in run.events.of_kind("todos_written")]
+    for turn in empty:  # the list is written before the next check
+        after = turns[turns.index(turn) + 1]
+        assert any(turn < w < after for w in written), turn
     assert_finished_everything(run)
 
 

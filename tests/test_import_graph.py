@@ -162,11 +162,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "history.checkpoint_store",
     ),
     ("workflow",),
-    # the parts the engine drives, and what reads their records
-    ("guardrails", "tools", "models", "testing", "history.analysis", "history.adaptive"),
+    # the parts the engine drives, and the rest of history: what reads the store
+    ("guardrails", "tools", "models", "testing", "history"),
     ("engine",),
     ("agent", "runner", "run", "examples", "demo", "__main__"),
-    ("history", "display", "integrations", "experiments"),
+    # what takes whole runs: review/ resumes, forks, compares, replays and lints them
+    ("review", "display", "integrations", "experiments"),
     ("jupyter",),
 )
 
@@ -199,5 +200,6 @@ def test_every_import_points_down_the_layers(graph: ImportGraph) -> None:
 def test_the_layer_check_sees_an_upward_import() -> None:
     assert layer_of("gr_notebook.workflow.plan") < layer_of("gr_notebook.engine.loop")
     assert layer_of("gr_notebook.history.store") < layer_of("gr_notebook.workflow.plan")
-    assert layer_of("gr_notebook.history.lint") > layer_of("gr_notebook.run")
+    assert layer_of("gr_notebook.review.lint") > layer_of("gr_notebook.run")
+    assert layer_of("gr_notebook.history.analysis") < layer_of("gr_notebook.engine.loop")
     assert layer_of("gr_notebook") == len(LAYERS)

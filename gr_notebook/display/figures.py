@@ -1,5 +1,5 @@
 """The figures the toolkit's ``plot()`` methods return: matplotlib figures that draw
-themselves in a notebook, with or without pyplot (decision 290).
+themselves in a notebook, once, with or without pyplot.
 
 A figure made with ``Figure()`` is not pyplot's: the inline backend neither shows it at the
 end of the cell nor, until pyplot is imported, has a formatter for it, so a cell ending with

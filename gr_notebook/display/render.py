@@ -74,7 +74,7 @@ TIMELINE_ICONS = {
     "phase_transition": "⇢",
     "compaction": "⇊",
     "rewind": "↺",
-    "stuck_checkpoint": "⚠",
+    "progress_check": "⚠",
     "run_paused": "❚❚",
     "run_resumed": "▶",
     "job_complete": "✔",

@@ -1,6 +1,6 @@
 """The display layer's half of the core's HTML reprs: its renderers, registered with
 :func:`gr_notebook.reprs.to_html` so that ``Plan``, ``TodoList`` and ``Run`` draw
-themselves without importing this layer (decision 160)."""
+themselves without importing this layer."""
 
 from __future__ import annotations
 

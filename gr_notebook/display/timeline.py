@@ -36,6 +36,7 @@ from gr_notebook.events import (
     PlanUpdatedEvent,
     PoliciesResetEvent,
     PolicyDecisionEvent,
+    ProgressCheckEvent,
     PromptInjectedEvent,
     RequestOverBudgetEvent,
     RewindEvent,
@@ -43,7 +44,6 @@ from gr_notebook.events import (
     RunPausedEvent,
     RunResumedEvent,
     RunStartedEvent,
-    StuckCheckpointEvent,
     TaskAssessedEvent,
     ThinkingEvent,
     TodoCompletedEvent,
@@ -201,9 +201,9 @@ def _guidance(e: GuidanceEvent) -> str:
     return f"Order from {e.directive.source}: {e.directive.text}"
 
 
-@_line(StuckCheckpointEvent)
-def _stuck(e: StuckCheckpointEvent) -> str:
-    return "Todo list unchanged for many turns: the model is asked to take stock"
+@_line(ProgressCheckEvent)
+def _progress_check(e: ProgressCheckEvent) -> str:
+    return "Progress check: todo list unchanged for many turns; the model is asked to take stock"
 
 
 # -- the workflow --------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ TIMELINE_KINDS = frozenset(
         "phase_transition",
         "compaction",
         "rewind",
-        "stuck_checkpoint",
+        "progress_check",
         "run_paused",
         "run_resumed",
         "job_complete",

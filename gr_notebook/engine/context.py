@@ -195,7 +195,8 @@ def _holds_results(message: Message) -> bool:
 
 def _opening_thought(messages: list[Message], start: int) -> int:
     """Where a window cut at ``start`` must start instead so that, with the summary put
-    before it, the running tool loop still opens with a thinking block (decision 195).
+    before it, the running tool loop still opens with a thinking block, which the API
+    requires with thinking on.
 
     The loop runs from the last user message that answers no tool call. A cut before it
     changes nothing; a cut inside it makes its first kept assistant message the opener, so

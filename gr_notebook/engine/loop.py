@@ -3,7 +3,7 @@
 The loop takes the agent's definition (:class:`~gr_notebook.engine.definition.AgentDefinition`)
 and the run's state (:class:`~gr_notebook.engine.state.RunState`) and keeps nothing else but
 the controls a person uses (stop, pause). Each turn: between turns, stops, limits, rewinds
-and the stuck checkpoint; then the request is assembled and, when the model can count its
+and seed 000's progress check; then the request is assembled and, when the model can count its
 input tokens, checked against what the token budget has left, so a request over it is never
 sent; the model is called; the tool calls run as their own step
 (:mod:`gr_notebook.engine.tool_calls`), which returns the turn's effects, and the loop acts
@@ -36,11 +36,11 @@ from gr_notebook.events import (
     ConversationPrunedEvent,
     ErrorEvent,
     ModelCallEvent,
+    ProgressCheckEvent,
     PromptInjectedEvent,
     RequestOverBudgetEvent,
     RunPausedEvent,
     RunResumedEvent,
-    StuckCheckpointEvent,
     thinking_event,
 )
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
@@ -130,7 +130,8 @@ class Loop:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a
         model that has not called check_resources lately still hears it in time. While the
         limits have room, a phase that outgrew its allotment gets it extended, and the model
-        reads a line saying so (decision 296)."""
+        reads a line saying so: an allotment is an estimate, and only the hard limits stop
+        a run."""
         phases, regulation = self.state.phases, self.state.regulation
         if regulation is None or phases.wrap_up_ordered:
             return
@@ -177,7 +178,7 @@ class Loop:
             if state.stuck_detector is not None and not self._protected():
                 prompt = state.stuck_detector(state.turn, state.phases.todos)
                 if prompt:
-                    state.emit(StuckCheckpointEvent(prompt=prompt))
+                    state.emit(ProgressCheckEvent(prompt=prompt))
                     self._inject([prompt])
             self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
@@ -309,7 +310,8 @@ class Loop:
     ) -> LoopOutcome | None:
         """A reply cut off at the token limit in the middle of a tool use: the calls before
         the last one are whole and run; the last one's input may be cut, so it is not run,
-        and its result is an error that tells the model why (decision 187)."""
+        and its result is an error that tells the model why (the API needs a result for
+        every tool use)."""
         state = self.state
         *whole, cut = uses
         refusal = ToolResultBlock(cut.id, cut_off_tool_use(cut.name), is_error=True)
@@ -365,8 +367,8 @@ class Loop:
     # -- interventions (seed 004) ---------------------------------------------------------------
 
     def _protected(self) -> bool:
-        """While a safeguard protects the agent, seed 000's checkpoint holds off too; and
-        once a wrap-up was ordered, no checkpoint asks for more work."""
+        """While a safeguard protects the agent, seed 000's progress check holds off too; and
+        once a wrap-up was ordered, no progress check asks for more work."""
         state = self.state
         if state.phases.wrap_up_ordered:
             return True

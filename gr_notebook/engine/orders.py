@@ -2,7 +2,7 @@
 moment (its phase, the tasks and phases left, how much of each hard limit is used).
 
 The run state makes one for every order it delivers (:meth:`RunState.guidance`);
-:mod:`gr_notebook.history.lint` reads them back. It lives with the engine because it reads
+:mod:`gr_notebook.review.lint` reads them back. It lives with the engine because it reads
 the workflow and the budget, which the order itself (:class:`~gr_notebook.guidance.Directive`,
 a shared value) must not know.
 """

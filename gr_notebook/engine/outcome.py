@@ -5,7 +5,7 @@ reads the same whichever runtime made it. ``completed`` means the job is done: t
 reported it (``job_complete``), a plan written during the run is finished, or the agent's
 completion checker found it done. A model that ends its turn with none of those is
 ``ended``; a limit that presses while work is left makes either ``budget_exhausted``. The
-whole table is in docs/decisions.md (decision 129).
+whole table is in docs/decisions.md.
 """
 
 from __future__ import annotations

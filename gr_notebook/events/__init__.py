@@ -39,9 +39,9 @@ from gr_notebook.events.turn import (
     GuidanceRecord,
     ModelCallEvent,
     ModelRetryEvent,
+    ProgressCheckEvent,
     PromptInjectedEvent,
     RequestOverBudgetEvent,
-    StuckCheckpointEvent,
     ThinkingEvent,
     ToolCallEvent,
     directive_of,
@@ -86,6 +86,7 @@ __all__ = [
     "PlanUpdatedEvent",
     "PoliciesResetEvent",
     "PolicyDecisionEvent",
+    "ProgressCheckEvent",
     "PromptInjectedEvent",
     "RequestOverBudgetEvent",
     "RewindEvent",
@@ -93,7 +94,6 @@ __all__ = [
     "RunPausedEvent",
     "RunResumedEvent",
     "RunStartedEvent",
-    "StuckCheckpointEvent",
     "Subscriber",
     "TaskAssessedEvent",
     "ThinkingEvent",
@@ -118,7 +118,7 @@ CoreEvent: TypeAlias = (
     | ToolCallEvent
     | GuidanceEvent
     | PromptInjectedEvent
-    | StuckCheckpointEvent
+    | ProgressCheckEvent
     | TodosWrittenEvent
     | TodoCompletedEvent
     | PhaseStartedEvent

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from gr_notebook.events.schema import EMPTY, Schema, schema_of
 
 __all__ = ["Event", "EventData", "as_typed", "decode", "event_class", "kinds"]
 
 _KINDS: dict[str, type[Event]] = {}
+_RENAMED: Final = {"stuck_checkpoint": "progress_check"}
+"""Kinds renamed since a store recorded them, old name to new: an old row reads as the new
+kind's event."""
 
 
 class _Untyped:
@@ -162,7 +165,9 @@ def decode(
 ) -> Event:
     """The event that ``data`` records: its kind's class when the data has exactly that
     class's layout, else an untyped event that keeps the data as it is (a user's kind, a
-    newer or older layout, a damaged row), so nothing is lost."""
+    newer or older layout, a damaged row), so nothing is lost. A renamed kind reads as its
+    new name."""
+    kind = _RENAMED.get(kind, kind)
     cls = _KINDS.get(kind)
     if cls is not None:
         fields = schema_of(cls).strict(data)

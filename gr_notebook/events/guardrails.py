@@ -168,7 +168,7 @@ class TaskAssessedEvent(Event):
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class AllotmentExtendedEvent(Event):
     """A phase outgrew its assessed allotment while the hard limits had room, so the
-    allotment grew (decision 296); the model is told in a plain line of its own."""
+    allotment grew; the model is told in a plain line of its own."""
 
     kind: ClassVar[Literal["allotment_extended"]] = "allotment_extended"
     scope: str

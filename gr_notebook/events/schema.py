@@ -178,7 +178,7 @@ class Schema:
         return kwargs
 
     def clipped(self, obj: Any) -> dict[str, Any]:
-        """The fields that are too long, clipped (decision 23); empty when none is."""
+        """The fields that are too long, clipped; empty when none is."""
         changes: dict[str, Any] = {}
         for name in self.texts:
             value = getattr(obj, name)

@@ -23,9 +23,9 @@ __all__ = [
     "GuidanceRecord",
     "ModelCallEvent",
     "ModelRetryEvent",
+    "ProgressCheckEvent",
     "PromptInjectedEvent",
     "RequestOverBudgetEvent",
-    "StuckCheckpointEvent",
     "ThinkingEvent",
     "ToolCallEvent",
     "directive_of",
@@ -36,7 +36,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GuidanceRecord:
     """An order to the model and the state of the job when it was given (see
-    :mod:`gr_notebook.guidance`); :mod:`gr_notebook.history.lint` reads these back."""
+    :mod:`gr_notebook.guidance`); :mod:`gr_notebook.review.lint` reads these back."""
 
     source: str
     action: str | None
@@ -169,10 +169,10 @@ class PromptInjectedEvent(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
-class StuckCheckpointEvent(Event):
-    """The stuck checkpoint: the todo list has not changed for too long."""
+class ProgressCheckEvent(Event):
+    """Seed 000's progress check: the todo list has not changed for too long."""
 
-    kind: ClassVar[Literal["stuck_checkpoint"]] = "stuck_checkpoint"
+    kind: ClassVar[Literal["progress_check"]] = "progress_check"
     prompt: str
 
 

@@ -8,7 +8,7 @@ lets one more in again, up to ``max_concurrency`` (additive increase, multiplica
 decrease, as TCP does).
 
 The limiter learns of a 429 from the adapter's own retry report (a ``model_retry`` event
-with status 429, decision 101): :class:`GatedModel` wraps the call's context, so no
+with status 429): :class:`GatedModel` wraps the call's context, so no
 adapter changes.
 """
 

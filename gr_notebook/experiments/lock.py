@@ -67,7 +67,7 @@ class ExperimentLock:
     @classmethod
     def acquire(cls, root: Path, experiment: str) -> ExperimentLock:
         """Take ``root`` for this experiment, or refuse with the holder's name."""
-        from filelock import FileLock, Timeout  # 60 ms of imports, paid by the first run
+        from filelock import FileLock, Timeout  # imported here, by the first run that needs it
 
         lock = FileLock(root / LOCK_FILE, thread_local=False)
         try:

@@ -3,7 +3,7 @@
 :class:`Progress` is the extension point (three methods). In a terminal the default is a
 ``tqdm`` bar whose postfix counts the statuses; in a notebook the facade registers the
 widget of :mod:`gr_notebook.jupyter.experiment_progress` (a bar over a live table of
-agents by status), which this layer never imports (decision 160's pattern).
+agents by status), which this layer never imports.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from gr_notebook.events import (
     as_typed,
 )
 from gr_notebook.experiments.grid import RunSpec
-from gr_notebook.history.lint import lint_guidance
 from gr_notebook.history.store import status_as_read
+from gr_notebook.review.lint import lint_guidance
 
 if TYPE_CHECKING:
     from gr_notebook.run import Run
@@ -32,13 +32,13 @@ class RunRecord:
     repeat: int
     seed: int
     status: str
-    """The run's status (decision 129's table), or ``failed`` for a run that raised before it
-    ended."""
+    """The run's status (the table in docs/decisions.md), or ``failed`` for a run that raised
+    before it ended."""
     reason: str | None
     error: str | None
     """What raised, for a run that never finished on its own (with the traceback's last line)."""
     job_done: bool
-    """The job is done: the status is ``completed`` (decision 305)."""
+    """The job is done: the status is ``completed``, which means nothing else."""
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -66,7 +66,7 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A row from its JSON; one written before decision 305 reads its status in its words.
+        """A row from its JSON; one written before ``ended`` existed reads its status in its words.
         Anything else (not an object, a cell named by other than text and whole numbers) is
         a ``TypeError``."""
         if not isinstance(data, Mapping):

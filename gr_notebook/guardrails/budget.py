@@ -4,9 +4,9 @@ Every limit is compared the same way: a limit is *exhausted* once usage has reac
 (``used >= limit``). That is the rule for tokens, for iterations and for the deadline, and
 it is the rule that ends a run and that lets a task-completion check be bypassed.
 
-``Budget.suggest`` learns limits from past runs, which the history layer reads: it asks the
-:class:`BudgetAdvisor` that ``import gr_notebook`` sets (decision 160), so this layer
-imports no history code. The token
+``Budget.suggest`` learns limits from past runs, which ``history/adaptive.py`` reads: it asks
+the :class:`BudgetAdvisor` that ``import gr_notebook`` sets, so this module and that one,
+which makes budgets, do not import each other. The token
 limit is also checked before each model request (:meth:`BudgetUsage.admits`): a request
 that needs more than is left is never sent.
 
@@ -44,9 +44,9 @@ __all__ = [
 
 
 DEFAULT_MAX_ITERATIONS = 200
-"""The default cap on model calls: room for the README's and the notebooks' jobs (the
-quickstart's takes 53 turns) twice over before the 80% wrap-up mark, for a model slower than
-the simulated one and phases that outgrow their allotments (decision 295)."""
+"""The default cap on model calls: room for the README's and the notebooks' jobs twice over
+before the 80% wrap-up mark, for a real model and phases that outgrow their allotments, while
+still stopping a runaway loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +143,8 @@ _advisor: BudgetAdvisor | None = None
 
 
 def set_advisor(advisor: BudgetAdvisor) -> None:
-    """Make ``advisor`` answer ``Budget.suggest``; ``import gr_notebook`` sets the history
-    layer's."""
+    """Make ``advisor`` answer ``Budget.suggest``; ``import gr_notebook`` sets
+    ``history/adaptive.py``'s."""
     global _advisor
     _advisor = advisor
 

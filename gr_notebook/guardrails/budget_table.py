@@ -1,7 +1,7 @@
 """Seed 003's budget table: what ``assess_task`` allocates to each kind of task.
 
 Seed 003 sized its table for one task of 3-20 tool-calling rounds; seed 000's phases are 5-20
-steps, so one assessment covers one phase (decision 108). The allocation grows with the
+steps, so one assessment covers one phase. The allocation grows with the
 number of files the agent expects to touch, linearly from the task type's typical file
 count, and at most ``max_multiplier`` times (2x in the seed):
 
@@ -19,7 +19,7 @@ before their 80% mark (where ``check_resources`` orders a wrap-up): an estimate 
 the one the guidance calls too large.
 
 A phase that outgrows its allotment gets it extended by half (``EXTEND_BY``), as often as it
-takes, within the same caps (:meth:`TaskAssessment.covering`, decision 296).
+takes, within the same caps (:meth:`TaskAssessment.covering`).
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ class PlanBasedChecker:
 
     ``require_plan=False`` judges an unplanned job by its todo list alone: with none left,
     nothing shows work left. gr reads a stop that no checker judges this way, to tell a
-    limit's stop with work left from one without (decision 129).
+    limit's stop with work left from one without.
     """
 
     def __init__(self, *, require_plan: bool = True) -> None:

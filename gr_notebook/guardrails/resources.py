@@ -3,7 +3,8 @@ run's hard limits, with the seed's recommendation; and what reading a file is li
 
 An allotment the phase has outgrown is extended while the hard limits leave room, and past
 that the report measures the hard limits: no report says more than 100% of the budget it
-measures while the run is within its limits (decisions 296, 297).
+measures while the run is within its limits, since telling a model that obeys "120% used"
+asks it to cut work the limits do not call for.
 
 A value and its wording, apart from the session state in
 :mod:`~gr_notebook.guardrails.regulation` that keeps the assessment they are measured
@@ -69,7 +70,7 @@ def allotment_in_force(
 
 def _recommend(percentage: float, limits: float, scope: str, *, last_turn: bool) -> str:
     """Only the hard limits can order a wrap-up: an allotment spent early while the limits
-    have room asks for pace, not for the end of the job (decision 110). A limit with one
+    have room asks for pace, not for the end of the job. A limit with one
     turn left orders it too, whatever its percentage: a wrap-up takes a turn."""
     if last_turn:
         return WARNING

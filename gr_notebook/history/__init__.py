@@ -1,2 +1,2 @@
-"""What happened, kept and analysed: the run store, the DataFrames built from events,
-intervention replays, adaptive budgets learned from past runs, and the guidance lint."""
+"""What happened, kept and analysed: the run store and its checkpoint tables, the DataFrames
+built from events, and the budgets learned from past runs."""

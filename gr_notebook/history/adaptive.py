@@ -78,7 +78,7 @@ def _history(store: Store, task_type: str) -> tuple[list[tuple[int, int]], int]:
         elif isinstance(event, JobCompleteEvent):
             jobs.add(run_id)
         elif isinstance(event, RunFinishedEvent):
-            # What the budget counted, cache reads and writes included (decision 100); runs
+            # What the budget counted, cache reads and writes included; runs
             # recorded before tokens_used existed have input and output only (read as 0).
             tokens = int(event.tokens_used or event.input_tokens + event.output_tokens)
             finished[run_id] = (event.status, tokens, int(event.turns))

@@ -16,9 +16,9 @@ layout), which :func:`gr_notebook.events.as_typed` still reads leniently.
 
 Every JSON cell is decoded by :func:`~gr_notebook.history.cells.parse_json`, and a row that
 is not what it should be (a crafted one) is a :class:`StoreError` naming it
-(:meth:`Store.damaged`; decision 325), but an event's payload or a run's JSON cell, which
-reads as unreadable (decision 128). A store that is read must exist: :func:`reading` opens
-one without creating it (decision 326).
+(:meth:`Store.damaged`), but an event's payload or a run's JSON cell, which reads as
+unreadable so that one bad cell fails no query. A store that is read must exist:
+:func:`reading` opens one without creating it, so a mistyped path is not an empty store.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ MIGRATIONS: list[Migration] = []
 
 
 def status_as_read(status: str, *, job: bool) -> str:
-    """A stored status in this version's words. Before ``ended`` (decision 305), a run whose
+    """A stored status in this version's words. Before ``ended`` existed, a run whose
     model ended its turn with no job reported was stored ``completed``, its job row
     ``stopped``: both read ``ended``. Rows are read so, never rewritten."""
     if status == "stopped" or (status == "completed" and not job):
@@ -123,7 +123,8 @@ def add_checkpoints(conn: sqlite3.Connection) -> None:
 @_migration
 def batch_checkpoints(conn: sqlite3.Connection) -> None:
     """Schema 3: a ``checkpoints`` row may hold the checkpoints of consecutive turns
-    (``turn`` to ``last_turn``), committed together (decision 283); NULL: one turn."""
+    (``turn`` to ``last_turn``), committed together, since a row costs SQLite a fixed
+    amount of work whatever its size; NULL: one turn."""
     conn.execute("ALTER TABLE checkpoints ADD COLUMN last_turn INTEGER")
 
 
@@ -426,7 +427,7 @@ class Store:
 
     def runs(self) -> list[dict[str, Any]]:
         """Newest first; job columns are None for a run that never reported a job. Statuses
-        stored before decision 305 read in its words (:func:`status_as_read`).
+        stored before ``ended`` existed read in its words (:func:`status_as_read`).
 
         A JSON cell that cannot be decoded reads as empty (``{}`` config, ``None``
         deliverables) and is named in the run's ``unreadable`` list, so one damaged row hides

@@ -272,7 +272,7 @@ class AgentMagics(Magics):
         waits (:func:`~gr_notebook.blocking.run_blocking`); :class:`TopLevelAwait` routes
         top-level cells through :meth:`run_async` instead wherever it can. ipykernel hands a
         widget's click to the cell's own shell, which is waiting here, so no click reaches the
-        run before the cell ends (decision 94): Ctrl-C stops it. No Approve/Deny buttons
+        run before the cell ends: Ctrl-C stops it. No Approve/Deny buttons
         either: a request would wait out its timeout in a frozen cell, so a large budget is
         denied at once, on the timeline.
         """
@@ -359,7 +359,7 @@ class AgentMagics(Magics):
     # -- %agent resume RUN_ID, %agent fork --turn N ----------------------------------------------
 
     def _resume_stored(self, rest: str) -> None:
-        from gr_notebook.history.timetravel import resume
+        from gr_notebook.review.timetravel import resume
 
         args = _parse_line(_RESUME, rest, "%agent resume RUN_ID [--agent VAR]")
         agent = self._agent_var(args.agent_var)
@@ -375,7 +375,7 @@ class AgentMagics(Magics):
         self._show_started(run, args.out, f"Run {args.run_id} resumed as run {run.run_id}")
 
     def _fork(self, line: str) -> None:
-        from gr_notebook.history.timetravel import fork
+        from gr_notebook.review.timetravel import fork
 
         rest, parent = self._resolve_run(line, "%agent fork")
         rest = rest.strip().removeprefix("fork").strip()

@@ -77,7 +77,8 @@ _STOP_REASONS: dict[str, StopReason] = {
     "stop_sequence": "stop_sequence",
     "refusal": "refusal",
 }
-#: How many times one turn follows ``pause_turn`` before the adapter gives up (decision 186).
+#: How many times one turn follows ``pause_turn`` before the adapter gives up: this bounds
+#: what a turn that never ends can spend between budget checks.
 MAX_PAUSE_CONTINUATIONS = 8
 T = TypeVar("T")
 
@@ -183,7 +184,8 @@ class AnthropicModel:
         if client is not None:  # the guard sees each request it sends, redirects included
             guard_http_client(getattr(client, "_client", None))
         # The client built (or given) at construction serves the first event loop; another
-        # loop gets a new one of ours, or an error for the user's (decision 105).
+        # loop gets a new one of ours, or an error for the user's: pooled connections belong
+        # to their loop.
         options = self._client_options
         self._clients: LoopClients[Any] = LoopClients(
             self._client,

@@ -6,9 +6,10 @@ On the way, the text and thinking deltas go to whoever watches the run
 (:class:`~gr_notebook.models.call_context.TurnStream`), and nothing is built when nobody
 does. A stream that breaks off — the API's ``error`` event mid-stream, a connection cut, a
 body that ends before ``message_stop`` — or one the SDK cannot read (bytes that are not
-UTF-8, a delta for a block that never started; decision 316) raises
+UTF-8, a delta for a block that never started) raises
 :class:`~gr_notebook.models.sdk_calls.StreamInterrupted`, which the adapter retries as it
-retries a 529: the whole request again (decision 202). A cancelled run leaves the ``async
+retries a 529: the whole request again, since a partial tool-use or thinking block cannot be
+recovered. A cancelled run leaves the ``async
 with`` at once, and the SDK closes the response, so the connection is closed too.
 """
 

@@ -87,9 +87,9 @@ MODELS: Mapping[str, ModelFacts] = MappingProxyType(
         "claude-3-haiku": _facts("none", "none"),
     }
 )
-"""Decision 188: windows checked against the models overview and context-window pages as
-reported in November 2026; a model left out has 200K, and ``context_window=`` overrides any
-of it. Decision 191: the kinds of thinking, from the extended- and adaptive-thinking pages."""
+"""Windows checked against the models overview and context-window pages as reported in
+November 2026; a model left out has 200K, and ``context_window=`` overrides any of it. The
+kinds of thinking come from the extended- and adaptive-thinking pages."""
 
 
 def facts_of(model: str) -> ModelFacts:

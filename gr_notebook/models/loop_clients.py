@@ -2,7 +2,7 @@
 
 An async client's pooled connections belong to the event loop that opened them, and each
 blocking wait runs in a new loop: ``run_sync()`` anywhere, a notebook cell's included, and a
-``%%agent`` cell that cannot await (decisions 105 and 285). A client the adapter builds can be
+``%%agent`` cell that cannot await. A client the adapter builds can be
 built again for each loop; a client the user passed in cannot, so it serves the first loop
 that asks and any other gets an error that says what to do.
 """

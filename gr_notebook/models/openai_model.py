@@ -294,7 +294,7 @@ class OpenAIModel:
                 continue
             call_id = call.id or f"call_{completion.id}_{i}"
             content.append(ToolUseBlock(call_id, function.name, _arguments(function.arguments)))
-        if not content and str(choice.finish_reason) == "content_filter":  # decision 318
+        if not content and str(choice.finish_reason) == "content_filter":  # not an empty reply
             raise ModelError(
                 f"the server at {self.base_url} stopped the reply with its content filter "
                 "(finish_reason content_filter) before the model wrote anything; reword the "

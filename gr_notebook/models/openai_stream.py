@@ -7,14 +7,14 @@ The text, the reasoning some local models stream beside it (``reasoning_content`
 ``reasoning``, shown as thinking) and each tool call's name go to whoever watches the run,
 and nothing is built when nobody does. An ``error`` chunk mid-stream, a stream that ends
 before a finish reason, or one the SDK cannot read (bytes that are not UTF-8, a tool call
-that never started; decision 316) raises
-:class:`~gr_notebook.models.sdk_calls.StreamInterrupted`, retried as a 5xx is (decision
-205); the SDK itself turns a connection broken mid-stream into the ``APIConnectionError``
-the adapter already retries.
+that never started) raises
+:class:`~gr_notebook.models.sdk_calls.StreamInterrupted`, retried as a 5xx is; the SDK
+itself turns a connection broken mid-stream into the ``APIConnectionError`` the adapter
+already retries.
 
 The completion returned is the accumulated snapshot itself, not the SDK's parse of it,
 which raises on a ``length`` or ``content_filter`` finish: the adapter reads those as the
-``max_tokens`` and ``refusal`` stops they are without streaming (decision 317).
+``max_tokens`` and ``refusal`` stops they are without streaming.
 """
 
 from __future__ import annotations

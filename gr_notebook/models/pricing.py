@@ -1,6 +1,6 @@
 """What a model call costs, from a price table the user can override.
 
-Prices are USD per million tokens, from Anthropic's pricing page (decision 99). A model the
+Prices are USD per million tokens, from Anthropic's pricing page. A model the
 table does not know costs NaN: a cost column that guesses would be worse than a blank one.
 """
 
@@ -121,7 +121,7 @@ DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
     }
 )
 """Checked against https://platform.claude.com/docs/en/about-claude/pricing and the models'
-pages (decision 272); a model left out costs NaN, and ``prices=`` adds or overrides any."""
+pages; a model left out costs NaN, and ``prices=`` adds or overrides any."""
 
 _SNAPSHOT = re.compile(r"-(\d{8}|latest)$")
 

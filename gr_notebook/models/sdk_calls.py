@@ -6,7 +6,7 @@ a response that failed validation.
 Each retry is a ``model_retry`` event, the key is redacted from every message, and a call
 that fails for good raises one :class:`~gr_notebook.errors.ModelError` that says what to do.
 
-``timeout`` bounds each try whole, streamed or not (decision 315): the SDKs' own timeout
+``timeout`` bounds each try whole, streamed or not: the SDKs' own timeout
 bounds each read, which a server that keeps sending something never trips.
 """
 
@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 #: What the SDKs raise on a stream they cannot read: bytes that are not UTF-8 and a tool
 #: input that is not JSON (``ValueError``s both), a delta for a content block or a tool call
-#: that never started (``IndexError``; decision 316).
+#: that never started (``IndexError``).
 MALFORMED_STREAM: tuple[type[Exception], ...] = (IndexError, ValueError)
 
 
@@ -75,17 +75,18 @@ def check_options(
 class StreamInterrupted(Exception):
     """A streamed answer that broke off before its end: the API's error event mid-stream
     (``overloaded_error``, say), or a connection cut. Retried like a connection error; the
-    partial turn is dropped and the request sent again whole (decision 202)."""
+    partial turn is dropped and the request sent again whole, so the loop sees one whole
+    turn."""
 
 
 class RequestTimedOut(Exception):
     """A try that did not end within the adapter's ``timeout``, however steadily the server
-    kept sending: retried like the SDK's own timeout (decision 315)."""
+    kept sending: retried like the SDK's own timeout."""
 
 
 def malformed(error: Exception) -> StreamInterrupted:
     """A stream the SDK could not read (one of :data:`MALFORMED_STREAM`), as the
-    interruption it is: retried, then a :class:`ModelError` (decision 316)."""
+    interruption it is: retried, then a :class:`ModelError`."""
     if isinstance(error, UnicodeDecodeError):
         what = f"bytes that are not valid UTF-8 ({error.reason}, byte {error.start})"
     elif isinstance(error, IndexError):

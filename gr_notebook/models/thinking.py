@@ -4,8 +4,8 @@
 ``thinking="adaptive"`` lets the model decide how much to think, where it can; a
 :class:`Thinking` value says the same and can also choose the ``display``. Which model takes
 which is in the catalog (:mod:`~gr_notebook.models.catalog`); a request the API would refuse
-is refused here first, with a line that says what to pass instead (decisions 190, 191,
-193).
+is refused here first, with a line that says what to pass instead, so a notebook cell fails
+at the line that is wrong, not at the first request.
 
 The blocks themselves are plain values of the conversation
 (:class:`~gr_notebook.messages.ThinkingBlock`), kept and sent back whatever this says.

@@ -130,7 +130,7 @@ class HTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: HTTPServer
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # else a reused connection waits out a delayed ACK (~40 ms)
+    disable_nagle_algorithm = True  # else a reused connection waits out a delayed ACK
 
     def do_GET(self) -> None:
         self._handle()

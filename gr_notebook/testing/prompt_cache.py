@@ -40,7 +40,8 @@ def estimate_tokens(value: Any) -> int:
     """The estimate: a token per four characters of compact JSON, cache markers left out.
 
     Characters, not ``\\uXXXX`` escapes: a tokenizer reads the decoded text, and escaping
-    made each of the todo display's box-drawing characters cost 1.5 tokens (decision 270)."""
+    made each of the todo display's box-drawing characters cost more than a tokenizer
+    counts."""
     text = json.dumps(_strip_cache_control(value), separators=(",", ":"), ensure_ascii=False)
     return math.ceil(len(text) / 4)
 

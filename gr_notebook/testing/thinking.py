@@ -4,7 +4,8 @@ the thinking blocks a response carries.
 With ``thinking`` on, the server puts a thinking block at the head of each scripted response
 that has none, signs every thinking block it sends, and refuses a request whose blocks come
 back changed or unsigned, or whose tool loop has lost its opening thinking block, with the
-API's own 400 messages (decision 198). Blocks are plain JSON dicts here, as on the wire.
+API's own 400 messages: a fake that accepts any block would prove nothing. Blocks are plain
+JSON dicts here, as on the wire.
 
 The signature is an HMAC under a key the server draws when it starts, over a nonce and the
 text the block shows; a redacted block's ``data`` is the same over a nonce alone. Nothing

@@ -1,7 +1,7 @@
 """A small coding environment: ``run_tests`` and ``start_over``, for coding jobs that seed
 004's interventions watch.
 
-The tests are declarative (a file must contain certain text), so they run in microseconds,
+The tests are declarative (a file must contain certain text), so they run at once,
 need no interpreter in the workspace, and report a pass count the way a real test runner
 does: ``"2 passed, 3 failed"``. That pass count is the default progress signal.
 """

@@ -1,8 +1,7 @@
 """``Toolset``: tools that belong together, with the policies that govern them.
 
 Apart from :mod:`gr_notebook.tools.base` because a policy names the tools it checks: the
-tool definitions sit below the guardrails, and a toolset, which holds both, above them
-(decision 162).
+tool definitions sit below the guardrails, and a toolset, which holds both, above them.
 """
 
 from __future__ import annotations

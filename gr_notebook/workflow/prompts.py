@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BOOTSTRAP_TODOS",
     "JOB_COMPLETION_TODOS",
-    "checkpoint_prompt",
     "cut_off_tool_use",
     "job_completion_prompt",
     "kickoff_prompt",
+    "progress_check_prompt",
     "rewind_prompt",
     "stop_refused_prompt",
     "strategy_check_prompt",
@@ -35,9 +35,9 @@ TRANSITION_MARKER = "PHASE TRANSITION"
 REWIND_MARKER = "REWIND"
 RESET_MARKER = "RESET"
 JOB_COMPLETION_MARKER = "JOB COMPLETION"
-CHECKPOINT_MARKER = "CHECKPOINT"
+PROGRESS_CHECK_MARKER = "PROGRESS CHECK"
 MARKERS = frozenset(
-    {TRANSITION_MARKER, REWIND_MARKER, RESET_MARKER, JOB_COMPLETION_MARKER, CHECKPOINT_MARKER}
+    {TRANSITION_MARKER, REWIND_MARKER, RESET_MARKER, JOB_COMPLETION_MARKER, PROGRESS_CHECK_MARKER}
 )
 STOP_REFUSED_MARKER = "STOP REFUSED"
 """Not a workflow marker: a refused stop leaves the current workflow where it was."""
@@ -208,15 +208,16 @@ def job_completion_prompt(plan_file: str) -> str:
     )
 
 
-def checkpoint_prompt(turns: int, *, waiting_for_todos: bool = False) -> str:
+def progress_check_prompt(turns: int, *, waiting_for_todos: bool = False) -> str:
+    """Seed 000's progress check: the todo list has not moved for ``turns`` turns."""
     if waiting_for_todos:
         return (
-            f"{CHECKPOINT_MARKER}: your todo list has been empty for {turns} turns. Follow the "
+            f"{PROGRESS_CHECK_MARKER}: your todo list has been empty for {turns} turns. Follow the "
             "latest instructions above: update the plan if they ask for it, then write the "
             "next tasks with todo_write(todos=[...])."
         )
     return (
-        f"{CHECKPOINT_MARKER}: your todo list has not changed for {turns} turns. Re-read the "
+        f"{PROGRESS_CHECK_MARKER}: your todo list has not changed for {turns} turns. Re-read the "
         "current task in your todo list. If it is blocked or your approach is not working, "
         'call todo_rewind(issue="what is wrong and what could work instead"). Otherwise '
         "finish it now and call todo_complete()."
@@ -279,7 +280,7 @@ def directive(text: str, *, reads: Sequence[str] = ()) -> Directive:
     """A prompt the system injects, as guidance: its marker is its source."""
     marker = marker_of(text)
     action: Action | None = _ACTIONS.get(marker)
-    if marker == CHECKPOINT_MARKER:
+    if marker == PROGRESS_CHECK_MARKER:
         action = "write_todos" if "has been empty" in text else "change_approach"
     elif marker == "other":
         action = "finish_job" if "job_complete(" in text else "work_on_task"

@@ -1,4 +1,4 @@
-"""Stuck detection (seed 000): when the todo list stops moving, force a checkpoint.
+"""Stuck detection (seed 000): when the todo list stops moving, force a progress check.
 
 The loop asks its detector once per turn; a detector is any callable with this signature,
 so a notebook can try its own rule without touching the loop. A detector that keeps state
@@ -11,21 +11,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gr_notebook.workflow.prompts import checkpoint_prompt
+from gr_notebook.workflow.prompts import progress_check_prompt
 from gr_notebook.workflow.todos import TodoList
 
 __all__ = ["SameStateDetector", "StuckDetector"]
 
 
 class StuckDetector(Protocol):
-    """Decides, once per turn, whether to force a checkpoint; returns the prompt or None."""
+    """Decides, once per turn, whether to force a progress check; returns the prompt or None."""
 
     def __call__(self, turn: int, todos: TodoList) -> str | None: ...
 
 
 @dataclass
 class SameStateDetector:
-    """Stuck detection: the todo list unchanged for ``turns`` turns forces a checkpoint."""
+    """Stuck detection: the todo list unchanged for ``turns`` turns forces a progress check."""
 
     turns: int = 10
     _last: tuple[Any, ...] | None = field(default=None, init=False)
@@ -37,7 +37,7 @@ class SameStateDetector:
         self._last = signature
         if self._same >= self.turns:
             self._same = 0
-            return checkpoint_prompt(self.turns, waiting_for_todos=not todos.items)
+            return progress_check_prompt(self.turns, waiting_for_todos=not todos.items)
         return None
 
     def to_json(self) -> dict[str, Any]:

@@ -108,7 +108,7 @@ def _purpose(rel: str, path: Path, plan_file: str, version: tuple[int, int, int]
 @functools.lru_cache(maxsize=4096)
 def _first_line(path: str, version: tuple[int, int, int]) -> str:
     """A file's purpose, its first line, read once per version (inode, mtime, size): every
-    write renames a new file in (decision 21), so a file the run has not rewritten since the
+    write renames a new file in, so a file the run has not rewritten since the
     last transition is not read again, and the summary's cost stays with what changed."""
     try:
         head = read_regular(Path(path), limit=512).decode("utf-8", errors="strict")

@@ -15,7 +15,7 @@ from typing import Any
 
 import gr_notebook as gr
 from gr_notebook.experiments import Results, RunRecord, RunSpec
-from gr_notebook.history.compare import Comparison
+from gr_notebook.review.compare import Comparison
 
 AGENTS = [
     f"{p}/{v}"

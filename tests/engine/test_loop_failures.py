@@ -200,14 +200,14 @@ def test_the_iteration_cap_ends_the_run(make_agent: Callable[..., gr.Agent]) -> 
     assert len(model.requests) == 4
 
 
-def test_stuck_detection_forces_a_checkpoint(make_agent: Callable[..., gr.Agent]) -> None:
+def test_stuck_detection_forces_a_progress_check(make_agent: Callable[..., gr.Agent]) -> None:
     model = gr.ScriptedModel([gr.tool_call("list_files")] * 6 + [gr.text("ok")])
     run = make_agent(model, stuck_turns=3).run_sync("job")
-    checkpoints = run.events.of_kind("stuck_checkpoint")
-    assert [e.turn for e in checkpoints] == [3, 6]
+    checks = run.events.of_kind("progress_check")
+    assert [e.turn for e in checks] == [3, 6]
     prompt = model.requests[3].messages[-1].content[-1]
     assert isinstance(prompt, TextBlock)
-    assert prompt.text.startswith("CHECKPOINT: your todo list has not changed for 3 turns")
+    assert prompt.text.startswith("PROGRESS CHECK: your todo list has not changed for 3 turns")
     assert "todo_rewind" in prompt.text
 
 
@@ -216,12 +216,12 @@ def test_a_custom_stuck_detector_replaces_the_default(make_agent: Callable[..., 
 
     def detector(turn: int, todos: TodoList) -> str | None:
         seen.append(turn)
-        return "CHECKPOINT: custom" if turn == 1 else None
+        return "PROGRESS CHECK: custom" if turn == 1 else None
 
     model = gr.ScriptedModel([gr.tool_call("list_files")] * 2 + [gr.text("ok")])
     run = make_agent(model, stuck_detector=detector).run_sync("job")
     assert seen == [0, 1, 2]
-    assert len(run.events.of_kind("stuck_checkpoint")) == 1
+    assert len(run.events.of_kind("progress_check")) == 1
 
 
 def test_calls_after_job_complete_are_not_run(make_agent: Callable[..., gr.Agent]) -> None:

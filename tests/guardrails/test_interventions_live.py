@@ -70,21 +70,21 @@ async def test_a_working_agent_sees_only_skipped_checks(make_agent: Factory) -> 
     assert not frame.fired.any()
 
 
-async def test_safeguards_hold_off_the_seed_000_checkpoint(make_agent: Factory) -> None:
-    # one edit after another on the same todo: actively implementing, never a checkpoint
+async def test_safeguards_hold_off_the_seed_000_progress_check(make_agent: Factory) -> None:
+    # one edit after another on the same todo: actively implementing, never a progress check
     edits = [
         gr.tool_call("write_file", path=f"src/part_{i}.py", content=f"x = {i}\n") for i in range(30)
     ]
     run = await make_agent(
         gr.ScriptedModel([*bootstrap_script()[:2], *edits, gr.text("done")]), stuck_turns=5
     ).run("job")
-    assert run.events.of_kind("stuck_checkpoint") == []
+    assert run.events.of_kind("progress_check") == []
     unprotected = await make_agent(
         gr.ScriptedModel([*bootstrap_script()[:2], *edits, gr.text("done")]),
         stuck_turns=5,
         interventions=None,
     ).run("job")
-    assert unprotected.events.of_kind("stuck_checkpoint")
+    assert unprotected.events.of_kind("progress_check")
 
 
 async def test_a_person_rewind_starts_a_grace_period(make_agent: Factory) -> None:

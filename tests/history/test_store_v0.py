@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gr_notebook.events import EVENT_KINDS, Event
+from gr_notebook.events import EVENT_KINDS, Event, ProgressCheckEvent
 from gr_notebook.history import analysis
 from gr_notebook.history.store import Store
 
@@ -26,6 +26,8 @@ NEWER_KINDS = frozenset({"thinking", "allotment_extended"})
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
 NEWER_COLUMNS = {"interventions_df": ["why"]}
 """Columns a frame gained since: derived from the old events, and the old columns unchanged."""
+RENAMED_KINDS = {"stuck_checkpoint": "progress_check"}
+"""Kinds renamed since: the old rows read as the new kind, in events and in ``kind`` columns."""
 
 
 @pytest.fixture
@@ -40,6 +42,10 @@ def store(tmp_path: Path) -> Store:
 def expected() -> dict[str, dict[str, pd.DataFrame]]:
     with gzip.open(FIXTURES / "store_v0_frames.pkl.gz", "rb") as frames:
         loaded: dict[str, dict[str, pd.DataFrame]] = pickle.load(frames)
+    for frames_of_run in loaded.values():
+        for frame in frames_of_run.values():
+            if "kind" in frame.columns:
+                frame["kind"] = frame["kind"].replace(RENAMED_KINDS)
     return loaded
 
 
@@ -67,6 +73,21 @@ def test_every_event_of_an_old_store_reads_as_its_kinds_class(store: Store) -> N
         kinds |= {e.kind for e in events}
     # the fixture records every kind the core emitted when it was written
     assert kinds == EVENT_KINDS - NEWER_KINDS
+
+
+def test_a_renamed_kind_reads_as_the_new_kinds_event(store: Store) -> None:
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute(
+            "SELECT run_id, seq, data FROM events WHERE kind = 'stuck_checkpoint'"
+        ).fetchall()
+    assert rows  # the fixture holds seed 000's check under its old name
+    for run_id, seq, data in rows:
+        events = store.events(run_id)
+        event = events[seq]
+        assert type(event) is ProgressCheckEvent and event.kind == "progress_check"
+        assert event.prompt == json.loads(data)["prompt"]
+        assert event.prompt.startswith("CHECKPOINT: ")  # the words the model read, kept
+        assert analysis.events_df(events).kind[seq] == "progress_check"
 
 
 def test_an_old_store_gives_the_dataframes_it_gave(

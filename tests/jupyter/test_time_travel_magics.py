@@ -17,7 +17,7 @@ import gr_notebook as gr
 from gr_notebook.examples import QUICKSTART
 from gr_notebook.jupyter.widgets import Dashboard
 from gr_notebook.runner import started_by
-from tests.history.test_timetravel import Interrupt
+from tests.review.test_timetravel import Interrupt
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal, written_since
 from gr_notebook.workflow.workspace_files import restore_files
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock, live_owner
-from tests.history.test_timetravel import interrupted
+from tests.review.test_timetravel import interrupted
 
 REFUSED = r"\.gr.* is a symlink"
 

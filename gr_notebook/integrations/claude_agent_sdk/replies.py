@@ -47,7 +47,7 @@ class Reply:
 
     @property
     def prompt_tokens(self) -> int:
-        """Every prompt token the model read, cached or not (decision 100)."""
+        """Every prompt token the model read, cached or not."""
         u = self.usage
         return u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
 

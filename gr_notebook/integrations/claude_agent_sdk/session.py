@@ -68,7 +68,7 @@ class Session:
             guardrails=spec,
             regulation=None,  # self-regulation is gr's own tools; Claude Code has none of them
             stuck_detector=None,
-            stuck_turns=None,  # seed 000's checkpoint watches gr's todo list
+            stuck_turns=None,  # seed 000's progress check watches gr's todo list
         )
         self.run_id = runner.new_run_id(agent.clock)
         workspace = Workspace(names.cwd)

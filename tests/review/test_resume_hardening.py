@@ -20,8 +20,8 @@ import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.history import checkpoint_store as rows
-from gr_notebook.history import timetravel
-from tests.history.test_timetravel import agent_in, files, interrupted
+from gr_notebook.review import timetravel
+from tests.review.test_timetravel import agent_in, files, interrupted
 
 
 def resumes(store: Path) -> list[rows.Lineage]:
@@ -41,7 +41,7 @@ RACER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import gr_notebook as gr
-    from gr_notebook.history import timetravel
+    from gr_notebook.review import timetravel
 
     root, run_id, me, other = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     checked = timetravel._check_resumable

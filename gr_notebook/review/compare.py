@@ -5,8 +5,8 @@ runs from their events alone: live runs, finished ones, or runs in a store by id
 the same in both when the model made the same tool calls with the same inputs (or wrote the
 same text), each call came out the same way (done, denied by a policy, or failed), and the
 turn used as many tokens and completed as many tasks. The first turn that is not is where
-they diverge: the first row of ``turns`` that differs (decision 291). A fork replays its
-turn, so a call the other agent denies there differs at the fork's own turn.
+they diverge: the first row of ``turns`` that differs. A fork replays its turn, and the
+other agent's model often makes the same call there, so a call it denies still differs.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.runner import started_by
 from gr_notebook.workflow.workspace_files import hash_files
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "history" / "fixtures"
 
 
 def agent_in(root: Path, **kwargs: Any) -> gr.Agent:

@@ -6,9 +6,10 @@ its parent in the store's ``lineage`` table and by its first event, ``run_resume
 - :func:`resume` continues an interrupted run (a kill, a dead kernel, Ctrl-C, a stop, a
   failed model) from its latest checkpoint, in its own workspace brought back to that
   checkpoint's files; what the run wrote after it is moved into ``.gr/aside/<new run>/``,
-  never deleted. The new run has its own id (decision 231): the interrupted run's record
-  stays as it happened, and the new one's events start with a copy of the parent's up to
-  the checkpoint, so each run reads whole on its own.
+  never deleted. The new run has its own id, so that no replayed event collides with one
+  the killed turn stored: the interrupted run's record stays as it happened, and the new
+  one's events start with a copy of the parent's up to the checkpoint, so each run reads
+  whole on its own.
 - :func:`fork` starts from any turn's checkpoint, in a new workspace, under any agent;
   policies, feedback, self-regulation and interventions the other agent lacks are dropped,
   and those it adds start fresh (:func:`fit_snapshot`).
@@ -225,7 +226,7 @@ def fork(
 def fork_run(
     run: Run, turn: int, agent: object, *, workspace: str | os.PathLike[str] | None, wait: bool
 ) -> Run:
-    """:meth:`Run.fork`, as the facade hands it to the run (decision 160)."""
+    """:meth:`Run.fork`, as the facade hands it to the run, which imports no review code."""
     return fork(run, turn, agent, workspace=workspace, wait=wait)  # type: ignore[arg-type]
 
 
