@@ -2,6 +2,13 @@
 
 The core is plain Python: ``import gr_notebook`` pulls in neither IPython, ipywidgets,
 pandas nor anthropic. The notebook face loads with ``%load_ext gr_notebook``.
+
+The root holds what a notebook types. The rest has a home of its own: ``gr_notebook.errors``
+(every error), ``.events`` (every event kind, the ``EventLog``), ``.guardrails`` (the
+protocols and values behind policies, feedback, completion checks and budgets),
+``.models`` (the ``Model`` protocol, requests and responses), ``.messages`` (content
+blocks), ``.tools`` (tool outputs, the coding toolset), ``.workflow`` (plan, todos,
+phases) and ``.testing`` (local servers that speak the model APIs).
 """
 
 from __future__ import annotations
@@ -9,77 +16,48 @@ from __future__ import annotations
 import logging
 import typing
 
-from gr_notebook import examples  # noqa: F401  (gr.examples, as notebooks use it)
+# The submodules that hold the rest of the public API, so that ``gr.events.EventLog``,
+# ``gr.guardrails.ToolPolicy`` or ``gr.models.ModelResponse`` work after ``import gr_notebook``.
+from gr_notebook import (  # noqa: F401
+    errors,
+    events,
+    examples,
+    guardrails,
+    messages,
+    models,
+    tools,
+    workflow,
+)
 from gr_notebook.agent import Agent
 from gr_notebook.clock import FakeClock
 from gr_notebook.display import reprs as _display_reprs
-from gr_notebook.engine.loop import SameStateDetector, StuckDetector
-from gr_notebook.errors import (
-    ConfigError,
-    GrNotebookError,
-    ModelError,
-    ModelSpecError,
-    PlanError,
-    RunError,
-    ScriptExhausted,
-    StoreError,
-    TodoError,
-    ToolError,
-    WorkspaceError,
-)
-from gr_notebook.events import Event, EventLog
+from gr_notebook.errors import ConfigError, GrNotebookError, RunError, ToolError
+from gr_notebook.events import Event
 from gr_notebook.guardrails import (
     Budget,
-    BudgetSuggestion,
     BudgetTable,
-    CompositeChecker,
     ConfirmationRequest,
     DeadlineFeedback,
     Feedback,
     FeedbackContext,
-    FeedbackProvider,
     FeedbackProviderConfig,
     FeedbackTrigger,
     FileCreatedTrigger,
     FileOutputChecker,
-    InterventionCheck,
     InterventionConfig,
     Observation,
     PlanBasedChecker,
-    PolicyContext,
     PolicyDecision,
-    PolicyState,
-    ProgressSummary,
     ReadBeforeWritePolicy,
-    ResourceReport,
     SequentialDependencyPolicy,
     StaticFeedbackProvider,
-    TaskAssessment,
-    TaskBudget,
-    TaskCompletionChecker,
-    TaskCompletionContext,
-    TaskCompletionResult,
-    ToolPolicy,
 )
 from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
-from gr_notebook.guidance import Directive
 from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
 from gr_notebook.history.store import Store
-from gr_notebook.messages import (
-    Message,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-)
 from gr_notebook.models import (
     FunctionModel,
-    Model,
-    ModelRequest,
-    ModelResponse,
     Price,
     PriceTable,
     ScriptedModel,
@@ -88,20 +66,15 @@ from gr_notebook.models import (
     tool_calls,
 )
 from gr_notebook.models.simulated.model import SimulatedModel
-from gr_notebook.models.thinking import Thinking
 from gr_notebook.review.compare import compare
-from gr_notebook.review.lint import GuidanceConflict, lint_guidance
+from gr_notebook.review.lint import lint_guidance
 from gr_notebook.review.replay import replay_interventions, sweep_interventions
 from gr_notebook.review.timetravel import fork, resume
 from gr_notebook.review.timetravel import fork_run as _fork_run
-from gr_notebook.run import Limits, Run, current_run
+from gr_notebook.run import Run, current_run
 from gr_notebook.run import set_forker as _set_forker
-from gr_notebook.tools import Tool, ToolContext, ToolOutput, Toolset
-from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
-from gr_notebook.workflow.phases import JobResult
-from gr_notebook.workflow.plan import Phase, Plan, Step
-from gr_notebook.workflow.todos import TodoItem, TodoList
-from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.tools import Tool, ToolContext, Toolset
+from gr_notebook.workflow import Workspace
 
 if typing.TYPE_CHECKING:
     from gr_notebook.experiments import Experiment
@@ -159,90 +132,42 @@ __all__ = [
     "Agent",
     "AnthropicModel",
     "Budget",
-    "BudgetSuggestion",
     "BudgetTable",
-    "CodeTest",
-    "CodingTask",
-    "CompositeChecker",
     "ConfigError",
     "ConfirmationRequest",
     "Dashboard",
     "DeadlineFeedback",
-    "Directive",
     "Event",
-    "EventLog",
     "Experiment",
     "FakeClock",
     "Feedback",
     "FeedbackContext",
-    "FeedbackProvider",
     "FeedbackProviderConfig",
     "FeedbackTrigger",
     "FileCreatedTrigger",
     "FileOutputChecker",
     "FunctionModel",
     "GrNotebookError",
-    "GuidanceConflict",
-    "InterventionCheck",
     "InterventionConfig",
-    "JobResult",
-    "Limits",
-    "Message",
-    "Model",
-    "ModelError",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelSpecError",
     "Observation",
     "OpenAIModel",
-    "Phase",
-    "Plan",
     "PlanBasedChecker",
-    "PlanError",
-    "PolicyContext",
     "PolicyDecision",
-    "PolicyState",
     "Price",
     "PriceTable",
-    "ProgressSummary",
     "ReadBeforeWritePolicy",
-    "RedactedThinkingBlock",
-    "ResourceReport",
     "Run",
     "RunError",
-    "SameStateDetector",
-    "ScriptExhausted",
     "ScriptedModel",
     "SequentialDependencyPolicy",
     "SimulatedModel",
     "StaticFeedbackProvider",
-    "Step",
     "Store",
-    "StoreError",
-    "StuckDetector",
-    "TaskAssessment",
-    "TaskBudget",
-    "TaskCompletionChecker",
-    "TaskCompletionContext",
-    "TaskCompletionResult",
-    "TextBlock",
-    "Thinking",
-    "ThinkingBlock",
-    "TodoError",
-    "TodoItem",
-    "TodoList",
     "Tool",
     "ToolContext",
     "ToolError",
-    "ToolOutput",
-    "ToolPolicy",
-    "ToolResultBlock",
-    "ToolUseBlock",
     "Toolset",
-    "Usage",
     "Workspace",
-    "WorkspaceError",
-    "coding_tools",
     "compare",
     "current_run",
     "fork",

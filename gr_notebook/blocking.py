@@ -15,7 +15,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_blocking"]
+__all__ = ["loop_is_running", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -34,6 +34,16 @@ def run_blocking(coro: Coroutine[Any, Any, T], *, wind_down: bool = True) -> T:
     except RuntimeError:
         return asyncio.run(coro)
     return _on_worker_thread(coro, wind_down)
+
+
+def loop_is_running() -> bool:
+    """Whether this thread runs an event loop (a Jupyter cell, async code): the notebook face
+    starts a fork or a resume there in the background rather than wait for it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _on_worker_thread(coro: Coroutine[Any, Any, T], wind_down: bool) -> T:

@@ -12,7 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import RunError
@@ -47,8 +47,22 @@ __all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
 
 _latest: Run | None = None
 
-Forker = Callable[["Run", int, object, "str | os.PathLike[str] | None"], "Run"]
-"""What :meth:`Run.fork` asks: filled by the facade, since this layer imports no history code."""
+
+class Forker(Protocol):
+    """What :meth:`Run.fork` asks: filled by the facade, since this layer imports no review
+    code."""
+
+    def __call__(
+        self,
+        run: Run,
+        turn: int,
+        agent: object,
+        *,
+        workspace: str | os.PathLike[str] | None,
+        wait: bool,
+    ) -> Run: ...
+
+
 _forker: Forker | None = None
 
 
@@ -223,17 +237,20 @@ class Run:
         agent: object = None,
         *,
         workspace: str | os.PathLike[str] | None = None,
+        wait: bool = True,
     ) -> Run:
         """A new run from this run's checkpoint of ``turn`` (the state as that turn began),
         in a new workspace holding the files as they were, under ``agent`` (default: the
         agent that ran this one), which may have other policies, feedback, budget,
-        interventions or model. It records this run as its parent."""
-        refusal = self.loop_control_refusal("fork")
-        if refusal is not None:
-            raise refusal
+        interventions or model. It records this run as its parent.
+
+        Returns the new run once it has ended, in a script, a notebook cell and async code
+        alike (as ``agent.run_sync`` does); ``wait=False`` returns it live at once (as
+        ``agent.start`` does), and needs a running event loop. ``gr.fork(run_id, turn)`` is
+        the same for a stored run known by its id."""
         if _forker is None:
             raise RunError("forking needs the package: import gr_notebook first")
-        return _forker(self, turn, agent, workspace)
+        return _forker(self, turn, agent, workspace=workspace, wait=wait)
 
     # -- kernel hygiene -------------------------------------------------------------------------
 

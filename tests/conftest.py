@@ -13,6 +13,7 @@ import pytest
 
 import gr_notebook as gr
 import gr_notebook.models
+from gr_notebook.models import ModelResponse
 
 PLAN_TWO_PHASES = """\
 # Execution Plan
@@ -43,7 +44,7 @@ PHASE_1 = ["Gather a", "Gather b", "Gather c", "Gather d", "Gather e"]
 PHASE_2 = ["Write a", "Write b", "Write c", "Write d", "Write e"]
 
 
-def bootstrap_script(plan: str = PLAN_TWO_PHASES) -> list[gr.ModelResponse]:
+def bootstrap_script(plan: str = PLAN_TWO_PHASES) -> list[ModelResponse]:
     """The five bootstrap tasks, done the way the seed describes, ending in a transition."""
     return [
         gr.tool_call("generate_workspace_summary"),
@@ -58,11 +59,11 @@ def bootstrap_script(plan: str = PLAN_TWO_PHASES) -> list[gr.ModelResponse]:
     ]
 
 
-def complete_all(n: int) -> list[gr.ModelResponse]:
+def complete_all(n: int) -> list[ModelResponse]:
     return [gr.tool_call("todo_complete") for _ in range(n)]
 
 
-def full_job_script() -> list[gr.ModelResponse]:
+def full_job_script() -> list[ModelResponse]:
     """A whole two-phase job done the seed's way, ending with job_complete."""
     return [
         *bootstrap_script(),

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import WorkspaceError
+from gr_notebook.messages import TextBlock
+from gr_notebook.models import ModelResponse
 
 
 def test_workspace_none_means_a_fresh_directory_under_gr_runs(
@@ -71,7 +74,7 @@ def test_empty_instructions_are_refused(make_agent: Callable[..., gr.Agent]) -> 
     "plan_file", ["../plan.md", "/tmp/plan.md", "", "..\\plan.md", "a/../../plan.md", "C:plan.md"]
 )
 def test_plan_file_must_stay_inside_the_workspace(plan_file: str) -> None:
-    with pytest.raises(gr.WorkspaceError, match="inside the workspace"):
+    with pytest.raises(WorkspaceError, match="inside the workspace"):
         gr.Agent(plan_file=plan_file, store=False)
 
 
@@ -86,7 +89,7 @@ def test_a_plan_file_behind_an_escaping_symlink_is_refused_at_start(tmp_path: Pa
         plan_file="plans/main.md",
         store=False,
     )
-    with pytest.raises(gr.WorkspaceError, match=r"plan_file 'plans/main\.md'.*symlink"):
+    with pytest.raises(WorkspaceError, match=r"plan_file 'plans/main\.md'.*symlink"):
         agent.run_sync("Do it.")
 
 
@@ -237,10 +240,10 @@ def test_async_tool_handlers_are_awaited(make_agent: Callable[..., gr.Agent]) ->
 
 @pytest.mark.parametrize(
     "response",
-    [gr.ModelResponse(()), gr.ModelResponse((gr.TextBlock("I can't help with that."),), "refusal")],
+    [ModelResponse(()), ModelResponse((TextBlock("I can't help with that."),), "refusal")],
 )
 def test_an_empty_or_refused_response_fails_the_run(
-    make_agent: Callable[..., gr.Agent], response: gr.ModelResponse
+    make_agent: Callable[..., gr.Agent], response: ModelResponse
 ) -> None:
     run = make_agent(gr.ScriptedModel([response])).run_sync("job")
     assert run.status == "failed"

@@ -16,7 +16,9 @@ import gr_notebook as gr
 from gr_notebook.examples import QUICKSTART, ExampleJob, audit_job, coding_job, corpus_job
 from gr_notebook.guidance import action_of_text
 from gr_notebook.history.analysis import GUIDANCE_COLUMNS
+from gr_notebook.messages import Message, ToolResultBlock, ToolUseBlock
 from gr_notebook.review.lint import RULES
+from gr_notebook.workflow import TodoList
 
 QUITTER_JOB = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
 
@@ -551,7 +553,7 @@ def test_a_wrap_up_order_stands_over_the_next_phase(tmp_path: Path) -> None:
     assert gr.lint_guidance(run) == []
 
 
-def _situation(*messages: gr.Message) -> Any:
+def _situation(*messages: Message) -> Any:
     from gr_notebook.models.base import ModelRequest
     from gr_notebook.models.simulated.situation import Situation
 
@@ -562,12 +564,12 @@ def test_told_a_read_is_redundant_the_literal_agent_skips_it() -> None:
     from gr_notebook.models.simulated.diligent import respond
     from gr_notebook.models.simulated.literal import without_rebuked_reads
 
-    rebuked = gr.ToolResultBlock(
+    rebuked = ToolResultBlock(
         "t1", "# notes\n\n<feedback provider='Redundancy'>\nYou already read notes.md\n</feedback>"
     )
     s = _situation(
-        gr.Message("assistant", (gr.ToolUseBlock("t1", "read_file", {"path": "notes.md"}),)),
-        gr.Message("user", (rebuked,)),
+        Message("assistant", (ToolUseBlock("t1", "read_file", {"path": "notes.md"}),)),
+        Message("user", (rebuked,)),
     )
     plan = respond(
         "Reading and writing.",
@@ -580,7 +582,7 @@ def test_told_a_read_is_redundant_the_literal_agent_skips_it() -> None:
 
 
 def test_a_strategy_check_makes_the_literal_agent_reread_the_plan(tmp_path: Path) -> None:
-    def detector(turn: int, todos: gr.TodoList) -> str | None:
+    def detector(turn: int, todos: TodoList) -> str | None:
         if turn == 20:
             return "STRATEGY CHECK: no progress lately. Re-read the plan and change approach."
         return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import gr_notebook as gr
 from gr_notebook.messages import (
     Message,
     RedactedThinkingBlock,
@@ -32,7 +31,7 @@ def test_the_blocks_have_the_wire_shape_and_go_through_json_unchanged() -> None:
     ]
     assert Message.from_json(data) == message
     assert (THOUGHT.type, REDACTED.type) == ("thinking", "redacted_thinking")
-    assert gr.ThinkingBlock is ThinkingBlock and gr.RedactedThinkingBlock is RedactedThinkingBlock
+    assert ThinkingBlock is ThinkingBlock and RedactedThinkingBlock is RedactedThinkingBlock
 
 
 def test_text_is_the_text_blocks_only_and_thinking_is_its_own() -> None:

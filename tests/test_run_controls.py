@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import ModelSpecError
+from gr_notebook.models import ModelRequest, ModelResponse
 from tests.conftest import PHASE_1, bootstrap_script, complete_all
 
 Factory = Callable[..., gr.Agent]
@@ -18,18 +20,18 @@ Factory = Callable[..., gr.Agent]
 def slow_reader(turns: int = 200) -> gr.ScriptedModel:
     """A model that reads a file every turn and yields to the loop while it 'thinks'."""
 
-    async def think(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def think(request: ModelRequest) -> ModelResponse:
         await asyncio.sleep(0.001)
         return gr.tool_call("read_file", path="instructions.md")
 
     return gr.ScriptedModel([think] * turns + [gr.text("done")])
 
 
-def gated_after_phase_1(*tail: gr.ModelResponse) -> tuple[gr.ScriptedModel, Gate]:
+def gated_after_phase_1(*tail: ModelResponse) -> tuple[gr.ScriptedModel, Gate]:
     """Bootstrap, phase 1's list, then a turn that waits for the test to open the gate."""
     gate = Gate(asyncio.Event(), asyncio.Event())
 
-    async def wait_for_person(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def wait_for_person(request: ModelRequest) -> ModelResponse:
         gate.entered.set()
         await gate.opened.wait()
         return gr.tool_call("read_file", path="instructions.md")
@@ -127,7 +129,7 @@ async def test_start_runs_the_task_in_the_context_it_is_given(make_agent: Factor
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="fresh")
     seen: list[str] = []
 
-    async def look(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def look(request: ModelRequest) -> ModelResponse:
         seen.append(marker.get())
         return gr.text("done")
 
@@ -147,7 +149,7 @@ async def test_current_run_is_the_latest_started(make_agent: Factory) -> None:
 
 
 def test_simulated_latency_must_not_be_negative() -> None:
-    with pytest.raises(gr.ModelSpecError, match="latency"):
+    with pytest.raises(ModelSpecError, match="latency"):
         gr.SimulatedModel(latency=-1)
 
 

@@ -178,8 +178,8 @@ def _row(name: str, value: object) -> TaskBudget:
     if isinstance(value, tuple) and len(value) in (2, 3):
         return TaskBudget(*value)
     raise ConfigError(
-        f"budget table row {name!r} takes gr.TaskBudget(tokens, iterations, typical_files) "
-        f"or a (tokens, iterations[, typical_files]) tuple, got {value!r}"
+        f"budget table row {name!r} takes gr.guardrails.TaskBudget(tokens, iterations, "
+        f"typical_files) or a (tokens, iterations[, typical_files]) tuple, got {value!r}"
     )
 
 

@@ -237,7 +237,7 @@ class FeedbackProviderConfig:
         if missing:
             raise ConfigError(
                 f"{type(self.provider).__name__} is not a feedback provider: it lacks "
-                f"{', '.join(missing)} (see gr.FeedbackProvider)"
+                f"{', '.join(missing)} (see gr.guardrails.FeedbackProvider)"
             )
 
 

@@ -21,7 +21,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from gr_notebook.agent import Agent
-from gr_notebook.blocking import run_blocking
+from gr_notebook.blocking import loop_is_running, run_blocking
 from gr_notebook.errors import GrNotebookError, ModelSpecError
 from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS
 from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
@@ -364,7 +364,13 @@ class AgentMagics(Magics):
         args = _parse_line(_RESUME, rest, "%agent resume RUN_ID [--agent VAR]")
         agent = self._agent_var(args.agent_var)
         run = _person(
-            lambda: resume(args.run_id, args.store, agent, workspace=args.workspace or None)
+            lambda: resume(
+                args.run_id,
+                args.store,
+                agent,
+                workspace=args.workspace or None,
+                wait=not loop_is_running(),
+            )
         )
         self._show_started(run, args.out, f"Run {args.run_id} resumed as run {run.run_id}")
 
@@ -375,7 +381,15 @@ class AgentMagics(Magics):
         rest = rest.strip().removeprefix("fork").strip()
         args = _parse_line(_FORK, rest, "%agent fork --turn N [--agent VAR]")
         agent = self._agent_var(args.agent_var)
-        run = _person(lambda: fork(parent, args.turn, agent, workspace=args.workspace or None))
+        run = _person(
+            lambda: fork(
+                parent,
+                args.turn,
+                agent,
+                workspace=args.workspace or None,
+                wait=not loop_is_running(),
+            )
+        )
         self._show_started(
             run, args.out, f"Run {parent.run_id} forked at turn {args.turn} as run {run.run_id}"
         )

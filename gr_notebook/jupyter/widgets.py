@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Self, cast
 import ipywidgets as w
 
 from gr_notebook.agent import Agent
+from gr_notebook.blocking import loop_is_running
 from gr_notebook.display.live import LiveTurn, render_live
 from gr_notebook.display.render import (
     render_calls,
@@ -454,7 +455,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         if agent is None and self.fork_agent.value:
             agent = _notebook_agents().get(self.fork_agent.value)
         try:
-            forked = self.run.fork(turn, agent)
+            forked = self.run.fork(turn, agent, wait=not loop_is_running())
         except GrNotebookError as exc:
             self.add_log(str(exc))
             return None

@@ -1,5 +1,7 @@
-"""Models: one small protocol, offline implementations, the Anthropic and OpenAI-compatible
-adapters, and spec-string resolution.
+"""Models: the ``Model`` protocol, its requests and responses, and the models themselves.
+
+Offline ones (scripted, function), the Anthropic and OpenAI-compatible adapters, and
+spec-string resolution.
 
 ``ALLOW_NETWORK`` is the network guard: set it to False (or start Python with
 ``GR_NOTEBOOK_ALLOW_NETWORK=0``) and any model request to a host other than this machine
@@ -22,6 +24,7 @@ from gr_notebook.models.base import (
 from gr_notebook.models.network import allow_network_default, follow_switch
 from gr_notebook.models.pricing import Price, PriceTable
 from gr_notebook.models.scripted import ScriptedModel, text, tool_call, tool_calls
+from gr_notebook.models.thinking import Thinking
 
 if typing.TYPE_CHECKING:
     from gr_notebook.models.anthropic_model import AnthropicModel
@@ -48,6 +51,7 @@ __all__ = [
     "PriceTable",
     "ScriptedModel",
     "SystemBlock",
+    "Thinking",
     "ToolSpec",
     "resolve_model",
     "text",

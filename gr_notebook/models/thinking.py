@@ -30,8 +30,8 @@ _DISPLAYS: tuple[Display, ...] = ("summarized", "omitted")
 
 @dataclass(frozen=True, slots=True)
 class Thinking:
-    """``gr.Thinking(4096)``: a budget of thinking tokens per response;
-    ``gr.Thinking("adaptive")``: the model decides. ``display`` asks for the thinking text
+    """``gr.models.Thinking(4096)``: a budget of thinking tokens per response;
+    ``gr.models.Thinking("adaptive")``: the model decides. ``display`` asks for the thinking text
     ``"summarized"`` (the default: what the dashboard shows) or ``"omitted"`` (signature
     only); None sends nothing, and the model's default holds, which is ``"omitted"`` from
     Claude Opus 4.7 on."""

@@ -14,13 +14,14 @@ its parent in the store's ``lineage`` table and by its first event, ``run_resume
   policies, feedback, self-regulation and interventions the other agent lacks are dropped,
   and those it adds start fresh (:func:`fit_snapshot`).
 
-Every refusal is one line that says what to do instead.
+Both wait for the new run's end and return it, as ``agent.run_sync`` does, in a script, a
+notebook cell and async code alike; ``wait=False`` returns the live run at once instead, as
+``agent.start`` does. Every refusal is one line that says what to do instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import os
 import time
 from collections.abc import Mapping
@@ -60,14 +61,16 @@ def resume(
     agent: Agent | None = None,
     *,
     workspace: str | os.PathLike[str] | None = None,
+    wait: bool = True,
 ) -> Run:
     """Continue the interrupted run ``run_id`` from its latest checkpoint, as a new run
     linked to it. In its own workspace (brought back to the checkpoint's files; the run's
     later writes set aside), or in ``workspace``, an empty folder: a copy.
 
-    Inside a running event loop (a notebook cell) this returns the live run; in a script,
-    the finished one.
+    Returns the new run once it has ended, wherever it is called from; ``wait=False``
+    returns it live at once (it needs a running event loop: a notebook cell or async code).
     """
+    _check_wait(wait, "gr.resume")
     with _opened(store) as opened:
         row = _run_row(opened, run_id)
         _check_resumable(opened, row)
@@ -82,7 +85,7 @@ def resume(
             target=target,
             mark_parent=row["status"] == "running",
         )
-        return _start(chosen, opened, origin, row["instructions"] or "", target)
+        return _start(chosen, opened, origin, row["instructions"] or "", target, wait=wait)
 
 
 def _check_resumable(store: Store, row: Mapping[str, Any]) -> None:
@@ -175,13 +178,22 @@ def fork(
     *,
     workspace: str | os.PathLike[str] | None = None,
     store: Store | str | os.PathLike[str] | None = None,
+    wait: bool = True,
 ) -> Run:
     """A new run from the checkpoint of ``turn`` of ``run`` (a run, or a stored run's id):
     that turn is played again, under ``agent`` (default: the run's own), in ``workspace``
     (default ``gr_runs/<new run id>``), which must be new or empty. The new run records its
-    parent and the turn. Inside a running event loop this returns the live run; in a
-    script, the finished one."""
+    parent and the turn. ``run.fork(turn, ...)`` is this call for a run in hand.
+
+    Returns the new run once it has ended, wherever it is called from; ``wait=False``
+    returns it live at once (it needs a running event loop: a notebook cell or async code).
+    """
+    call = "run.fork" if isinstance(run, Run) else "gr.fork"
+    _check_wait(wait, call)
     if isinstance(run, Run):
+        refusal = run.loop_control_refusal("fork")
+        if refusal is not None:
+            raise refusal
         if store is None:
             store = run.store
         if store is None:
@@ -189,11 +201,11 @@ def fork(
                 f"run {run.run_id} kept no store, so it has no checkpoints to fork from; give "
                 "its agent a store (the default) and run it again"
             )
-        chosen = agent if agent is not None else _agent_for(run.run_id, None, "run.fork")
+        chosen = _agent_for(run.run_id, agent, call)
         run_id = run.run_id
     else:
         run_id = run
-        chosen = _agent_for(run_id, agent, "gr.fork")
+        chosen = _agent_for(run_id, agent, call)
     if isinstance(turn, bool) or not isinstance(turn, int):
         raise RunError(f"turn takes a turn number, e.g. turn=12; got {turn!r}")
     with _opened(store) as opened:
@@ -208,14 +220,16 @@ def fork(
         _check_apart(target, row, "fork", "its parent")
         _check_new(target, checkpoint, "fork")
         origin = _FromCheckpoint(checkpoint, parent=run_id, relation="fork", target=target)
-        return _start(chosen, opened, origin, row["instructions"] or "", target, run_id=new_id)
+        return _start(
+            chosen, opened, origin, row["instructions"] or "", target, run_id=new_id, wait=wait
+        )
 
 
-def fork_run(run: Run, turn: int, agent: object, workspace: str | os.PathLike[str] | None) -> Run:
-    """:meth:`Run.fork`, as the facade hands it to the run, which imports no history code."""
-    if agent is not None and not isinstance(agent, Agent):
-        raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
-    return fork(run, turn, agent, workspace=workspace)
+def fork_run(
+    run: Run, turn: int, agent: object, *, workspace: str | os.PathLike[str] | None, wait: bool
+) -> Run:
+    """:meth:`Run.fork`, as the facade hands it to the run, which imports no review code."""
+    return fork(run, turn, agent, workspace=workspace, wait=wait)  # type: ignore[arg-type]
 
 
 def _check_apart(target: Path, row: Mapping[str, Any], what: str, whose: str) -> None:
@@ -311,7 +325,15 @@ def _checkpoint(store: Store, row: Mapping[str, Any], turn: int | None) -> Check
     return load_checkpoint(store, run_id, turn)
 
 
-def _agent_for(run_id: str, agent: Agent | None, call: str) -> runner.Runnable:
+def _check_wait(wait: object, call: str) -> None:
+    """Refuse a ``wait`` that is not a bool, and ``wait=False`` with no loop to run on."""
+    if not isinstance(wait, bool):
+        raise RunError(f"wait takes True or False, got {wait!r}")
+    if not wait:
+        runner.running_loop(f"{call}(..., wait=False)", f"{call}(...) without wait=False")
+
+
+def _agent_for(run_id: str, agent: object, call: str) -> runner.Runnable:
     if agent is not None:
         if not isinstance(agent, Agent):
             raise RunError(f"agent takes a gr.Agent, not {type(agent).__name__}")
@@ -333,25 +355,25 @@ def _start(
     target: Path,
     *,
     run_id: str | None = None,
+    wait: bool,
 ) -> Run:
     new_id = run_id or runner.new_run_id(agent.clock)
     origin.run_id = new_id
 
-    def launch(loop: asyncio.AbstractEventLoop, context: contextvars.Context | None) -> Run:
+    def launch(loop: asyncio.AbstractEventLoop) -> Run:
         # the new run records into its parent's store, whatever store its agent names
         return runner.launch(
             agent, new_id, Workspace(target), instructions, loop, origin=origin, store=store
         )
 
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
+    if not wait:
+        return launch(asyncio.get_running_loop())  # _check_wait made sure there is one
 
-        async def to_the_end() -> Run:
-            return await launch(asyncio.get_running_loop(), None).wait()
+    async def to_the_end() -> Run:
+        return await launch(asyncio.get_running_loop()).wait()
 
-        return run_blocking(to_the_end())
-    return launch(loop, None)
+    # as agent.run_sync: in a running loop (a notebook cell), on a loop of its own
+    return run_blocking(to_the_end())
 
 
 @dataclass

@@ -1,5 +1,7 @@
-"""Test helpers that need no network: local servers speaking the Anthropic Messages API and
-the OpenAI chat-completions API."""
+"""Offline test helpers: local servers that speak the Anthropic and OpenAI APIs.
+
+They answer the Anthropic Messages API and the OpenAI chat-completions API on this machine, so
+no test needs the network."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Tools the model can call, and the built-in toolsets of the phased loop."""
+"""Tools the model can call, what a tool returns, and the built-in toolsets (the coding one too)."""
 
 from __future__ import annotations
 
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
+from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.tools.effects import (
     CompactContext,
     CompleteJob,
@@ -19,6 +20,8 @@ from gr_notebook.tools.workspace_tools import WORKSPACE_TOOLS
 
 __all__ = [
     "CORE_TOOLS",
+    "CodeTest",
+    "CodingTask",
     "CompactContext",
     "CompleteJob",
     "PruneConversation",
@@ -30,6 +33,7 @@ __all__ = [
     "ToolOutput",
     "ToolRegistry",
     "Toolset",
+    "coding_tools",
     "flatten_tools",
 ]
 

@@ -54,7 +54,9 @@ class CodingTask:
     def __post_init__(self) -> None:
         tests = tuple(self.tests)
         if not tests or not all(isinstance(t, CodeTest) for t in tests):
-            raise ConfigError("a CodingTask needs at least one gr.CodeTest(name, path, (...))")
+            raise ConfigError(
+                "a CodingTask needs at least one gr.tools.CodeTest(name, path, (...))"
+            )
         object.__setattr__(self, "tests", tests)
         object.__setattr__(self, "baseline", MappingProxyType(dict(self.baseline)))
 

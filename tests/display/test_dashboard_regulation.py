@@ -11,12 +11,13 @@ from gr_notebook.display.render import STATE_COLOURS, TONE_STYLES, render_header
 from gr_notebook.display.state import Meter, RunTracker
 from gr_notebook.events import EventLog
 from gr_notebook.jupyter.widgets import Dashboard
+from gr_notebook.models import ModelResponse
 
 Factory = Callable[..., gr.Agent]
 READ = gr.tool_call("read_file", path="instructions.md")
 
 
-def assess(files: int) -> gr.ModelResponse:
+def assess(files: int) -> ModelResponse:
     """8 files: 80,000 tokens and 20 iterations; 20 files: 160,000, above the threshold."""
     return gr.tool_call(
         "assess_task",

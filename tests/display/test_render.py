@@ -32,15 +32,16 @@ from gr_notebook.display.state import (
 )
 from gr_notebook.events import EventLog
 from gr_notebook.run import RunStatus
+from gr_notebook.workflow import TodoItem, TodoList
 
 
 def strip_tags(html: str) -> str:
     return re.sub(r"<[^>]+>", "", html).replace("&#x27;", "'").replace("&lt;", "<")
 
 
-def todos(done: int = 2, total: int = 5) -> gr.TodoList:
-    items = [gr.TodoItem(f"Task {i}", i <= done) for i in range(1, total + 1)]
-    return gr.TodoList(
+def todos(done: int = 2, total: int = 5) -> TodoList:
+    items = [TodoItem(f"Task {i}", i <= done) for i in range(1, total + 1)]
+    return TodoList(
         items=tuple(items), phase_number=2, phase_total=4, phase_name="Write", kind="phase"
     )
 
@@ -58,13 +59,13 @@ def test_todo_layer_highlights_the_current_task_only() -> None:
 
 
 def test_todo_titles_are_escaped() -> None:
-    listing = gr.TodoList(items=(gr.TodoItem("<script>alert(1)</script>"),), kind="phase")
+    listing = TodoList(items=(TodoItem("<script>alert(1)</script>"),), kind="phase")
     html = render_todos(listing)
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
 def test_plan_marks_complete_current_and_pending_phases() -> None:
-    plan = gr.Plan.parse(
+    plan = gr.workflow.Plan.parse(
         "# Execution Plan\n\n## Phase 1: Gather ✓ COMPLETE\n- [x] a\n\n"
         "## Phase 2: Write ← CURRENT\n- [ ] b\n\n## Phase 3: Review\n- [ ] c\n"
     )
@@ -78,7 +79,7 @@ def test_plan_marks_complete_current_and_pending_phases() -> None:
 
 def test_a_long_plan_shows_a_window_around_the_current_phase() -> None:
     phases = [(f"Part {i}", ["step"]) for i in range(1, 201)]
-    plan = gr.Plan.from_phases(phases)
+    plan = gr.workflow.Plan.from_phases(phases)
     for _ in range(150):
         plan = plan.advance()
     html = render_plan(plan)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import gr_notebook as gr
 from gr_notebook.display.render import (
     render_calls,
     render_dashboard,
@@ -16,6 +15,7 @@ from gr_notebook.display.render import (
 from gr_notebook.display.state import DashboardState, Meter, RunTracker, ToolCallEntry
 from gr_notebook.events import EventLog, GuidanceRecord
 from gr_notebook.harness import CLAUDE_AGENT_SDK, GR_LOOP
+from gr_notebook.workflow import TodoList
 from tests.gr_loop_text import GR_LOOP_TEXT
 
 
@@ -65,7 +65,7 @@ def _state(**changes: object) -> DashboardState:
         run_id="s1",
         state="completed",
         reason="the model ended its turn",
-        todos=gr.TodoList(),
+        todos=TodoList(),
         plan=None,
         meters=(Meter("Iterations", 7, 50, "turns"),),
         timeline=(),

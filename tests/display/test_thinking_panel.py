@@ -13,13 +13,14 @@ from gr_notebook.display.state import RunTracker, ThinkingEntry
 from gr_notebook.eventdata import MAX_EVENT_TEXT
 from gr_notebook.events import ThinkingEvent
 from gr_notebook.messages import RedactedThinkingBlock, ThinkingBlock
+from gr_notebook.models import ModelResponse
 
 Factory = Callable[..., gr.Agent]
 READ = gr.tool_call("read_file", path="instructions.md")
 
 
-def thinking(*blocks: object) -> gr.ModelResponse:
-    return gr.ModelResponse((*blocks, *READ.content), "tool_use")  # type: ignore[arg-type]
+def thinking(*blocks: object) -> ModelResponse:
+    return ModelResponse((*blocks, *READ.content), "tool_use")  # type: ignore[arg-type]
 
 
 def run_that_thinks(make_agent: Factory, model: list[gr.ScriptedModel] | None = None) -> gr.Run:

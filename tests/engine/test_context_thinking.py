@@ -12,9 +12,11 @@ import gr_notebook as gr
 from gr_notebook.engine import context as context_module
 from gr_notebook.engine.context import ContextManager
 from gr_notebook.messages import Message, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import MessagesServer
+from gr_notebook.workflow import TodoList
 from tests.conftest import agent_at, full_job_script
 
 READ = gr.tool_call("read_file", path="instructions.md")
@@ -65,7 +67,7 @@ def test_a_loop_that_thought_only_at_its_start_keeps_that_start() -> None:
     manager = conversation(True, False, False, False, False, False)
     manager.prune("progress")
     assert kept_steps(manager) == [f"toolu_{i}" for i in range(6)]
-    request = manager.assemble("system", gr.TodoList(), (), turn=9)
+    request = manager.assemble("system", TodoList(), (), turn=9)
     summary, opener = request.messages[:2]
     assert summary.role == "user" and summary.text.startswith("progress")
     assert opener.opens_with_thinking and opener.thinking == (ThinkingBlock("step 0", "sig-0"),)
@@ -84,15 +86,15 @@ def test_a_cut_before_the_running_loop_changes_nothing() -> None:
 
 def test_thinking_counts_in_the_estimate_and_goes_with_its_messages() -> None:
     thinking, plain = conversation(*[True] * 6), conversation(*[False] * 6)
-    before = thinking.assemble("s", gr.TodoList(), (), turn=1).layer_tokens[4]
-    assert before > plain.assemble("s", gr.TodoList(), (), turn=1).layer_tokens[4]
+    before = thinking.assemble("s", TodoList(), (), turn=1).layer_tokens[4]
+    assert before > plain.assemble("s", TodoList(), (), turn=1).layer_tokens[4]
     stats = thinking.prune("progress")
     kept = sum(m.thinking != () for m in thinking.messages)
     assert kept == 2 and stats.tokens_after < stats.tokens_before
     thinking.compact("recap")
     assert (
         thinking.messages == ()
-        and thinking.assemble("s", gr.TodoList(), (), turn=2).layer_tokens[4] == 0
+        and thinking.assemble("s", TodoList(), (), turn=2).layer_tokens[4] == 0
     )
 
 
@@ -115,12 +117,12 @@ def claude(server: MessagesServer) -> AnthropicModel:
     )
 
 
-def quiet(response: gr.ModelResponse) -> gr.ModelResponse:
+def quiet(response: ModelResponse) -> ModelResponse:
     """A reply in which the model did not think (Claude 3.7 after a tool result)."""
-    return gr.ModelResponse(response.content, response.stop_reason, extra={"thinking": False})
+    return ModelResponse(response.content, response.stop_reason, extra={"thinking": False})
 
 
-def script(*, thinks_once: bool) -> list[gr.ModelResponse]:
+def script(*, thinks_once: bool) -> list[ModelResponse]:
     later = [quiet(READ)] * 7 + [quiet(SUMMARY)] if thinks_once else [READ] * 7 + [SUMMARY]
     return [READ, *later, gr.text("done")]
 

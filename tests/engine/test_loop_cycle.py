@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 import gr_notebook as gr
 from gr_notebook.history.store import Store
+from gr_notebook.models import ModelResponse
+from gr_notebook.workflow import JobResult
 from tests.conftest import (
     PHASE_1,
     PHASE_2,
@@ -19,7 +21,7 @@ from tests.conftest import (
 )
 
 
-def full_cycle_script() -> list[gr.ModelResponse]:
+def full_cycle_script() -> list[ModelResponse]:
     return [
         *bootstrap_script(),
         gr.tool_calls(
@@ -214,7 +216,7 @@ def test_job_complete_ends_the_run_and_is_stored(
     ]
     run = make_agent(gr.ScriptedModel(script)).run_sync("Write a report")
     assert run.status == "completed"
-    assert run.job == gr.JobResult(
+    assert run.job == JobResult(
         "Wrote the report", ("out/report.md",), 0.92, "3 items flagged for review", "model"
     )
     with Store(tmp_path / "store.sqlite") as store:

@@ -6,12 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gr_notebook as gr
+from gr_notebook.messages import TextBlock, ToolResultBlock
+from gr_notebook.workflow import TodoItem
 from tests.conftest import PHASE_1, PLAN_TWO_PHASES, bootstrap_script, complete_all
 
 
-def last_result(model: gr.ScriptedModel, request: int) -> gr.ToolResultBlock:
+def last_result(model: gr.ScriptedModel, request: int) -> ToolResultBlock:
     block = model.requests[request].messages[-1].content[0]
-    assert isinstance(block, gr.ToolResultBlock)
+    assert isinstance(block, ToolResultBlock)
     return block
 
 
@@ -28,7 +30,7 @@ def test_a_plan_without_phases_still_transitions_cleanly(
     run = make_agent(model).run_sync("job")
     assert not last_result(model, 15).is_error
     prompt = model.requests[15].messages[-1].content[-1]
-    assert isinstance(prompt, gr.TextBlock)
+    assert isinstance(prompt, TextBlock)
     assert prompt.text.startswith("PHASE TRANSITION: Phase 1")
     assert "the plan has no phases" in prompt.text
     assert not run.events.of_kind("error")
@@ -45,7 +47,7 @@ def test_rewind_while_a_transition_is_pending_archives_nothing(
     model = gr.ScriptedModel(script)
     run = make_agent(model).run_sync("job")
     rewind = model.requests[10].messages[-1].content[-1]
-    assert isinstance(rewind, gr.TextBlock)
+    assert isinstance(rewind, TextBlock)
     # between phases the empty list is the next phase's: the rewind is of Phase 1
     assert "The todo list of Phase 1 'Gather' was already empty" in rewind.text
     assert sorted(p.name for p in (run.workspace.root / "archive").iterdir()) == [
@@ -105,6 +107,6 @@ def test_the_final_summary_and_todo_list_show_the_finished_job(
     assert "- 2 of 2 phases complete in main_plan.md" in summary
     assert "- Next: verify the deliverables, write the report, call job_complete()" in summary
     assert run.todos.kind == "job_completion"
-    assert run.todos.items[-1] == gr.TodoItem("Call job_complete()", True)
+    assert run.todos.items[-1] == TodoItem("Call job_complete()", True)
     assert list(run.phases_df()["done"])[-1] == 3
     assert run.events.of_kind("todo_completed")[-1].data["source"] == "job_complete"

@@ -12,11 +12,15 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import ScriptExhausted
 from gr_notebook.history.store import Store
+from gr_notebook.messages import TextBlock, ToolResultBlock
+from gr_notebook.models import ModelRequest, ModelResponse
+from gr_notebook.workflow import TodoList
 from tests.conftest import PHASE_1, bootstrap_script, full_job_script
 
 
-def last_result(model: gr.ScriptedModel, request: int) -> gr.ToolResultBlock:
+def last_result(model: gr.ScriptedModel, request: int) -> ToolResultBlock:
     return model.requests[request].messages[-1].content[0]  # type: ignore[return-value]
 
 
@@ -55,7 +59,7 @@ def test_unknown_tool_is_an_error_result_and_the_run_goes_on(
     ],
 )
 def test_arguments_failing_the_schema_are_error_results(
-    make_agent: Callable[..., gr.Agent], call: gr.ModelResponse, fragment: str
+    make_agent: Callable[..., gr.Agent], call: ModelResponse, fragment: str
 ) -> None:
     model = gr.ScriptedModel([call, gr.text("ok")])
     run = make_agent(model).run_sync("job")
@@ -124,7 +128,7 @@ def test_a_scripted_model_that_runs_dry_fails_the_run(make_agent: Callable[..., 
     model = gr.ScriptedModel([gr.tool_call("list_files")])
     run = make_agent(model).run_sync("job")
     assert run.status == "failed"
-    assert isinstance(run.error, gr.ScriptExhausted)
+    assert isinstance(run.error, ScriptExhausted)
     assert "ran out of responses" in str(run.error) and "add more responses" in str(run.error)
     assert len(model.requests) == 2
 
@@ -132,7 +136,7 @@ def test_a_scripted_model_that_runs_dry_fails_the_run(make_agent: Callable[..., 
 def test_a_model_that_raises_mid_phase_leaves_everything_intact(
     make_agent: Callable[..., gr.Agent], tmp_path: Path
 ) -> None:
-    def boom(request: gr.ModelRequest) -> gr.ModelResponse:
+    def boom(request: ModelRequest) -> ModelResponse:
         raise ConnectionError("the model service went away")
 
     script: list[Any] = [
@@ -202,7 +206,7 @@ def test_stuck_detection_forces_a_progress_check(make_agent: Callable[..., gr.Ag
     checks = run.events.of_kind("progress_check")
     assert [e.turn for e in checks] == [3, 6]
     prompt = model.requests[3].messages[-1].content[-1]
-    assert isinstance(prompt, gr.TextBlock)
+    assert isinstance(prompt, TextBlock)
     assert prompt.text.startswith("PROGRESS CHECK: your todo list has not changed for 3 turns")
     assert "todo_rewind" in prompt.text
 
@@ -210,7 +214,7 @@ def test_stuck_detection_forces_a_progress_check(make_agent: Callable[..., gr.Ag
 def test_a_custom_stuck_detector_replaces_the_default(make_agent: Callable[..., gr.Agent]) -> None:
     seen: list[int] = []
 
-    def detector(turn: int, todos: gr.TodoList) -> str | None:
+    def detector(turn: int, todos: TodoList) -> str | None:
         seen.append(turn)
         return "PROGRESS CHECK: custom" if turn == 1 else None
 
@@ -237,7 +241,7 @@ def test_calls_after_job_complete_are_not_run(make_agent: Callable[..., gr.Agent
 def test_cancel_cuts_a_hanging_model_call(make_agent: Callable[..., gr.Agent]) -> None:
     started = asyncio.Event()
 
-    async def hang(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def hang(request: ModelRequest) -> ModelResponse:
         started.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
@@ -281,7 +285,7 @@ def test_an_earlier_runs_todo_list_is_archived_not_overwritten(
 ) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    earlier = gr.TodoList.of(["Left over"], phase_number=3, phase_total=4, phase_name="Old")
+    earlier = TodoList.of(["Left over"], phase_number=3, phase_total=4, phase_name="Old")
     (ws / "todos.json").write_text(json.dumps(earlier.to_json()))
     run = make_agent(gr.ScriptedModel([gr.text("ok")])).run_sync("job")
     archived = json.loads(run.workspace.read_text("archive/phase_03_superseded.json"))

@@ -10,6 +10,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine.state import STATE_VERSION, RunState
+from gr_notebook.guardrails import TaskCompletionContext, TaskCompletionResult
 from gr_notebook.guardrails.runtime import SNAPSHOT_VERSION
 from tests.conftest import PHASE_1, agent_at, bootstrap_script
 
@@ -202,11 +203,11 @@ def test_restore_refuses_a_snapshot_that_does_not_fit(
 
 def test_the_guardrails_read_the_run_state(tmp_path: Path) -> None:
     """Completion checkers see the run's identity, todos and usage through the one state."""
-    seen: list[gr.TaskCompletionContext] = []
+    seen: list[TaskCompletionContext] = []
 
-    def checker(context: gr.TaskCompletionContext) -> gr.TaskCompletionResult:
+    def checker(context: TaskCompletionContext) -> TaskCompletionResult:
         seen.append(context)
-        return gr.TaskCompletionResult.ok()
+        return TaskCompletionResult.ok()
 
     run = agent_at(
         tmp_path, gr.ScriptedModel([gr.text("done")]), task_completion_checker=checker

@@ -15,7 +15,9 @@ from typing import Any
 import gr_notebook as gr
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
+from gr_notebook.guardrails import TaskCompletionResult
 from gr_notebook.messages import ToolUseBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.tools import (
     CORE_TOOLS,
     CompactContext,
@@ -41,7 +43,7 @@ def returning(*effects: Any, text: str = "ok", is_error: bool = False) -> Any:
     return lambda ctx, params: ToolOutput(text, is_error, effects=effects)
 
 
-def run_with(tmp_path: Path, calls: list[gr.ModelResponse], *tools: gr.Tool, **kw: Any) -> gr.Run:
+def run_with(tmp_path: Path, calls: list[ModelResponse], *tools: gr.Tool, **kw: Any) -> gr.Run:
     kw.setdefault("stuck_turns", None)
     model = gr.ScriptedModel([*calls, gr.text("done")])
     return agent_at(tmp_path, model, tools=tools, **kw).run_sync("job")
@@ -106,7 +108,7 @@ def test_a_tool_that_ends_the_job_is_judged_and_completes_the_run(tmp_path: Path
         calls.append("ran")
         return ToolOutput("Shipped.", effects=(CompleteJob(result),))
 
-    answers = iter([gr.TaskCompletionResult.incomplete("not yet"), gr.TaskCompletionResult.ok()])
+    answers = iter([TaskCompletionResult.incomplete("not yet"), TaskCompletionResult.ok()])
     run = run_with(
         tmp_path,
         [gr.tool_call("ship"), gr.tool_call("ship")],
@@ -235,9 +237,7 @@ def test_a_handler_that_records_the_job_itself_ends_the_run(tmp_path: Path) -> N
 def test_a_job_ended_by_an_undeclared_tool_still_faces_the_completion_check(
     tmp_path: Path,
 ) -> None:
-    answers = iter(
-        [gr.TaskCompletionResult.incomplete("one more thing"), gr.TaskCompletionResult.ok()]
-    )
+    answers = iter([TaskCompletionResult.incomplete("one more thing"), TaskCompletionResult.ok()])
     run = run_with(
         tmp_path,
         [gr.tool_call("wrap"), gr.tool_call("wrap")],

@@ -14,6 +14,7 @@ import gr_notebook as gr
 from gr_notebook.eventdata import MAX_EVENT_TEXT
 from gr_notebook.events import EVENT_KINDS, Event, EventLog
 from gr_notebook.messages import ToolUseBlock
+from gr_notebook.models import ModelResponse
 from tests.conftest import agent_at
 
 
@@ -264,7 +265,7 @@ def test_every_string_of_every_event_is_clipped(tmp_path: Path) -> None:
     huge = "x" * 200_000
     model = gr.ScriptedModel(
         [
-            gr.ModelResponse((ToolUseBlock(huge, "list_files", {}),), "tool_use"),
+            ModelResponse((ToolUseBlock(huge, "list_files", {}),), "tool_use"),
             gr.tool_call(huge),
             gr.tool_call("list_files", **{huge: 1}),
             gr.tool_call("todo_write", todos=[huge, "y" * 100_000]),

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-import gr_notebook as gr
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.simulated.model import SimulatedModel
 
 JOB = """\
@@ -27,7 +27,7 @@ class KillsItsWorker(SimulatedModel):
         self.marks = marks
         self.times = times
 
-    async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         marks = Path(self.marks)
         marks.mkdir(parents=True, exist_ok=True)
         if request.turn <= 1 and len(list(marks.iterdir())) < self.times:
@@ -44,7 +44,7 @@ class Announces(SimulatedModel):
         super().__init__("diligent", latency=latency)
         self.flag = flag
 
-    async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.turn <= 1:
             Path(self.flag).write_text("started")
         return await super().complete(request)
@@ -58,7 +58,7 @@ class KillsItsWorkerAfter(KillsItsWorker):
         super().__init__(marks, times)
         self.flag = flag
 
-    async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         marks = Path(self.marks)
         if request.turn <= 1 and not (marks.exists() and any(marks.iterdir())):
             deadline = time.monotonic() + 10

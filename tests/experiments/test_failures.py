@@ -13,6 +13,7 @@ import gr_notebook as gr
 from gr_notebook.examples import ExampleJob
 from gr_notebook.experiments import RunRecord
 from gr_notebook.experiments.ledger import Ledger
+from gr_notebook.models import ModelRequest, ModelResponse
 from tests.experiments.helpers import JOB, KillsItsWorker
 
 
@@ -60,7 +61,7 @@ def test_a_run_that_raises_is_a_failed_row_and_the_others_go_on(tmp_path: Path) 
 
 
 def test_a_failing_model_is_a_failed_row_with_its_reason(tmp_path: Path) -> None:
-    async def broken(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def broken(request: ModelRequest) -> ModelResponse:
         raise RuntimeError("the provider is down")
 
     results = gr.Experiment(

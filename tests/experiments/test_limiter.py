@@ -12,6 +12,7 @@ import gr_notebook as gr
 from gr_notebook.events import ModelRetryEvent
 from gr_notebook.experiments import RateLimiter
 from gr_notebook.experiments.limiter import gated
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.call_context import report
 from tests.experiments.helpers import JOB
 
@@ -69,10 +70,10 @@ async def test_gated_model_keeps_the_name_window_and_token_counting() -> None:
         name = "counting"
         context_window = 1234
 
-        async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
             return gr.text("ok")
 
-        async def count_input_tokens(self, request: gr.ModelRequest) -> int | None:
+        async def count_input_tokens(self, request: ModelRequest) -> int | None:
             return 7
 
     model = gated(Counting(), RateLimiter(1))
@@ -90,7 +91,7 @@ def test_a_429_met_by_one_run_slows_every_run_of_the_experiment(tmp_path: Path) 
     t0: list[float] = []
     delay = 0.4
 
-    async def model(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def model(request: ModelRequest) -> ModelResponse:
         starts.append((time.monotonic(), request.turn))
         if not t0:
             t0.append(time.monotonic())
@@ -132,7 +133,7 @@ def test_a_429_met_by_one_run_slows_every_run_of_the_experiment(tmp_path: Path) 
 def test_model_bound_runs_overlap_on_one_loop_up_to_max_concurrency(tmp_path: Path) -> None:
     live = peak = 0
 
-    async def model(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def model(request: ModelRequest) -> ModelResponse:
         nonlocal live, peak
         live += 1
         peak = max(peak, live)
@@ -173,7 +174,7 @@ def test_a_429_from_the_messages_api_slows_every_run(tmp_path: Path) -> None:
         limited.append(time.monotonic())
         return Fault.rate_limited(delay)
 
-    def answer(body: dict[str, object]) -> gr.ModelResponse:
+    def answer(body: dict[str, object]) -> ModelResponse:
         served.append(time.monotonic())
         if len(body["messages"]) < 5:  # type: ignore[arg-type]
             return gr.tool_call("read_file", path="instructions.md")

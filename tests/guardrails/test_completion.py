@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.guardrails import Budget
+from gr_notebook.guardrails import (
+    Budget,
+    CompositeChecker,
+    TaskCompletionContext,
+    TaskCompletionResult,
+)
 from gr_notebook.guardrails.completion import StopKind
+from gr_notebook.messages import ToolResultBlock, Usage
+from gr_notebook.models import Model, ModelResponse
 from gr_notebook.models.base import ModelRequest
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoItem, TodoList
@@ -30,8 +37,8 @@ def context(
     plan: Plan | None = None,
     stop: StopKind = "end_turn",
     **fields: object,
-) -> gr.TaskCompletionContext:
-    return gr.TaskCompletionContext(
+) -> TaskCompletionContext:
+    return TaskCompletionContext(
         workspace=gr.Workspace(tmp_path / "ws"),
         todos=todos if todos is not None else TodoList.of([]),
         plan=plan,
@@ -48,9 +55,9 @@ def todo_list(done: int, total: int, **meta: Any) -> TodoList:
 
 
 def test_result_factories() -> None:
-    assert gr.TaskCompletionResult.ok() == gr.TaskCompletionResult(True, None)
-    assert gr.TaskCompletionResult.ok("fine").feedback == "fine"
-    assert gr.TaskCompletionResult.incomplete("more") == gr.TaskCompletionResult(False, "more")
+    assert TaskCompletionResult.ok() == TaskCompletionResult(True, None)
+    assert TaskCompletionResult.ok("fine").feedback == "fine"
+    assert TaskCompletionResult.incomplete("more") == TaskCompletionResult(False, "more")
 
 
 def test_plan_checker_lists_three_titles_then_dots_with_counts(tmp_path: Path) -> None:
@@ -111,7 +118,7 @@ def test_file_output_checker(tmp_path: Path) -> None:
     )
     ctx.workspace.write_text("out/data.csv", "x")
     only = gr.FileOutputChecker(["report.md", "./out/data.csv"]).check(ctx)
-    assert only == gr.TaskCompletionResult.ok("All 2 required files exist.")
+    assert only == TaskCompletionResult.ok("All 2 required files exist.")
 
 
 @pytest.mark.parametrize("files", ["report.md", [], [""]])
@@ -120,39 +127,39 @@ def test_file_output_checker_needs_paths(files: Any) -> None:
         gr.FileOutputChecker(files)
 
 
-def passes(ctx: gr.TaskCompletionContext) -> gr.TaskCompletionResult:
-    return gr.TaskCompletionResult.ok("fine")
+def passes(ctx: TaskCompletionContext) -> TaskCompletionResult:
+    return TaskCompletionResult.ok("fine")
 
 
-def fails(message: str) -> Callable[[gr.TaskCompletionContext], gr.TaskCompletionResult]:
-    return lambda ctx: gr.TaskCompletionResult.incomplete(message)
+def fails(message: str) -> Callable[[TaskCompletionContext], TaskCompletionResult]:
+    return lambda ctx: TaskCompletionResult.incomplete(message)
 
 
 def test_composite_all_must_pass_returns_the_first_failure(tmp_path: Path) -> None:
     calls: list[str] = []
 
-    def never(ctx: gr.TaskCompletionContext) -> gr.TaskCompletionResult:
+    def never(ctx: TaskCompletionContext) -> TaskCompletionResult:
         calls.append("never")
         raise AssertionError("not reached")
 
-    checker = gr.CompositeChecker([passes, fails("first"), fails("second"), never])
-    assert checker.check(context(tmp_path)) == gr.TaskCompletionResult.incomplete("first")
+    checker = CompositeChecker([passes, fails("first"), fails("second"), never])
+    assert checker.check(context(tmp_path)) == TaskCompletionResult.incomplete("first")
     assert calls == []
-    assert gr.CompositeChecker([passes, passes]).check(context(tmp_path)).complete
+    assert CompositeChecker([passes, passes]).check(context(tmp_path)).complete
 
 
 def test_composite_any_mode_gives_each_failure_on_its_own_line(tmp_path: Path) -> None:
-    any_mode = gr.CompositeChecker([fails("one"), fails("two")], all_must_pass=False)
+    any_mode = CompositeChecker([fails("one"), fails("two")], all_must_pass=False)
     assert any_mode.check(context(tmp_path)).feedback == "one\ntwo"
-    either = gr.CompositeChecker([fails("one"), passes], all_must_pass=False)
+    either = CompositeChecker([fails("one"), passes], all_must_pass=False)
     assert either.check(context(tmp_path)).complete
 
 
 def test_composite_needs_checkers() -> None:
     with pytest.raises(gr.ConfigError, match="at least one checker"):
-        gr.CompositeChecker([])
+        CompositeChecker([])
     with pytest.raises(gr.ConfigError, match="check\\(context\\) or a function"):
-        gr.CompositeChecker([42])  # type: ignore[list-item]
+        CompositeChecker([42])  # type: ignore[list-item]
 
 
 # -- budgets ------------------------------------------------------------------------------------
@@ -212,7 +219,7 @@ def test_an_exhausted_deadline_or_token_budget_ends_the_run(
 ) -> None:
     clock = gr.FakeClock()
 
-    def slow(request: ModelRequest) -> gr.ModelResponse:
+    def slow(request: ModelRequest) -> ModelResponse:
         clock.advance(40)
         return gr.tool_call("list_files")
 
@@ -235,17 +242,17 @@ def test_an_exhausted_deadline_or_token_budget_ends_the_run(
 # -- the ACK scenarios --------------------------------------------------------------------------
 
 
-def quitting(model: gr.Model, clock: gr.FakeClock | None = None, *, tokens: int = 0) -> gr.Model:
+def quitting(model: Model, clock: gr.FakeClock | None = None, *, tokens: int = 0) -> Model:
     """The model, with the deadline passing (or the tokens running out) during any reply
     that tries to stop: what 'near-past deadline' means for a run that is under way."""
 
-    async def complete(request: ModelRequest) -> gr.ModelResponse:
+    async def complete(request: ModelRequest) -> ModelResponse:
         response = await model.complete(request)
         if not response.tool_uses:
             if clock is not None:
                 clock.advance(10_000)
             if tokens:
-                response = dataclasses.replace(response, usage=gr.Usage(tokens, 0))
+                response = dataclasses.replace(response, usage=Usage(tokens, 0))
         return response
 
     return gr.FunctionModel(complete, name=model.name)
@@ -254,7 +261,7 @@ def quitting(model: gr.Model, clock: gr.FakeClock | None = None, *, tokens: int 
 MODELS = ["scripted", "simulated"]
 
 
-def early_stopper(kind: str) -> gr.Model:
+def early_stopper(kind: str) -> Model:
     if kind == "scripted":
         return gr.ScriptedModel(
             [*bootstrap_script()[:3], gr.text("All done."), *full_job_script()[3:]]
@@ -343,7 +350,7 @@ def test_a_composite_with_all_must_pass_blocks_on_one_failure(
         if kind == "scripted"
         else (gr.SimulatedModel())
     )
-    checker = gr.CompositeChecker([gr.PlanBasedChecker(), gr.FileOutputChecker(["never.md"])])
+    checker = CompositeChecker([gr.PlanBasedChecker(), gr.FileOutputChecker(["never.md"])])
     run = make_agent(
         model,
         task_completion_checker=checker,
@@ -408,10 +415,7 @@ def test_a_refused_job_complete_is_an_error_result_and_records_no_job(
         stuck_turns=None,
     ).run_sync("job")
     result = [
-        b
-        for m in model.requests[-1].messages
-        for b in m.content
-        if isinstance(b, gr.ToolResultBlock)
+        b for m in model.requests[-1].messages for b in m.content if isinstance(b, ToolResultBlock)
     ][-1]
     assert result.is_error and result.content.startswith("STOP REFUSED")
     assert "1 of 1 required output file is missing: report.md" in result.content
@@ -420,7 +424,7 @@ def test_a_refused_job_complete_is_an_error_result_and_records_no_job(
 
 
 def test_a_checker_that_raises_refuses_the_stop(make_agent: Callable[..., gr.Agent]) -> None:
-    def broken(ctx: gr.TaskCompletionContext) -> gr.TaskCompletionResult:
+    def broken(ctx: TaskCompletionContext) -> TaskCompletionResult:
         raise KeyError("plan")
 
     run = make_agent(
@@ -431,11 +435,11 @@ def test_a_checker_that_raises_refuses_the_stop(make_agent: Callable[..., gr.Age
 
 
 def test_the_checker_sees_the_run_as_it_stands(make_agent: Callable[..., gr.Agent]) -> None:
-    seen: list[gr.TaskCompletionContext] = []
+    seen: list[TaskCompletionContext] = []
 
-    def spy(ctx: gr.TaskCompletionContext) -> gr.TaskCompletionResult:
+    def spy(ctx: TaskCompletionContext) -> TaskCompletionResult:
         seen.append(ctx)
-        return gr.TaskCompletionResult.ok()
+        return TaskCompletionResult.ok()
 
     make_agent(gr.ScriptedModel([gr.text("bye")]), task_completion_checker=spy).run_sync("job")
     [ctx] = seen
@@ -473,7 +477,7 @@ def test_an_incomplete_result_without_feedback_still_refuses_the_stop(
     in general words why it goes on."""
     run = make_agent(
         gr.ScriptedModel([gr.text("done"), gr.text("done")]),
-        task_completion_checker=lambda ctx: gr.TaskCompletionResult(False),
+        task_completion_checker=lambda ctx: TaskCompletionResult(False),
         max_refusals=2,
     ).run_sync("job")
     assert run.status == "incomplete"
@@ -489,7 +493,7 @@ def test_a_deadline_under_one_second_is_a_deadline(make_agent: Callable[..., gr.
     clock, so half a second is as good a limit as any."""
     clock = gr.FakeClock()
 
-    def slow(request: ModelRequest) -> gr.ModelResponse:
+    def slow(request: ModelRequest) -> ModelResponse:
         clock.advance(0.3)
         return gr.tool_call("list_files")
 
@@ -503,7 +507,7 @@ def test_a_deadline_under_one_second_is_a_deadline(make_agent: Callable[..., gr.
     assert run.reason == "the deadline of 0.5 s passed (0.6 s elapsed)"
 
 
-def stop_at_the_cap(script: list[gr.ModelResponse], cap: int, **kwargs: Any) -> gr.Agent:
+def stop_at_the_cap(script: list[ModelResponse], cap: int, **kwargs: Any) -> gr.Agent:
     """A job that ends its last allowed turn by stopping (text, or job_complete)."""
     return gr.Agent(
         gr.ScriptedModel(script),

@@ -15,6 +15,7 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.guardrails.completion import StopKind
 from gr_notebook.harness import CLAUDE_AGENT_SDK
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.base import ModelRequest
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.prompts import BOOTSTRAP_TODOS
@@ -182,7 +183,7 @@ def test_a_model_that_obeys_literally_plans_and_finishes(
     run's orders never contradict each other."""
     literal = gr.SimulatedModel("literal")
 
-    async def obey(request: ModelRequest) -> gr.ModelResponse:
+    async def obey(request: ModelRequest) -> ModelResponse:
         return await literal.complete(request)
 
     script = [

@@ -15,6 +15,7 @@ import gr_notebook as gr
 from gr_notebook.events import EventLog
 from gr_notebook.guardrails import Budget, Guardrails, GuardrailSpec
 from gr_notebook.guardrails.feedback_providers import format_duration
+from gr_notebook.messages import ToolResultBlock
 from gr_notebook.tools import CORE_TOOLS
 from gr_notebook.workflow.todos import TodoList
 
@@ -260,10 +261,7 @@ def test_every_matching_provider_runs_and_blocks_come_together(
     configs = [static("first", every_n_calls=1), static("second", every_n_calls=1)]
     run = make_agent(model, feedback_providers=configs, stuck_turns=None).run_sync("job")
     result = [
-        b
-        for m in model.requests[-1].messages
-        for b in m.content
-        if isinstance(b, gr.ToolResultBlock)
+        b for m in model.requests[-1].messages for b in m.content if isinstance(b, ToolResultBlock)
     ][-1]
     listing, _, blocks = result.content.partition("\n\n")
     assert "instructions.md" in listing
@@ -287,10 +285,7 @@ def test_feedback_follows_an_error_result_too(make_agent: Callable[..., gr.Agent
         model, feedback_providers=[static("pace", every_n_calls=1)], stuck_turns=None
     ).run_sync("job")
     result = [
-        b
-        for m in model.requests[-1].messages
-        for b in m.content
-        if isinstance(b, gr.ToolResultBlock)
+        b for m in model.requests[-1].messages for b in m.content if isinstance(b, ToolResultBlock)
     ][-1]
     assert result.is_error
     assert result.content.endswith("\n\n<feedback provider='pace'>\npace\n</feedback>")

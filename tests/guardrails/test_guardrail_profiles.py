@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import gr_notebook as gr
 from gr_notebook.display.render import render_dashboard
 from gr_notebook.display.state import RunTracker
+from gr_notebook.errors import WorkspaceError
 from gr_notebook.guardrails import canonical_path
 
 INSTRUCTIONS = "## Gather\n- a\n- b\n- c\n- d\n## Build\n- e\n- f\n- g\n- h\n## Ship\n- i\n- j\n"
@@ -178,7 +179,7 @@ def test_a_path_that_climbs_out_is_always_refused(
 ) -> None:
     climb = "/".join([".."] * (ups + (1 if prefix == "a/" else 0)))
     path = prefix + climb + ("/" + "/".join(parts) if parts else "")
-    with pytest.raises(gr.WorkspaceError):
+    with pytest.raises(WorkspaceError):
         canonical_path(workspace, path)
 
 

@@ -9,12 +9,13 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails import pass_count_todos_and_first_reads
+from gr_notebook.models import ModelResponse
 from tests.conftest import bootstrap_script
 
 Factory = Callable[..., gr.Agent]
 
 
-def looping_script(n: int = 80) -> list[gr.ModelResponse]:
+def looping_script(n: int = 80) -> list[ModelResponse]:
     return [gr.tool_call("read_file", path="instructions.md") for _ in range(n)]
 
 

@@ -14,7 +14,8 @@ import gr_notebook as gr
 from gr_notebook.errors import RequestOverBudget
 from gr_notebook.events import RunFinishedEvent, decode
 from gr_notebook.guardrails.budget import Budget, SpentLimit
-from gr_notebook.models import ModelRequest
+from gr_notebook.messages import Usage
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.call_context import current_call
 from tests.conftest import agent_at
 
@@ -109,7 +110,7 @@ def test_a_run_no_limit_ended_has_none(tmp_path: Path) -> None:
 def test_the_deadline_is_a_time_limit(tmp_path: Path) -> None:
     clock = gr.FakeClock()
 
-    def slow(request: ModelRequest) -> gr.ModelResponse:
+    def slow(request: ModelRequest) -> ModelResponse:
         clock.advance(40)
         return gr.tool_call("list_files")
 
@@ -130,7 +131,7 @@ def test_a_stop_let_through_by_a_wrap_up_order_names_the_limit_it_is_about(
     so the limit ended the job, though none is spent: the one nearest to it is named."""
     clock = gr.FakeClock()
 
-    def first(request: ModelRequest) -> gr.ModelResponse:
+    def first(request: ModelRequest) -> ModelResponse:
         clock.advance(85)
         return gr.tool_call("list_files")
 
@@ -184,10 +185,10 @@ class CountingModel:
         self.counted.append(request.turn)
         return self.count
 
-    async def complete(self, request: ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         call = current_call()
         self.seen.append(call.input_tokens if call else None)
-        return dataclasses.replace(gr.text("done"), usage=gr.Usage(self.count, 1))
+        return dataclasses.replace(gr.text("done"), usage=Usage(self.count, 1))
 
 
 def test_a_model_that_counts_is_asked_and_its_count_decides(tmp_path: Path) -> None:
@@ -211,7 +212,7 @@ def test_a_model_that_counts_is_asked_and_its_count_decides(tmp_path: Path) -> N
 def test_a_model_that_checks_the_budget_itself_still_ends_the_run_as_before(
     tmp_path: Path,
 ) -> None:
-    async def refuse(request: ModelRequest) -> gr.ModelResponse:
+    async def refuse(request: ModelRequest) -> ModelResponse:
         raise RequestOverBudget("too big for what is left", needed=900, remaining=100)
 
     model = gr.FunctionModel(refuse)

@@ -11,30 +11,33 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.guardrails import PolicyMemory
+from gr_notebook.guardrails import PolicyContext, PolicyMemory
+from gr_notebook.messages import ToolResultBlock
+from gr_notebook.models import ModelResponse
+from gr_notebook.tools import ToolOutput
 from gr_notebook.tools.base import object_schema
 
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def results_of(model: gr.ScriptedModel) -> list[gr.ToolResultBlock]:
+def results_of(model: gr.ScriptedModel) -> list[ToolResultBlock]:
     """Every tool_result the model was sent, in order (the last request holds them all,
     unless compaction folded some away; these runs are too short for that)."""
     last = model.requests[-1]
-    return [b for m in last.messages for b in m.content if isinstance(b, gr.ToolResultBlock)]
+    return [b for m in last.messages for b in m.content if isinstance(b, ToolResultBlock)]
 
 
 def run_calls(
-    make_agent: Callable[..., gr.Agent], calls: list[gr.ModelResponse], **kwargs: Any
-) -> tuple[gr.Run, list[gr.ToolResultBlock]]:
+    make_agent: Callable[..., gr.Agent], calls: list[ModelResponse], **kwargs: Any
+) -> tuple[gr.Run, list[ToolResultBlock]]:
     model = gr.ScriptedModel([*calls, gr.text("done")])
     kwargs.setdefault("stuck_turns", None)
     run = make_agent(model, **kwargs).run_sync("job")
     return run, results_of(model)
 
 
-def context_for(ws: gr.Workspace, name: str = "p") -> gr.PolicyContext:
-    return gr.PolicyContext(ws, PolicyMemory(name))
+def context_for(ws: gr.Workspace, name: str = "p") -> PolicyContext:
+    return PolicyContext(ws, PolicyMemory(name))
 
 
 def tool(name: str) -> gr.Tool:
@@ -62,7 +65,9 @@ def test_policy_state_carries_the_spec_fields(make_agent: Callable[..., gr.Agent
         policies=[policy, gr.ReadBeforeWritePolicy()],
     )
     state = run.policy_state("sequential_dependency")
-    assert state == gr.PolicyState("sequential_dependency", frozenset({"read_file"}), frozenset())
+    assert state == gr.guardrails.PolicyState(
+        "sequential_dependency", frozenset({"read_file"}), frozenset()
+    )
     reads = run.policy_state("read_before_write")
     assert reads.invoked_keys == {("read_file", "instructions.md")}
     with pytest.raises(gr.RunError, match="no policy named 'nope'"):
@@ -83,9 +88,9 @@ def test_sequential_dependency_spec_example(tmp_path: Path) -> None:
     assert denied.reason is not None and "requires build, test to have succeeded" in denied.reason
     assert not policy.check(build, {}, context=ctx).allowed
     assert policy.check(lint, {}, context=ctx).allowed  # no prerequisites
-    policy.on_result(lint, {}, gr.ToolOutput("ok"), context=ctx)
+    policy.on_result(lint, {}, ToolOutput("ok"), context=ctx)
     assert policy.check(build, {}, context=ctx).allowed
-    policy.on_result(build, {}, gr.ToolOutput("ok"), context=ctx)
+    policy.on_result(build, {}, ToolOutput("ok"), context=ctx)
     reason = policy.check(deploy, {}, context=ctx).reason
     assert reason is not None and "requires test to have" in reason  # only what is missing
 
@@ -129,13 +134,13 @@ def ws(tmp_path: Path) -> gr.Workspace:
 
 
 def rbw_call(
-    policy: gr.ReadBeforeWritePolicy, ctx: gr.PolicyContext, name: str, path: str
+    policy: gr.ReadBeforeWritePolicy, ctx: PolicyContext, name: str, path: str
 ) -> gr.PolicyDecision:
     """Check a call and, when allowed, record it as a successful one."""
     t = tool(name)
     decision = policy.check(t, {"path": path}, context=ctx)
     if decision.allowed:
-        policy.on_result(t, {"path": path}, gr.ToolOutput("ok"), context=ctx)
+        policy.on_result(t, {"path": path}, ToolOutput("ok"), context=ctx)
     return decision
 
 
@@ -202,7 +207,7 @@ def test_the_agents_own_write_counts_as_known(ws: gr.Workspace) -> None:
     policy, ctx = gr.ReadBeforeWritePolicy(), context_for(ws)
     assert rbw_call(policy, ctx, "write_file", "new.txt").allowed  # created
     write(ws, "new.txt", "as the write tool left it")
-    policy.on_result(tool("write_file"), {"path": "new.txt"}, gr.ToolOutput("ok"), context=ctx)
+    policy.on_result(tool("write_file"), {"path": "new.txt"}, ToolOutput("ok"), context=ctx)
     assert rbw_call(policy, ctx, "write_file", "new.txt").allowed
     assert rbw_call(policy, ctx, "edit_file", "new.txt").allowed
 
@@ -266,7 +271,7 @@ class Recorder:
         self.results: list[tuple[str, bool]] = []
 
     def check(
-        self, tool: gr.Tool, params: Mapping[str, Any], *, context: gr.PolicyContext
+        self, tool: gr.Tool, params: Mapping[str, Any], *, context: PolicyContext
     ) -> gr.PolicyDecision:
         self.checked.append(tool.name)
         if self.boom:
@@ -277,9 +282,9 @@ class Recorder:
         self,
         tool: gr.Tool,
         params: Mapping[str, Any],
-        result: gr.ToolOutput,
+        result: ToolOutput,
         *,
-        context: gr.PolicyContext,
+        context: PolicyContext,
     ) -> None:
         self.results.append((tool.name, result.is_error))
         context.state.record(tool.name)
@@ -447,7 +452,7 @@ def test_todo_rewind_keeps_the_read_history_unless_asked_to_reset(
 ) -> None:
     from tests.conftest import bootstrap_script
 
-    def script(reset: bool) -> list[gr.ModelResponse]:
+    def script(reset: bool) -> list[ModelResponse]:
         return [
             *bootstrap_script(),
             gr.tool_call("todo_rewind", issue="wrong approach", reset_policies=reset),

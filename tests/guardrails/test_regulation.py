@@ -14,7 +14,8 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError, ToolError
 from gr_notebook.guardrails.regulation import recommendation_for
-from gr_notebook.messages import ToolResultBlock, ToolUseBlock
+from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from gr_notebook.models import ModelResponse
 
 Factory = Callable[..., gr.Agent]
 
@@ -99,7 +100,7 @@ class TestBudgetTable:
         [
             ({}, 2.0, "at least one task type"),
             ({"x": (0, 1)}, 2.0, "tokens must be a whole number"),
-            ({"x": "big"}, 2.0, "takes gr.TaskBudget"),
+            ({"x": "big"}, 2.0, "takes gr.guardrails.TaskBudget"),
             ({"x": (1, 1)}, 0.5, "max_multiplier must be a number >= 1"),
         ],
     )
@@ -197,7 +198,7 @@ class TestTools:
             gr.Agent(release_after_s=0, store=False)
 
 
-def _reads(n: int) -> list[gr.ModelResponse]:
+def _reads(n: int) -> list[ModelResponse]:
     return [gr.tool_call("write_file", path=f"f{i}.md", content="x " * 200) for i in range(n)]
 
 
@@ -249,7 +250,7 @@ class TestPruning:
         context = ContextManager()
         context.append(Message.user("hello"))
         context.compact("RECAP of phase 1")
-        context.append(Message("assistant", (gr.TextBlock("working"),)))
+        context.append(Message("assistant", (TextBlock("working"),)))
         stats = context.prune("PROGRESS SUMMARY x")
         assert context.summary == "RECAP of phase 1\n\nPROGRESS SUMMARY x"
         assert stats.messages_removed == 0

@@ -49,9 +49,9 @@ def test_a_blob_is_kept_once_by_its_hash_and_checked_when_read(tmp_path: Path) -
         with sqlite3.connect(store.path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone() == (3,)
             conn.execute("UPDATE blobs SET data = ? WHERE digest = ?", (b"junk", digest))
-        with pytest.raises(gr.StoreError, match="is damaged"):
+        with pytest.raises(gr.errors.StoreError, match="is damaged"):
             rows.blob(store, digest)
-        with pytest.raises(gr.StoreError, match="lacks blob nope"):
+        with pytest.raises(gr.errors.StoreError, match="lacks blob nope"):
             rows.blob(store, "nope")
 
 
@@ -91,6 +91,6 @@ def test_a_turn_written_again_replaces_its_row_and_keeps_the_rows_around_it(
         rows.write_checkpoint(store, *row(2, seq=7))  # a run brought back to turn 2
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3]
         assert rows.load_checkpoint(store, "r", 2).seq == 7
-        with pytest.raises(gr.StoreError, match="FOREIGN KEY"):
+        with pytest.raises(gr.errors.StoreError, match="FOREIGN KEY"):
             rows.write_checkpoint(store, dataclasses.replace(row(4)[0], run_id="no-such-run"), {})
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3]

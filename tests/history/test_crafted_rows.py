@@ -94,7 +94,7 @@ def test_a_crafted_checkpoint_row_is_a_store_error_naming_the_turn(
 ) -> None:
     path, run, agent = recorded
     craft_state(path, run.run_id, state)
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
         fork_turn_1(path, run, agent, tmp_path)
     assert wrong in str(caught.value)
 
@@ -105,7 +105,7 @@ def test_a_row_that_unpacks_past_the_bound_is_refused_not_read(
     path, run, agent = recorded
     monkeypatch.setattr(rows, "MAX_STATE", 10_000)
     craft_state(path, run.run_id, zlib.compress(b" " * 20_000))
-    with pytest.raises(gr.StoreError, match="unpacks to more than 10,000 bytes"):
+    with pytest.raises(gr.errors.StoreError, match="unpacks to more than 10,000 bytes"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -116,14 +116,14 @@ def test_a_missing_or_crafted_message_blob_is_a_store_error(
     saved = document(path, run.run_id)
     saved["state"]["context"]["messages"] = ["0" * 32]
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
-    with pytest.raises(gr.StoreError, match="lacks blob 0000"):
+    with pytest.raises(gr.errors.StoreError, match="lacks blob 0000"):
         fork_turn_1(path, run, agent, tmp_path)
     content = b"[1, 2]"
     craft(path, "INSERT INTO blobs VALUES (?, ?, 0, ?)", digest_of(content), 6, content)
     saved["state"]["context"]["messages"] = [digest_of(content)]
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
     with pytest.raises(
-        gr.StoreError, match=r"its messages blob \w+ is a JSON array, not an object"
+        gr.errors.StoreError, match=r"its messages blob \w+ is a JSON array, not an object"
     ):
         fork_turn_1(path, run, agent, tmp_path)
 
@@ -135,7 +135,7 @@ def test_a_crafted_file_path_that_leaves_the_workspace_is_refused(
     saved = document(path, run.run_id)
     saved["files"] = {"../outside.md": next(iter(saved["files"].values()))}
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
-    with pytest.raises(gr.WorkspaceError, match=r"'\.\./outside\.md', which is not inside"):
+    with pytest.raises(gr.errors.WorkspaceError, match=r"'\.\./outside\.md', which is not inside"):
         fork_turn_1(path, run, agent, tmp_path)
     assert not (tmp_path / "outside.md").exists()
 
@@ -153,7 +153,7 @@ def test_a_checkpoint_column_of_the_wrong_type_is_a_store_error(
         value,
         run.run_id,
     )
-    with pytest.raises(gr.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}") as caught:
         fork_turn_1(path, run, agent, tmp_path)
     assert column in str(caught.value)
 
@@ -161,7 +161,7 @@ def test_a_checkpoint_column_of_the_wrong_type_is_a_store_error(
 def test_a_crafted_turn_is_a_store_error(recorded: tuple[Path, gr.Run, gr.Agent]) -> None:
     path, run, _ = recorded
     craft(path, "UPDATE checkpoints SET turn = 'one' WHERE run_id = ? AND turn = 1", run.run_id)
-    with pytest.raises(gr.StoreError, match=f"run {run.run_id}.*'one'"):
+    with pytest.raises(gr.errors.StoreError, match=f"run {run.run_id}.*'one'"):
         gr.runs_df(path)
 
 
@@ -185,7 +185,7 @@ def test_a_crafted_lineage_row_is_a_store_error(
         turn,
         relation,
     )
-    with pytest.raises(gr.StoreError, match=r"lineage of run 'child'") as caught:
+    with pytest.raises(gr.errors.StoreError, match=r"lineage of run 'child'") as caught:
         gr.runs_df(path)
     assert wrong in str(caught.value)
 
@@ -222,9 +222,9 @@ def test_an_event_column_of_the_wrong_type_is_a_store_error(
 ) -> None:
     path, run, agent = recorded
     craft(path, f"UPDATE events SET {column} = ? WHERE run_id = ? AND seq = 3", value, run.run_id)
-    with pytest.raises(gr.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
         gr.compare(run.run_id, run.run_id, store=path)
-    with pytest.raises(gr.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"event 3 of run '{run.run_id}'.*{column}"):
         fork_turn_1(path, run, agent, tmp_path)
 
 
@@ -243,7 +243,7 @@ def test_a_run_column_of_the_wrong_type_is_a_store_error(
 ) -> None:
     path, run, agent = recorded
     craft(path, f"UPDATE runs SET {column} = ? WHERE run_id = ?", value, run.run_id)
-    with pytest.raises(gr.StoreError, match=f"run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.runs_df(path)
-    with pytest.raises(gr.StoreError, match=f"run '{run.run_id}'.*{column}"):
+    with pytest.raises(gr.errors.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.fork(run.run_id, 1, agent, store=path)

@@ -13,14 +13,14 @@ from gr_notebook.history.store import reading
 
 def test_compare_from_a_mistyped_store_path_creates_nothing(tmp_path: Path) -> None:
     typo = tmp_path / "typo" / "store.sqlite"
-    with pytest.raises(gr.StoreError, match=f"there is no run store at {typo}"):
+    with pytest.raises(gr.errors.StoreError, match=f"there is no run store at {typo}"):
         gr.compare("run-a", "run-b", store=typo)
     assert not (tmp_path / "typo").exists()
 
 
 def test_runs_df_from_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "store.sqlite"
-    with pytest.raises(gr.StoreError, match=f"there is no run store at {missing}"):
+    with pytest.raises(gr.errors.StoreError, match=f"there is no run store at {missing}"):
         gr.runs_df(missing)
     assert list(tmp_path.iterdir()) == []
 
@@ -30,15 +30,17 @@ def test_the_default_store_is_not_created_by_reading_it(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert gr.runs_df().empty  # nothing has run here yet: no runs, not a typo
-    with pytest.raises(gr.StoreError, match=r"Pass store= the path your agent recorded into"):
+    with pytest.raises(
+        gr.errors.StoreError, match=r"Pass store= the path your agent recorded into"
+    ):
         gr.compare("run-a", "run-b")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_store_opened_to_read_is_never_created(tmp_path: Path) -> None:
-    with pytest.raises(gr.StoreError, match="no run store"):
+    with pytest.raises(gr.errors.StoreError, match="no run store"):
         gr.Store(tmp_path / "s.sqlite", create=False)
-    with pytest.raises(gr.StoreError, match="no run store"), reading(tmp_path / "s.sqlite"):
+    with pytest.raises(gr.errors.StoreError, match="no run store"), reading(tmp_path / "s.sqlite"):
         pass
     assert list(tmp_path.iterdir()) == []
 
@@ -65,6 +67,6 @@ def test_an_experiments_results_read_a_moved_store_as_an_error(tmp_path: Path) -
     from gr_notebook.experiments.results import Results
 
     results = Results([], grid=[], store=tmp_path / "exp" / "store.sqlite")
-    with pytest.raises(gr.StoreError, match="there is no run store at"):
+    with pytest.raises(gr.errors.StoreError, match="there is no run store at"):
         results.events("run-a")
     assert list(tmp_path.iterdir()) == []

@@ -19,6 +19,7 @@ from gr_notebook.integrations.claude_agent_sdk import (
     local_env,
 )
 from gr_notebook.messages import ToolUseBlock
+from gr_notebook.models import Model, ModelResponse
 from gr_notebook.testing import MessagesServer, RecordedRequest
 
 MODEL = "claude-sonnet-4-6"
@@ -26,12 +27,12 @@ TOOLS = ["Read", "Write", "Edit"]
 _CLAUDE_OF = {"read_file": "Read", "write_file": "Write", "edit_file": "Edit"}
 
 
-def side_request(body: dict[str, Any]) -> gr.ModelResponse | None:
+def side_request(body: dict[str, Any]) -> ModelResponse | None:
     """A request with no tools is the CLI's own (a title, a summary), not the agent's turn."""
     return None if body.get("tools") else gr.text("(a side request)")
 
 
-def claude_script(script: Sequence[gr.ModelResponse], ws: Path) -> list[gr.ModelResponse]:
+def claude_script(script: Sequence[ModelResponse], ws: Path) -> list[ModelResponse]:
     """The same script for Claude Code: gr's file tools as Read, Write and Edit, with the
     absolute ``file_path`` they take."""
     out = []
@@ -65,7 +66,7 @@ class Session:
 
 
 async def sdk_session(
-    agent: gr.Agent, script: Sequence[gr.ModelResponse], ws: Path, **fields: Any
+    agent: gr.Agent, script: Sequence[ModelResponse], ws: Path, **fields: Any
 ) -> Session:
     """One session of ``agent``'s guardrails over the (gr) ``script``, in ``ws``."""
     hooks = guardrail_hooks(agent, cwd=ws, model=f"claude-agent-sdk:{MODEL}")
@@ -82,7 +83,7 @@ async def sdk_session(
 
 
 async def native_run(
-    agent_of: Callable[[gr.Model, Path], gr.Agent], script: Sequence[gr.ModelResponse], ws: Path
+    agent_of: Callable[[Model, Path], gr.Agent], script: Sequence[ModelResponse], ws: Path
 ) -> gr.Run:
     """The same script on gr's own loop, awaited on the test's loop as the session is
     (``run_sync`` in a running loop would run it on a worker thread's loop of its own)."""

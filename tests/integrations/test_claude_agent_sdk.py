@@ -15,6 +15,7 @@ from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk import ToolAlias, guardrail_hooks, local_env
 from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.testing import MessagesServer
 from tests.integrations.conftest import MODEL, claude_script, sdk_session, side_request
 
@@ -74,7 +75,7 @@ async def test_each_model_call_is_one_turn_with_its_tool_uses(
     stands for it, and the session's total settles the tokens."""
     ws = tmp_path / "ws"
     hooks = guardrail_hooks(agent_at(ws, store=False), cwd=ws)
-    reply = gr.ModelResponse(
+    reply = ModelResponse(
         (
             TextBlock("Writing both files."),
             ToolUseBlock("", "write_file", {"path": "a.md", "content": "a\n"}),

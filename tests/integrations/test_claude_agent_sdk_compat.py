@@ -17,17 +17,18 @@ import gr_notebook as gr
 from gr_notebook.display.render import render_dashboard, text_dashboard
 from gr_notebook.display.state import RunTracker
 from gr_notebook.display.timeline import describe
+from gr_notebook.models import Model, ModelResponse
 from tests.gr_loop_text import GR_LOOP_TEXT
 from tests.integrations.conftest import decisions, native_run, sdk_session
 
-AgentOf = Callable[[gr.Model, Path], gr.Agent]
+AgentOf = Callable[[Model, Path], gr.Agent]
 
 
 def agent_of(**guardrails: Any) -> AgentOf:
     """The same agent definition on either side; self-regulation is gr's own tools, which a
     Claude Code session does not have."""
 
-    def make(model: gr.Model, ws: Path) -> gr.Agent:
+    def make(model: Model, ws: Path) -> gr.Agent:
         guardrails.setdefault("interventions", None)
         return gr.Agent(model, workspace=ws, store=False, self_regulation=False, **guardrails)
 
@@ -44,7 +45,7 @@ def _prepare(ws: Path, files: dict[str, str]) -> Path:
 async def both(
     tmp_path: Path,
     make: AgentOf,
-    script: list[gr.ModelResponse],
+    script: list[ModelResponse],
     files: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Any]:
     native_ws = _prepare(tmp_path / "native" / "ws", files or {})

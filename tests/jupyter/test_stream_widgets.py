@@ -15,6 +15,7 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.jupyter.interrupts import INTERRUPTED, CtrlC
 from gr_notebook.jupyter.widgets import Dashboard
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.call_context import turn_stream
 from gr_notebook.models.retry import RetryPolicy
@@ -59,7 +60,7 @@ async def test_the_live_panel_shows_the_text_as_it_arrives_then_gives_way(
 
 
 async def test_live_redraws_are_throttled_however_many_deltas_come(tmp_path: Path) -> None:
-    async def streaming(request: gr.ModelRequest) -> gr.ModelResponse:
+    async def streaming(request: ModelRequest) -> ModelResponse:
         stream = turn_stream()
         assert stream is not None
         for i in range(400):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import gr_notebook as gr
 from gr_notebook.jupyter.widgets import Dashboard
 from gr_notebook.messages import ThinkingBlock
+from gr_notebook.models import ModelResponse
 
 Factory = Callable[..., gr.Agent]
 
@@ -14,7 +15,7 @@ Factory = Callable[..., gr.Agent]
 async def test_a_live_dashboard_shows_each_finished_thought(make_agent: Factory) -> None:
     read = gr.tool_call("read_file", path="instructions.md").content
     script = [
-        gr.ModelResponse((ThinkingBlock("First, read the brief.", "sig"), *read), "tool_use"),
+        ModelResponse((ThinkingBlock("First, read the brief.", "sig"), *read), "tool_use"),
         gr.text("done"),
     ]
     run = make_agent(gr.ScriptedModel(script)).start("job")
@@ -54,7 +55,7 @@ def test_the_thinking_and_live_panels_are_built_when_there_is_something_to_show(
 
     read = gr.tool_call("read_file", path="instructions.md").content
     script = [
-        gr.ModelResponse((ThinkingBlock("First, read the brief.", "sig"), *read), "tool_use"),
+        ModelResponse((ThinkingBlock("First, read the brief.", "sig"), *read), "tool_use"),
         gr.text("done"),
     ]
     thought = Dashboard(make_agent(gr.ScriptedModel(script)).run_sync("job"))

@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.openai_model import OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import ChatServer, MessagesServer
 from tests.conftest import PHASE_1, PLAN_TWO_PHASES, agent_at, bootstrap_script, full_job_script
 
-Script = list[gr.ModelResponse]
-Backend = Callable[[Script], gr.Model]
+Script = list[ModelResponse]
+Backend = Callable[[Script], gr.models.Model]
 BACKENDS = ("scripted", "anthropic", "openai")
 
 
@@ -29,7 +30,7 @@ def backends() -> Iterator[dict[str, Backend]]:
     """Model factories by backend; the servers they start are closed after the test."""
     servers: list[MessagesServer] = []  # a ChatServer is one too
 
-    def anthropic_backend(script: Script) -> gr.Model:
+    def anthropic_backend(script: Script) -> gr.models.Model:
         import anthropic
 
         server = MessagesServer(script).start()
@@ -37,7 +38,7 @@ def backends() -> Iterator[dict[str, Backend]]:
         client = anthropic.AsyncAnthropic(api_key="test-key", base_url=server.url, max_retries=0)
         return AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy(base_s=0))
 
-    def openai_backend(script: Script) -> gr.Model:
+    def openai_backend(script: Script) -> gr.models.Model:
         server = ChatServer(script).start()
         servers.append(server)
         return OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(base_s=0))
@@ -86,7 +87,7 @@ def behaviour(run: gr.Run) -> dict[str, Any]:
 # -- the scenarios: a script, the agent's options, and what must hold on either backend ------
 
 
-def full_cycle(tmp_path: Path, model: gr.Model) -> gr.Run:
+def full_cycle(tmp_path: Path, model: gr.models.Model) -> gr.Run:
     run = agent_at(tmp_path, model).run_sync("job")
     assert run.status == "completed" and run.job is not None
     phases = run.phases_df()
@@ -95,7 +96,7 @@ def full_cycle(tmp_path: Path, model: gr.Model) -> gr.Run:
     return run
 
 
-def policy_denial(tmp_path: Path, model: gr.Model) -> gr.Run:
+def policy_denial(tmp_path: Path, model: gr.models.Model) -> gr.Run:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "data.md").write_text("old\n")
     run = agent_at(tmp_path, model, policies=[gr.ReadBeforeWritePolicy()]).run_sync("job")
@@ -106,7 +107,7 @@ def policy_denial(tmp_path: Path, model: gr.Model) -> gr.Run:
     return run
 
 
-def early_stop_refused(tmp_path: Path, model: gr.Model) -> gr.Run:
+def early_stop_refused(tmp_path: Path, model: gr.models.Model) -> gr.Run:
     run = agent_at(tmp_path, model, task_completion_checker=gr.PlanBasedChecker()).run_sync("job")
     checks = run.completion_df()
     assert checks["complete"].tolist()[0] is False  # the early stop was refused
@@ -114,7 +115,7 @@ def early_stop_refused(tmp_path: Path, model: gr.Model) -> gr.Run:
     return run
 
 
-def budget_runs_out(tmp_path: Path, model: gr.Model) -> gr.Run:
+def budget_runs_out(tmp_path: Path, model: gr.models.Model) -> gr.Run:
     run = agent_at(tmp_path, model, max_iterations=4).run_sync("job")
     assert run.status == "budget_exhausted"
     assert run.turns == 4
@@ -122,7 +123,7 @@ def budget_runs_out(tmp_path: Path, model: gr.Model) -> gr.Run:
     return run
 
 
-def rewind(tmp_path: Path, model: gr.Model) -> gr.Run:
+def rewind(tmp_path: Path, model: gr.models.Model) -> gr.Run:
     run = agent_at(tmp_path, model).run_sync("job")
     [event] = run.events.of_kind("rewind")
     assert event.data["source"] == "model"
@@ -132,7 +133,7 @@ def rewind(tmp_path: Path, model: gr.Model) -> gr.Run:
 
 
 ISSUE = "Gather b is impossible: the source is offline. Could use the cached copy instead."
-SCENARIOS: dict[str, tuple[Callable[[], Script], Callable[[Path, gr.Model], gr.Run]]] = {
+SCENARIOS: dict[str, tuple[Callable[[], Script], Callable[[Path, gr.models.Model], gr.Run]]] = {
     "full cycle": (full_job_script, full_cycle),
     "policy denial": (
         lambda: [

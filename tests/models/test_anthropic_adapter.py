@@ -18,6 +18,7 @@ import gr_notebook as gr
 from gr_notebook.display.state import RunTracker
 from gr_notebook.errors import NetworkDisabled
 from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.pricing import DEFAULT_PRICES
 from gr_notebook.models.retry import RetryPolicy
@@ -172,7 +173,7 @@ class TestClientsAndLoops:
         assert len(server.requests) == 1
 
     def test_blank_text_from_the_model_is_not_sent_back(self, serve: Any, tmp_path: Path) -> None:
-        blank_then_tool = gr.ModelResponse(
+        blank_then_tool = ModelResponse(
             (TextBlock("\n\n"), ToolUseBlock("", "list_files", {})), "tool_use"
         )
         server, model = serve([blank_then_tool, gr.text("done")])
@@ -184,7 +185,7 @@ class TestClientsAndLoops:
         assert [b["type"] for b in assistant["content"]] == ["tool_use"]
 
     def test_a_full_context_window_fails_clearly(self, serve: Any, tmp_path: Path) -> None:
-        full = gr.ModelResponse((TextBlock("..."),), "model_context_window_exceeded")  # type: ignore[arg-type]
+        full = ModelResponse((TextBlock("..."),), "model_context_window_exceeded")  # type: ignore[arg-type]
         _, model = serve([full])
         run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed" and "no longer fits" in run.reason

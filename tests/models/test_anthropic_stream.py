@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.messages import TextBlock, ToolUseBlock
+from gr_notebook.messages import Message, TextBlock, ToolUseBlock
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.models.retry import RetryPolicy
@@ -113,13 +114,13 @@ class TestSameResult:
         assert run.status == "failed" and "Streaming is required" in str(run.reason)
 
     async def test_the_response_is_the_one_create_gives(self, serve: Any) -> None:
-        turn = gr.ModelResponse(
+        turn = ModelResponse(
             (TextBlock("Reading first."), ToolUseBlock("toolu_9", "read_file", {"path": "a"})),
             "tool_use",
         )
         _, model = serve([turn], chunk_chars=2)
         _, plain = serve([turn], stream=False)
-        request = gr.ModelRequest((), (gr.Message("user", (TextBlock("go"),)),), ())
+        request = ModelRequest((), (Message("user", (TextBlock("go"),)),), ())
         streamed, whole = await model.complete(request), await plain.complete(request)
         assert streamed == whole
         assert streamed.extra["request_id"] == "req_local_1"
@@ -127,7 +128,7 @@ class TestSameResult:
     async def test_a_paused_turn_streams_each_segment_and_joins_them(
         self, serve: Any, tmp_path: Path
     ) -> None:
-        paused = gr.ModelResponse((TextBlock("Searching the web first. "),), "pause_turn")  # type: ignore[arg-type]
+        paused = ModelResponse((TextBlock("Searching the web first. "),), "pause_turn")  # type: ignore[arg-type]
         server, model = serve([paused, gr.text("Found it; done.")])
         run, deltas = watched(agent_at(tmp_path, model))
         await run.wait()
@@ -142,7 +143,7 @@ class TestWatching:
     async def test_a_watcher_gets_the_text_and_the_tools_as_they_arrive(
         self, serve: Any, tmp_path: Path
     ) -> None:
-        turn = gr.ModelResponse(
+        turn = ModelResponse(
             (TextBlock(LONG), ToolUseBlock("toolu_1", "read_file", {"path": "notes.md"})),
             "tool_use",
         )

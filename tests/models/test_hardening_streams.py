@@ -18,6 +18,7 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
 from gr_notebook.messages import TextBlock
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.openai_model import OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
@@ -282,7 +283,7 @@ class TestOpenAIStreamedFinishes:
     def test_a_reply_cut_at_the_token_limit_is_continued(
         self, local: Any, tmp_path: Path, stream: bool
     ) -> None:
-        cut = gr.ModelResponse((TextBlock("The summary so far: the notes s"),), "max_tokens")
+        cut = ModelResponse((TextBlock("The summary so far: the notes s"),), "max_tokens")
         server, model = local([cut, gr.text("done")], stream=stream)
         run = agent_at(tmp_path, model, max_iterations=3).run_sync("job")
         assert run.status != "failed" and server.remaining == 0
@@ -294,7 +295,7 @@ class TestOpenAIStreamedFinishes:
     @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
     def test_a_filtered_reply_is_a_refusal(self, local: Any, tmp_path: Path, stream: bool) -> None:
         said = {"role": "assistant", "content": "I can't help with that."}
-        filtered = gr.ModelResponse((), "refusal", extra={RAW_MESSAGE: said})
+        filtered = ModelResponse((), "refusal", extra={RAW_MESSAGE: said})
         _, model = local([filtered], stream=stream)
         run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed"
@@ -307,7 +308,7 @@ class TestOpenAIStreamedFinishes:
         self, local: Any, tmp_path: Path, stream: bool
     ) -> None:
         nothing = {"role": "assistant", "content": None}
-        filtered = gr.ModelResponse((), "refusal", extra={RAW_MESSAGE: nothing})
+        filtered = ModelResponse((), "refusal", extra={RAW_MESSAGE: nothing})
         server, model = local([filtered, gr.text("never")], stream=stream)
         run = agent_at(tmp_path, model).run_sync("job")
         assert run.status == "failed" and len(server.requests) == 1  # not asked again

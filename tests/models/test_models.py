@@ -8,14 +8,16 @@ from collections.abc import Callable
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.models import resolve_model
+from gr_notebook.errors import ModelError, ModelSpecError, ScriptExhausted
+from gr_notebook.messages import Message
+from gr_notebook.models import ModelRequest, resolve_model
 from gr_notebook.models.simulated.planner import derive_phases
 
 
-def request(turn: int = 1) -> gr.ModelRequest:
-    return gr.ModelRequest(
+def request(turn: int = 1) -> ModelRequest:
+    return ModelRequest(
         system=(),
-        messages=(gr.Message.user("hi"),),
+        messages=(Message.user("hi"),),
         tools=(),
         layer_tokens=(10, 20, 30, 0, 5),
         turn=turn,
@@ -36,7 +38,7 @@ def test_scripted_model_replays_in_order_and_records_requests() -> None:
 def test_scripted_model_calls_callable_entries_with_the_request() -> None:
     seen = []
 
-    def entry(req: gr.ModelRequest) -> gr.ModelResponse:
+    def entry(req: ModelRequest) -> gr.models.ModelResponse:
         seen.append(req.turn)
         return gr.text(f"turn {req.turn}")
 
@@ -47,13 +49,13 @@ def test_scripted_model_calls_callable_entries_with_the_request() -> None:
 
 def test_scripted_model_raises_when_dry() -> None:
     model = gr.ScriptedModel([])
-    with pytest.raises(gr.ScriptExhausted, match="given 0 and asked for response 1"):
+    with pytest.raises(ScriptExhausted, match="given 0 and asked for response 1"):
         asyncio.run(model.complete(request()))
 
 
 def test_scripted_entry_returning_the_wrong_type_is_explained() -> None:
     model = gr.ScriptedModel([lambda req: "oops"])  # type: ignore[list-item,return-value]
-    with pytest.raises(gr.ModelError, match="return a ModelResponse"):
+    with pytest.raises(ModelError, match="return a ModelResponse"):
         asyncio.run(model.complete(request()))
 
 
@@ -78,12 +80,12 @@ def test_spec_strings_resolve_to_the_simulated_model(spec: str | None) -> None:
     ],
 )
 def test_bad_specs_say_what_to_do(spec: object, message: str) -> None:
-    with pytest.raises(gr.ModelSpecError, match=message):
+    with pytest.raises(ModelSpecError, match=message):
         resolve_model(spec)
 
 
 def test_a_plain_async_function_is_a_model(make_agent: Callable[..., gr.Agent]) -> None:
-    async def finish(req: gr.ModelRequest) -> gr.ModelResponse:
+    async def finish(req: ModelRequest) -> gr.models.ModelResponse:
         return gr.text("nothing to do")
 
     run = make_agent(finish).run_sync("job")

@@ -13,7 +13,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError, ModelError, ModelSpecError
-from gr_notebook.models import SystemBlock, resolve_model
+from gr_notebook.models import ModelRequest, SystemBlock, resolve_model
 from gr_notebook.models.openai_model import LOCAL_KEY, MISSING_KEY, OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.testing import ChatServer, Fault, MessagesServer, bad_arguments, empty_reply
@@ -94,14 +94,14 @@ class TestTheRequest:
 
     def test_layer_1_comes_before_layer_2_in_the_system_message(self) -> None:
         model = OpenAIModel(MODEL, base_url="http://127.0.0.1:9/v1")
-        request = gr.ModelRequest((SystemBlock(2, "todos"), SystemBlock(1, "rules")), (), ())
+        request = ModelRequest((SystemBlock(2, "todos"), SystemBlock(1, "rules")), (), ())
         params = model.request_params(request)
         assert params["messages"] == [{"role": "system", "content": "rules\n\ntodos"}]
         assert "tools" not in params
 
     def test_the_official_endpoint_gets_max_completion_tokens(self) -> None:
         model = OpenAIModel("gpt-4.1", api_key="sk-test")
-        params = model.request_params(gr.ModelRequest((), (), ()))
+        params = model.request_params(ModelRequest((), (), ()))
         assert params["max_completion_tokens"] == 4096 and "max_tokens" not in params
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.models import ModelResponse
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.models.openai_model import OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
@@ -89,7 +90,7 @@ async def test_a_watcher_gets_text_reasoning_and_tool_names(serve: Any, tmp_path
             }
         ],
     }
-    turn = gr.ModelResponse((), "tool_use", extra={RAW_MESSAGE: thinking})
+    turn = ModelResponse((), "tool_use", extra={RAW_MESSAGE: thinking})
     _, model = serve([turn, gr.text("done")])
     run, deltas = watched(agent_at(tmp_path, model, max_iterations=2))
     await run.wait()

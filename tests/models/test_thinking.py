@@ -68,18 +68,18 @@ def assistants(body: dict[str, Any]) -> list[list[dict[str, Any]]]:
 def test_the_argument_reads_as_a_budget_adaptive_or_a_value() -> None:
     # Summarized by default: Opus 4.7 and later would otherwise send empty thinking, and the
     # dashboard would show nothing (decision 273); None leaves it to the model.
-    assert gr.Thinking(4096).param() == {
+    assert gr.models.Thinking(4096).param() == {
         "type": "enabled",
         "budget_tokens": 4096,
         "display": "summarized",
     }
-    assert gr.Thinking().param() == {"type": "adaptive", "display": "summarized"}
-    assert gr.Thinking("adaptive", display=None).param() == {"type": "adaptive"}
+    assert gr.models.Thinking().param() == {"type": "adaptive", "display": "summarized"}
+    assert gr.models.Thinking("adaptive", display=None).param() == {"type": "adaptive"}
     budgeted = AnthropicModel("claude-sonnet-4-5", api_key=KEY, thinking=4096)
-    assert budgeted.thinking == gr.Thinking(4096)
+    assert budgeted.thinking == gr.models.Thinking(4096)
     assert "thinking=Thinking(budget=4096" in repr(budgeted)
     adaptive = AnthropicModel("claude-opus-4-7", api_key=KEY, thinking="adaptive")
-    assert adaptive.thinking == gr.Thinking("adaptive")
+    assert adaptive.thinking == gr.models.Thinking("adaptive")
     off = AnthropicModel("claude-sonnet-4-5", api_key=KEY)
     assert off.thinking is None and "thinking" not in off.request_params(_request())
 
@@ -110,7 +110,7 @@ def test_bad_thinking_is_one_line_that_says_what_to_pass(
 
 def test_a_bad_display_and_the_openai_adapter_are_refused_with_a_line() -> None:
     with pytest.raises(ConfigError, match="display is 'summarized' or 'omitted'"):
-        gr.Thinking(4096, display="full")  # type: ignore[arg-type]
+        gr.models.Thinking(4096, display="full")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"gr\.AnthropicModel\(model, thinking=4096\)"):
         gr.OpenAIModel("qwen2.5:7b", base_url="http://localhost:11434/v1", thinking=4096)
 
@@ -224,7 +224,7 @@ def test_redacted_thinking_goes_back_unchanged_and_is_recorded_without_its_data(
     first, _ = run.events.of_kind("thinking")
     assert (first["blocks"], first["redacted"], first["text"], first["chars"]) == (0, 1, "", 0)
     assert redacted["data"] not in str(dict(first.data))
-    assert gr.Message.from_json(server.requests[1].body["messages"][1]).thinking == (
+    assert Message.from_json(server.requests[1].body["messages"][1]).thinking == (
         RedactedThinkingBlock(redacted["data"]),
     )
 
@@ -232,7 +232,7 @@ def test_redacted_thinking_goes_back_unchanged_and_is_recorded_without_its_data(
 def test_adaptive_thinking_with_the_text_omitted(server: MessagesServer, tmp_path: Path) -> None:
     server.add(READ)
     server.add(gr.text("done"))
-    model = model_on(server, "claude-opus-4-7", thinking=gr.Thinking(display="omitted"))
+    model = model_on(server, "claude-opus-4-7", thinking=gr.models.Thinking(display="omitted"))
     run = agent_at(tmp_path, model).run_sync("job")
     assert run.status == "ended"
     body = server.requests[1].body

@@ -18,6 +18,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
+from gr_notebook.errors import WorkspaceError
 from gr_notebook.history import lineage
 from gr_notebook.review import timetravel
 from tests.review.test_timetravel import agent_in, files, interrupted
@@ -150,7 +151,7 @@ def test_a_fork_into_its_parents_own_workspace_is_refused(tmp_path: Path) -> Non
     root = run.workspace.root
     before = files(root)
     for where in (root, tmp_path / "ws" / "." / "", tmp_path / "ws" / "tools" / ".."):
-        with pytest.raises(gr.WorkspaceError, match=r"is the workspace of run .*its parent"):
+        with pytest.raises(WorkspaceError, match=r"is the workspace of run .*its parent"):
             gr.fork(run.run_id, 23, workspace=where, store=tmp_path / "store.sqlite")
     assert files(root) == before
     assert run_ids(tmp_path / "store.sqlite") == {run.run_id}
@@ -159,7 +160,7 @@ def test_a_fork_into_its_parents_own_workspace_is_refused(tmp_path: Path) -> Non
 def test_a_fork_into_its_parents_workspace_through_a_link_is_refused(tmp_path: Path) -> None:
     run = interrupted(tmp_path, turn=23)
     (tmp_path / "alias").symlink_to(run.workspace.root, target_is_directory=True)
-    with pytest.raises(gr.WorkspaceError, match="its parent"):
+    with pytest.raises(WorkspaceError, match="its parent"):
         gr.fork(run.run_id, 23, workspace=tmp_path / "alias", store=tmp_path / "store.sqlite")
 
 
@@ -167,10 +168,10 @@ def test_a_fork_inside_its_parents_workspace_or_around_it_is_refused(tmp_path: P
     run = interrupted(tmp_path, turn=23)
     root = run.workspace.root
     before = files(root)
-    with pytest.raises(gr.WorkspaceError, match=r"inside the workspace of run .*its parent"):
+    with pytest.raises(WorkspaceError, match=r"inside the workspace of run .*its parent"):
         gr.fork(run.run_id, 10, workspace=root / "forked", store=tmp_path / "store.sqlite")
     assert not (root / "forked").exists()
-    with pytest.raises(gr.WorkspaceError, match=r"holds the workspace of run .*its parent"):
+    with pytest.raises(WorkspaceError, match=r"holds the workspace of run .*its parent"):
         gr.fork(run.run_id, 10, workspace=tmp_path, store=tmp_path / "store.sqlite")
     assert files(root) == before
 
@@ -179,7 +180,7 @@ def test_a_resume_onto_a_copy_inside_the_runs_workspace_is_refused(tmp_path: Pat
     run = interrupted(tmp_path, turn=23)
     root = run.workspace.root
     before = files(root)
-    with pytest.raises(gr.WorkspaceError, match=r"inside the workspace of run"):
+    with pytest.raises(WorkspaceError, match=r"inside the workspace of run"):
         gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=root / "copy")
     assert not (root / "copy").exists() and files(root) == before
     assert resumes(tmp_path / "store.sqlite") == []
@@ -203,7 +204,7 @@ def test_a_late_file_replaced_by_a_link_outside_is_refused_as_changed_by_hand(
     outside.write_text("not the run's\n", encoding="utf-8")
     late_write(root, run.run_id, "report.md")
     (root / "report.md").symlink_to(outside)
-    with pytest.raises(gr.WorkspaceError, match=r"changed by hand .*report\.md") as refused:
+    with pytest.raises(WorkspaceError, match=r"changed by hand .*report\.md") as refused:
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     assert "workspace=" in str(refused.value)  # a copy is offered
     assert (root / "report.md").is_symlink() and outside.read_text() == "not the run's\n"
@@ -219,7 +220,7 @@ def test_a_file_of_the_checkpoint_replaced_by_a_link_is_refused(tmp_path: Path) 
     (tmp_path / "mine.md").write_text("mine\n", encoding="utf-8")
     (root / "notes.md").unlink()
     (root / "notes.md").symlink_to(tmp_path / "mine.md")
-    with pytest.raises(gr.WorkspaceError, match=r"changed by hand .*notes\.md"):
+    with pytest.raises(WorkspaceError, match=r"changed by hand .*notes\.md"):
         gr.resume(run.run_id, tmp_path / "store.sqlite")
 
 
@@ -231,6 +232,6 @@ def test_a_late_files_folder_replaced_by_a_link_outside_is_refused(tmp_path: Pat
     (elsewhere / "draft.md").write_text("not the run's\n", encoding="utf-8")
     late_write(root, run.run_id, "out/draft.md")
     (root / "out").symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(gr.WorkspaceError, match=r"changed by hand .*out/draft\.md"):
+    with pytest.raises(WorkspaceError, match=r"changed by hand .*out/draft\.md"):
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     assert (elsewhere / "draft.md").read_text() == "not the run's\n"

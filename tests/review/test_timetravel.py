@@ -12,9 +12,11 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
+from gr_notebook.errors import WorkspaceError
 from gr_notebook.examples import QUICKSTART, quickstart_job
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history import lineage
+from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.runner import started_by
 from gr_notebook.workflow.workspace_files import hash_files
 
@@ -45,7 +47,7 @@ class Interrupt:
     def name(self) -> str:
         return self.inner.name
 
-    async def complete(self, request: gr.ModelRequest) -> gr.ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.turn == self.turn and not self.fired:
             self.fired = True
             raise KeyboardInterrupt
@@ -124,7 +126,7 @@ def test_a_workspace_changed_by_hand_is_refused_with_a_copy_offered(tmp_path: Pa
     run = interrupted(tmp_path, turn=23)
     root = run.workspace.root
     (root / "notes.md").write_text("my own notes\n", encoding="utf-8")
-    with pytest.raises(gr.WorkspaceError) as refused:
+    with pytest.raises(WorkspaceError) as refused:
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     message = str(refused.value)
     assert "changed by hand" in message and "notes.md" in message
@@ -140,7 +142,7 @@ def test_a_moved_workspace_is_refused_and_resumes_where_it_went(tmp_path: Path) 
     run = interrupted(tmp_path, turn=15)
     moved = tmp_path / "moved"
     shutil.move(run.workspace.root, moved)
-    with pytest.raises(gr.WorkspaceError, match=r"is gone \(moved or deleted\); resume"):
+    with pytest.raises(WorkspaceError, match=r"is gone \(moved or deleted\); resume"):
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=moved)
     assert resumed.status == "completed" and resumed.workspace.root == moved.resolve()
@@ -186,8 +188,7 @@ async def test_a_live_run_is_not_resumed(tmp_path: Path) -> None:
     finally:
         run.cancel()
         await run.wait()
-    resumed = gr.resume(run.run_id, tmp_path / "s")  # a stopped run resumes
-    await resumed.wait()
+    resumed = gr.resume(run.run_id, tmp_path / "s")  # a stopped run resumes, to its end
     assert resumed.status == "completed"
 
 
@@ -268,7 +269,7 @@ def test_fork_refuses_a_turn_that_does_not_exist_and_a_busy_workspace(tmp_path: 
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "x.md").write_text("mine\n")
-    with pytest.raises(gr.WorkspaceError, match="is not empty; a fork starts in a new workspace"):
+    with pytest.raises(WorkspaceError, match="is not empty; a fork starts in a new workspace"):
         parent.fork(turn=3, workspace=busy)
     with pytest.raises(gr.RunError, match=r"agent takes a gr.Agent"):
         parent.fork(turn=3, agent="strict")
@@ -283,6 +284,49 @@ def test_fork_a_stored_run_by_id_in_a_new_process(tmp_path: Path) -> None:
     assert fork.status == "completed"
     assert fork.workspace.root.parent.name == "gr_runs"  # the default: gr_runs/<run id>
     shutil.rmtree(fork.workspace.root.parent)
+
+
+# -- one behaviour, wherever it is called ------------------------------------------------------
+
+
+def test_in_a_script_fork_and_resume_return_the_finished_run(tmp_path: Path) -> None:
+    parent = agent_in(tmp_path).run_sync(QUICKSTART)
+    fork = parent.fork(turn=5, workspace=tmp_path / "fork")
+    by_id = gr.fork(parent.run_id, 5, workspace=tmp_path / "by-id", store=parent.store)
+    resumed = gr.resume(interrupted(tmp_path / "b", 12).run_id, tmp_path / "b" / "store.sqlite")
+    assert [r.status for r in (fork, by_id, resumed)] == ["completed"] * 3
+    with pytest.raises(gr.RunError) as raised:
+        parent.fork(turn=5, workspace=tmp_path / "live", wait=False)
+    assert str(raised.value) == (
+        "run.fork(..., wait=False) needs a running event loop (a Jupyter cell or async code); "
+        "in a script use run.fork(...) without wait=False"
+    )
+    with pytest.raises(gr.RunError, match=r"^gr.resume\(\.\.\., wait=False\) needs a running"):
+        gr.resume(parent.run_id, parent.store, wait=False)
+    assert not (tmp_path / "live").exists()  # refused before anything started
+
+
+async def test_in_a_running_loop_fork_and_resume_return_the_finished_run_too(
+    tmp_path: Path,
+) -> None:
+    parent = await agent_in(tmp_path).run(QUICKSTART)
+    fork = parent.fork(turn=5, workspace=tmp_path / "fork")
+    by_id = gr.fork(parent.run_id, 5, workspace=tmp_path / "by-id", store=parent.store)
+    assert [r.status for r in (fork, by_id)] == ["completed"] * 2
+    assert fork.turns == by_id.turns == parent.turns
+    live = parent.fork(turn=5, workspace=tmp_path / "live", wait=False)  # as agent.start
+    assert not live.done and live.status == "running"
+    assert (await live.wait()).status == "completed" and live.turns == parent.turns
+
+
+def test_gr_fork_of_a_run_in_hand_is_run_fork(tmp_path: Path) -> None:
+    parent = agent_in(tmp_path).run_sync(QUICKSTART)
+    with pytest.raises(gr.RunError, match=r"agent takes a gr.Agent, not str"):
+        gr.fork(parent, 3, agent="strict")  # type: ignore[arg-type]
+    with pytest.raises(gr.RunError, match=r"wait takes True or False, got 'no'"):
+        parent.fork(turn=3, wait="no")  # type: ignore[arg-type]
+    fork = gr.fork(parent, 5, workspace=tmp_path / "fork")
+    assert fork.status == "completed" and fork.turns == parent.turns
 
 
 def test_the_job_is_the_parents(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def linked_system_folder(root: Path, outside: Path) -> None:
 
 def test_the_lock_is_not_taken_through_a_link(tmp_path: Path) -> None:
     linked_system_folder(tmp_path / "ws", tmp_path / "outside")
-    with pytest.raises(gr.WorkspaceError, match=REFUSED) as refused:
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED) as refused:
         WorkspaceLock.acquire(tmp_path / "ws", LockOwner.this_process("r1", 0.0))
     assert "remove the link" in str(refused.value)
     assert list((tmp_path / "outside").iterdir()) == []
@@ -44,7 +44,7 @@ def test_the_lock_file_itself_is_not_opened_through_a_link(tmp_path: Path) -> No
     (tmp_path / "ws" / ".gr").mkdir(parents=True)
     (tmp_path / "elsewhere.lock").write_text("", encoding="utf-8")
     (tmp_path / "ws" / ".gr" / "run.lock").symlink_to(tmp_path / "elsewhere.lock")
-    with pytest.raises(gr.WorkspaceError, match=r"run\.lock.* is a symlink"):
+    with pytest.raises(gr.errors.WorkspaceError, match=r"run\.lock.* is a symlink"):
         WorkspaceLock.acquire(tmp_path / "ws", LockOwner.this_process("r1", 0.0))
     assert (tmp_path / "elsewhere.lock").read_text(encoding="utf-8") == ""
 
@@ -52,7 +52,7 @@ def test_the_lock_file_itself_is_not_opened_through_a_link(tmp_path: Path) -> No
 def test_a_live_owner_is_not_read_through_a_link(tmp_path: Path) -> None:
     linked_system_folder(tmp_path / "ws", tmp_path / "outside")
     (tmp_path / "outside" / "run.lock").write_text("{}", encoding="utf-8")
-    with pytest.raises(gr.WorkspaceError, match=REFUSED):
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
         live_owner(tmp_path / "ws")
     assert live_owner(tmp_path / "nowhere") is None  # no workspace: nobody holds it
 
@@ -64,7 +64,7 @@ def test_a_run_in_a_workspace_whose_system_folder_is_a_link_is_refused(tmp_path:
         workspace=tmp_path / "ws",
         store=tmp_path / "store.sqlite",
     )
-    with pytest.raises(gr.WorkspaceError, match=REFUSED):
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
         agent.run_sync("Do it.")
     assert list((tmp_path / "outside").iterdir()) == []
 
@@ -72,7 +72,7 @@ def test_a_run_in_a_workspace_whose_system_folder_is_a_link_is_refused(tmp_path:
 def test_the_journal_is_not_read_through_a_link(tmp_path: Path) -> None:
     linked_system_folder(tmp_path / "ws", tmp_path / "outside")
     (tmp_path / "outside" / "writes-r1").write_text('1\t"a.md"\n', encoding="utf-8")
-    with pytest.raises(gr.WorkspaceError, match=REFUSED):
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
         written_since(tmp_path / "ws", "r1", 0)
 
 
@@ -107,7 +107,7 @@ def test_a_resume_in_place_never_moves_files_through_a_linked_system_folder(
     (root / "late.md").write_text("written after the checkpoint\n", encoding="utf-8")
     linked_system_folder(root, outside)
     held = sorted(p.name for p in outside.iterdir())
-    with pytest.raises(gr.WorkspaceError, match=REFUSED):
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
         gr.resume(run.run_id, tmp_path / "store.sqlite")
     assert (root / "late.md").read_text() == "written after the checkpoint\n"
     assert sorted(p.name for p in outside.iterdir()) == held  # no lock, no aside
@@ -117,7 +117,7 @@ def test_restore_never_sets_files_aside_through_a_link(tmp_path: Path) -> None:
     root, outside = tmp_path / "ws", tmp_path / "outside"
     linked_system_folder(root, outside)
     (root / "extra.md").write_text("keep me here\n", encoding="utf-8")
-    with pytest.raises(gr.WorkspaceError, match=REFUSED):
+    with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
         restore_files(root, {}, lambda digest: b"", aside=root / ".gr" / "aside" / "r2")
     assert (root / "extra.md").read_text() == "keep me here\n"
     assert list(outside.iterdir()) == []
@@ -128,7 +128,7 @@ def test_restore_never_writes_through_a_linked_folder(tmp_path: Path) -> None:
     root.mkdir()
     elsewhere.mkdir()
     (root / "out").symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(gr.WorkspaceError, match=r"'out'.* symlink"):
+    with pytest.raises(gr.errors.WorkspaceError, match=r"'out'.* symlink"):
         restore_files(root, {"out/a.md": "h"}, lambda digest: b"x", aside=root / ".gr" / "a")
     assert list(elsewhere.iterdir()) == []
 
