@@ -145,7 +145,7 @@ class Checkpointer:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
         known, self._hashes = self._hashes, {}
-        snapshot = state.snapshot(events=False)
+        snapshot = state.snapshot(events=False)  # the lists the reader expands (BY_HASH):
         snapshot["context"]["messages"] = [
             self._hash(message, message.to_json, known, blobs) for message in state.context.messages
         ]
