@@ -102,6 +102,7 @@ class Merger:
             oldest = next(iter(self._sources))
             self._conn.execute(f"DETACH DATABASE {self._sources.pop(oldest)[0]}")
             self._shared.pop(oldest, None)
+        Store(source).close()  # a store an earlier version wrote gains today's tables
         self._count += 1
         alias = f"src{self._count}"
         self._conn.execute(f"ATTACH DATABASE ? AS {alias}", (str(source),))
@@ -117,8 +118,10 @@ def merge_runs(target: Path, source: Path, run_ids: list[str] | None = None) -> 
 
 
 def _plan(conn: sqlite3.Connection, alias: str) -> list[tuple[str, str]]:
-    """``(table, statement)`` for each table with a ``run_id`` column, ``runs`` first; each
+    """``(table, statement)`` for each table with a ``run_id`` column that the target has too
+    (an earlier version's checkpoints stay in the worker's store), ``runs`` first; each
     statement upserts by the table's primary key, with ``{where}`` left to fill."""
+    targets = {row[0] for row in conn.execute("SELECT name FROM main.sqlite_master")}
     tables = [
         row[0]
         for row in conn.execute(
@@ -130,7 +133,7 @@ def _plan(conn: sqlite3.Connection, alias: str) -> list[tuple[str, str]]:
     for table in tables:
         info = list(conn.execute(f"PRAGMA {alias}.table_info({_quoted(table)})"))
         columns = [row[1] for row in info]
-        if "run_id" not in columns:
+        if "run_id" not in columns or table not in targets:
             continue
         keys = [row[1] for row in sorted(info, key=lambda r: r[5]) if row[5]]
         names = ", ".join(map(_quoted, columns))

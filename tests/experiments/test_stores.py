@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,6 +42,22 @@ def test_many_worker_stores_merge_into_one_each_run_once(tmp_path: Path) -> None
         assert [len(merged.events(f"run-{i}")) for i in range(len(sources))] == [
             i + 1 for i in range(len(sources))
         ]
+
+
+def test_a_worker_store_an_earlier_version_wrote_merges_as_it_did(tmp_path: Path) -> None:
+    """Its checkpoints are in the earlier format: the runs and events merge, read or not."""
+    fixture = Path(__file__).parent.parent / "history" / "fixtures" / "store_checkpoints_v1.sqlite"
+    untouched, opened = tmp_path / "untouched.sqlite", tmp_path / "opened.sqlite"
+    shutil.copy(fixture, untouched)
+    shutil.copy(fixture, opened)
+    Store(opened).close()  # opened by this version first: migrated
+    for source in (untouched, opened):
+        target = tmp_path / f"merged-{source.stem}.sqlite"
+        with Merger(target) as merger:
+            assert merger.merge(source) == 1
+        with Store(target) as merged:
+            (run_id,) = merged.run_ids()
+            assert len(merged.events(run_id)) == 27
 
 
 def test_a_run_merged_while_running_is_updated_when_merged_again(tmp_path: Path) -> None:
