@@ -17,21 +17,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from gr_notebook.digests import digest_of
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.events import ErrorEvent
+from gr_notebook.guardrails.feedback import ToolCallRecord
+from gr_notebook.guardrails.triggers import RECENT_CALLS
 from gr_notebook.history.checkpoint_store import (
+    CHUNKED,
     CheckpointRow,
+    Chunks,
     compressed,
     json_bytes,
     write_checkpoint,
 )
 from gr_notebook.history.store import Store
+from gr_notebook.messages import Message
 from gr_notebook.workflow.workspace import SYSTEM_DIR, open_system_file, open_system_folder
 from gr_notebook.workflow.workspace_files import FileTree
 
@@ -39,7 +44,7 @@ __all__ = ["REBASE_EVERY", "Checkpointer", "writes_journal", "written_since"]
 
 REBASE_EVERY = 16
 """A row is compressed against the document of an earlier turn (its base), so what did not
-change since costs next to nothing; every this many checkpoints, a new base."""
+change since costs little; every this many checkpoints, a new base."""
 
 
 def writes_journal(root: Path, run_id: str) -> Path:
@@ -81,9 +86,12 @@ class Checkpointer:
         self._tree = FileTree(state.workspace.root)
         self._dirty: set[str] = set()
         self._rescan = True
-        self._hashes: dict[int, tuple[object, str]] = {}
-        """id -> (value, hash) of the messages and calls of the last checkpoint: they are
-        immutable, so one stored already is not encoded again."""
+        self._messages: list[Message] = []
+        self._message_list: list[str] = []
+        """Layer 5's messages at the last checkpoint, and their hashes."""
+        self._calls: dict[int, tuple[ToolCallRecord, str]] = {}
+        """id -> (call, hash) of the recent tool calls already stored."""
+        self._lists = {path[-1]: Chunks() for path in CHUNKED}
         self._base: tuple[str, bytes] = ("", b"")
         """The hash and the JSON of the document the rows are compressed against."""
         self._failed = False
@@ -144,14 +152,15 @@ class Checkpointer:
         else:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
-        known, self._hashes = self._hashes, {}
-        snapshot = state.snapshot(events=False)  # the lists the reader expands (BY_HASH):
-        snapshot["context"]["messages"] = [
-            self._hash(message, message.to_json, known, blobs) for message in state.context.messages
-        ]
-        snapshot["guardrails"]["feedback"]["recent"] = [
-            self._hash(call, call.to_json, known, blobs) for call in state.guards.feedback.recent
-        ]
+        snapshot = state.snapshot(history=False)  # the events are in the store already
+        # the lists that grow with the run, as checkpoint_store.CHUNKED keeps them
+        context, feedback = snapshot["context"], snapshot["guardrails"]["feedback"]
+        context["messages"] = self._lists["messages"].store(self._message_hashes(blobs), blobs)
+        calls = [self._call_hash(call, blobs) for call in state.guards.feedback.recent]
+        feedback["recent"] = self._lists["recent"].store(calls, blobs)
+        tracker = snapshot["interventions"]
+        if tracker is not None:
+            tracker["seen"] = self._lists["seen"].store(tracker["seen"], blobs)
         document = json_bytes({"state": snapshot, "files": self._tree.listing()})
         if self.taken % REBASE_EVERY == 0:  # this document is the next rows' base
             self._base = (digest_of(document), document)
@@ -169,22 +178,38 @@ class Checkpointer:
         self._turn = turn
         self.taken += 1
 
-    def _hash(
-        self,
-        value: object,
-        to_json: Callable[[], object],
-        known: dict[int, tuple[object, str]],
-        blobs: dict[str, bytes],
-    ) -> str:
-        """The hash of ``value``'s JSON; a value the last checkpoint did not name goes to
-        ``blobs``."""
-        entry = known.get(id(value))
-        if entry is None or entry[0] is not value:
-            data = json_bytes(to_json())
-            entry = (value, digest_of(data))
-            blobs[entry[1]] = data
-        self._hashes[id(value)] = entry
-        return entry[1]
+    def _message_hashes(self, blobs: dict[str, bytes]) -> list[str]:
+        """The hashes of layer 5's messages, each message's JSON a blob. While the list only
+        grew since the last checkpoint, only the new messages are encoded."""
+        messages, before = self.state.context.messages, self._messages
+        if len(messages) >= len(before) and all(map(operator.is_, messages, before)):
+            hashes = self._message_list + [
+                self._new(m.to_json(), blobs) for m in messages[len(before) :]
+            ]
+        else:  # compacted, pruned or restored: the messages kept keep their hashes
+            known = {id(m): h for m, h in zip(before, self._message_list, strict=True)}
+            hashes = [known.get(id(m)) or self._new(m.to_json(), blobs) for m in messages]
+        self._messages, self._message_list = list(messages), hashes
+        return hashes
+
+    def _call_hash(self, call: ToolCallRecord, blobs: dict[str, bytes]) -> str:
+        """The hash of a recent tool call's JSON, a blob: a call is encoded once."""
+        known = self._calls.get(id(call))
+        digest = (
+            known[1] if known is not None and known[0] is call else self._new(call.to_json(), blobs)
+        )
+        self._calls[id(call)] = (call, digest)
+        if len(self._calls) > 2 * RECENT_CALLS:  # keep the calls still recent
+            recent = {id(c) for c in self.state.guards.feedback.recent}
+            self._calls = {k: v for k, v in self._calls.items() if k in recent}
+        return digest
+
+    @staticmethod
+    def _new(value: object, blobs: dict[str, bytes]) -> str:
+        data = json_bytes(value)
+        digest = digest_of(data)
+        blobs[digest] = data
+        return digest
 
     def close(self, *, keep_journal: bool = False) -> None:
         """Stop following the run; its journal goes, unless the run can be resumed (it

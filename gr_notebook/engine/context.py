@@ -149,12 +149,12 @@ class ContextManager:
         self._message_tokens.clear()
         self._conversation_tokens = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "recap": self._recap,
-            "progress": self._progress,
-            "messages": [m.to_json() for m in self._messages],
-        }
+    def to_json(self, *, messages: bool = True) -> dict[str, Any]:
+        """Layers 4-5 as JSON values; ``messages=False`` leaves layer 5 out."""
+        layers: dict[str, Any] = {"recap": self._recap, "progress": self._progress}
+        if messages:
+            layers["messages"] = [m.to_json() for m in self._messages]
+        return layers
 
     def load_json(self, data: Mapping[str, Any]) -> None:
         """Bring back layers 4-5 from :meth:`to_json` (messages are decoded before any

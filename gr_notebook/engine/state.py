@@ -187,9 +187,10 @@ class RunState:
 
     # -- snapshots -------------------------------------------------------------------------------
 
-    def snapshot(self, *, events: bool = True) -> dict[str, Any]:
+    def snapshot(self, *, history: bool = True) -> dict[str, Any]:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
-        ``events=False`` leaves the events out: a checkpoint reads them from the store."""
+        ``history=False`` leaves out what grows with the run, the events and layer 5's
+        messages: a checkpoint keeps them apart, each once."""
         engine = self.interventions
         snapshot: dict[str, Any] = {
             "version": STATE_VERSION,
@@ -204,7 +205,7 @@ class RunState:
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
             },
-            "context": self.context.to_json(),
+            "context": self.context.to_json(messages=history),
             "phases": self.phases.to_json(),
             "regulation": self.regulation.to_json() if self.regulation else None,
             "guardrails": self.guards.snapshot(),
@@ -215,7 +216,7 @@ class RunState:
                 "todo_order": self.todo_order,
             },
         }
-        if events:
+        if history:
             snapshot["events"] = [_event_json(e) for e in self.events]
         return snapshot
 

@@ -254,9 +254,9 @@ class ProgressTracker:
     best_score: float = 0.0
     fresh_window: bool = False
     """Progress, or a reset, since the previous check: the next check is not stuck."""
-    seen: set[int] = field(default_factory=set)
-    """Digests of the successful calls so far, tool and input: what makes a step ``novel``
-    (stable across processes, so a restored run keeps them)."""
+    seen: dict[int, None] = field(default_factory=dict)
+    """Digests of the successful calls so far, tool and input, in the order first seen: what
+    makes a step ``novel`` (stable across processes, so a restored run keeps them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -269,7 +269,7 @@ class ProgressTracker:
             "tier": self.tier,
             "best_score": self.best_score,
             "fresh_window": self.fresh_window,
-            "seen": sorted(self.seen),
+            "seen": list(self.seen),
         }
 
     @classmethod
@@ -285,7 +285,7 @@ class ProgressTracker:
             tier=int(data["tier"]),
             best_score=float(data["best_score"]),
             fresh_window=bool(data["fresh_window"]),
-            seen={int(k) for k in data["seen"]},
+            seen=dict.fromkeys(int(k) for k in data["seen"]),
         )
 
 
@@ -329,7 +329,7 @@ class InterventionEngine:
             key = _digest(tool, json.dumps(clip_json(params), sort_keys=True, default=str))
             novel = key not in t.seen
             if novel:
-                t.seen.add(key)
+                t.seen[key] = None
         self._read_progress(ToolStep(t.step, tool, params, result, is_error, novel))
         if t.step % c.check_every or self.stopped:
             return None

@@ -1,13 +1,13 @@
 """The checkpoint tables of the run store: a row per turn, and blobs by content.
 
-A checkpoint is the run state as a turn began (``RunState.snapshot``, its events aside: the
-events table holds them) as one JSON document, ``{"state": snapshot, "files": {path:
-hash}}``. The snapshot names the conversation's messages and the feedback's recent tool
-calls by hash, as the listing names the workspace's files; each is a blob, stored once
-however many checkpoints name it. The document is compressed with zlib against a base, the
-document of an earlier turn kept as a blob, so what did not change since costs next to
-nothing. Reading turn N reads that turn's row and the blobs it names, never the rows
-before it.
+A checkpoint is the run state as a turn began (``RunState.snapshot(history=False)``: the
+events table holds the events) as one JSON document, ``{"state": snapshot, "files": {path:
+hash}}``. Each message and each recent tool call is a blob, stored once however many
+checkpoints name it, as each file is; the lists that grow with the run are kept in chunks
+(:data:`CHUNKED`), so a row holds their new items only. The document is compressed with zlib
+against a base, the document of an earlier turn kept as a blob: zlib finds what the two share
+within its 32 KB window, so a row of a document that size or less is small. Reading turn N
+reads that turn's row and the blobs it names, never the rows before it.
 """
 
 from __future__ import annotations
@@ -39,11 +39,44 @@ __all__ = [
 
 RESUMABLE: Final = frozenset({"interrupted", "cancelled", "failed"})
 """The statuses ``gr.resume`` takes (``running`` too, once its process is gone)."""
+CHUNK: Final = 64
+CHUNKED: Final = (
+    ("context", "messages"),
+    ("guardrails", "feedback", "recent"),
+    ("interventions", "seen"),
+)
+"""The snapshot's lists that grow with the run, which a checkpoint keeps as ``{"chunks":
+[hash, ...], "tail": [...]}``: every full chunk of :data:`CHUNK` items is a blob, named again
+by every later checkpoint while the list only grows, so a row holds the new items alone."""
 BY_HASH: Final = (("context", "messages"), ("guardrails", "feedback", "recent"))
-"""Where a snapshot holds lists that a checkpoint keeps as lists of hashes."""
+"""The lists whose items a checkpoint keeps as hashes, each message and each recent tool
+call a blob of its own, stored once."""
+MAX_BLOB: Final = 2**30
+"""The largest blob a store may hold, a gibibyte: a crafted size past it is refused."""
 MAX_STATE: Final = 256 * 2**20
 """The most bytes a checkpoint's document may unpack to: a crafted row that would unpack
 to gigabytes is refused instead."""
+
+
+class Chunks:
+    """One of the :data:`CHUNKED` lists as a checkpointer keeps it from turn to turn."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.hashes: list[str] = []
+        """The hashes of the full chunks of :attr:`items`."""
+
+    def store(self, items: list[Any], blobs: dict[str, bytes]) -> dict[str, Any]:
+        """``items`` as chunks; the new full chunks go to ``blobs``."""
+        if items[: len(self.items)] != self.items:  # rewritten, not only grown
+            self.hashes = []
+        self.items = items
+        while (len(self.hashes) + 1) * CHUNK <= len(items):
+            start = len(self.hashes) * CHUNK
+            data = json_bytes(items[start : start + CHUNK])
+            self.hashes.append(digest_of(data))
+            blobs[self.hashes[-1]] = data
+        return {"chunks": list(self.hashes), "tail": items[len(self.hashes) * CHUNK :]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +133,20 @@ def compressed(document: bytes, base: bytes) -> bytes:
 def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes]) -> int:
     """Record a checkpoint and the new content it names (``{hash: bytes}``; content the
     store holds already is skipped) in one transaction, so a kill mid-write leaves the
-    previous checkpoint the latest. A turn written again replaces the earlier row. Returns
-    the bytes written."""
-    packed = [_packed(digest, data) for digest, data in blobs.items()]
+    previous checkpoint the latest. Returns the bytes written."""
+    written = len(row.state) + len(row.base)
     with store.transaction() as conn:
-        conn.executemany(
-            "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)", packed
-        )
+        for digest, data in blobs.items():
+            packed = _packed(digest, data)
+            insert = "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)"
+            if conn.execute(insert, packed).rowcount:
+                written += len(packed[3])
         conn.execute(
             "INSERT OR REPLACE INTO checkpoints (run_id, turn, seq, time, state, base)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (row.run_id, row.turn, row.seq, row.time, row.state, row.base),
         )
-    return len(row.state) + len(row.base) + sum(len(stored) for *_, stored in packed)
+    return written
 
 
 def _packed(digest: str, data: bytes) -> tuple[str, int, int, bytes]:
@@ -137,8 +171,13 @@ def blob(store: Store, digest: str) -> bytes:
         )
     size, compressed, data = found
     try:
-        content = _unpack(data, size + 1) if compressed else bytes(data)
-    except (zlib.error, DamagedRow, TypeError) as exc:
+        checked(size, int, "size")
+        if not 0 <= size <= MAX_BLOB:
+            raise DamagedRow(f"its size is {size:,}, not 0 to {MAX_BLOB:,} bytes")
+        if not isinstance(data, bytes):
+            raise DamagedRow(f"its data is {json_kind(data)}, not bytes")
+        content = _unpack(data, size + 1) if compressed else data
+    except (zlib.error, DamagedRow) as exc:
         raise StoreError(f"blob {digest} in run store {store.path} is damaged ({exc})") from None
     if len(content) != size or digest_of(content) != digest:
         raise StoreError(f"blob {digest} in run store {store.path} is damaged (wrong content)")
@@ -168,7 +207,8 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
         else:
             found = conn.execute(f"{query} AND turn = ?", (run_id, turn)).fetchone()
     if found is None:
-        raise RunError(f"run {run_id} has no checkpoint of turn {turn}")
+        which = "checkpoints" if turn is None else f"checkpoint of turn {turn}"
+        raise RunError(f"run {run_id} has no {which}")
     what = f"the checkpoint of turn {found[0]!r} of run {run_id}"
     try:
         at_turn = checked(found[0], int, "turn")
@@ -183,8 +223,11 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
             raise DamagedRow("its state holds no run state snapshot")
         if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
             raise DamagedRow("its files are not an object of paths and hashes")
+        read = _Reader(store)
+        for path in CHUNKED:
+            _unchunk(read, snapshot, path)
         for path in BY_HASH:
-            _expand(store, snapshot, path)
+            _expand(read, snapshot, path)
     except (DamagedRow, zlib.error) as exc:
         raise store.damaged(what, exc) from None
     events = [e for e in store.events(run_id) if e.seq <= seq]
@@ -193,19 +236,67 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
     )
 
 
-def _expand(store: Store, snapshot: dict[str, Any], path: tuple[str, ...]) -> None:
-    """Put back the values of the list of hashes at ``path`` in ``snapshot``."""
+class _Reader:
+    """Reads a blob's JSON once however many times a checkpoint names it: a crafted row
+    that names one blob a million times costs one read."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.read: dict[str, Any] = {}
+
+    def __call__(self, digest: str, shape: type[Any], subject: str) -> Any:
+        if digest not in self.read:
+            self.read[digest] = parse_json(blob(self.store, digest), shape, subject=subject)
+        found = self.read[digest]
+        if not isinstance(found, shape):
+            raise DamagedRow(f"{subject} is {json_kind(found)}")
+        return found
+
+
+def _list_at(snapshot: dict[str, Any], path: tuple[str, ...]) -> tuple[dict[str, Any], str] | None:
+    """The part that holds the list at ``path``, and its key; None when the part is off
+    (an agent without interventions has none)."""
     *parents, key = path
     part: Any = snapshot
     for name in parents:
-        part = part.get(name) if isinstance(part, dict) else None
-    hashes = part.get(key) if isinstance(part, dict) else None
+        if not isinstance(part, dict) or name not in part:
+            raise DamagedRow(f"its state has no {'.'.join(path)}")
+        part = part[name]
+    if part is None:
+        return None
+    if not isinstance(part, dict) or key not in part:
+        raise DamagedRow(f"its state has no {'.'.join(path)}")
+    return part, key
+
+
+def _unchunk(read: _Reader, snapshot: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Put back the list at ``path`` from its chunks and tail."""
+    found = _list_at(snapshot, path)
+    if found is None:
+        return
+    part, key = found
+    kept = part[key]
+    if not isinstance(kept, dict) or not isinstance(kept.get("chunks"), list):
+        raise DamagedRow(f"its {'.'.join(path)} is {json_kind(kept)}, not chunks and a tail")
+    tail = kept.get("tail")
+    if not isinstance(tail, list) or not all(isinstance(h, str) for h in kept["chunks"]):
+        raise DamagedRow(f"its {'.'.join(path)} are not chunk hashes and a tail")
+    items: list[Any] = []
+    for digest in kept["chunks"]:
+        items += read(digest, list, f"its {key} chunk {digest}")
+    part[key] = items + tail
+
+
+def _expand(read: _Reader, snapshot: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Put back the values of the list of hashes at ``path`` in ``snapshot``."""
+    found = _list_at(snapshot, path)
+    if found is None:
+        return
+    part, key = found
+    hashes = part[key]
     if not isinstance(hashes, list) or not all(isinstance(h, str) for h in hashes):
         raise DamagedRow(f"its {'.'.join(path)} are not a list of hashes")
-    part[key] = [
-        parse_json(blob(store, digest), dict, subject=f"its {key} blob {digest}")
-        for digest in hashes
-    ]
+    part[key] = [read(digest, dict, f"its {key} blob {digest}") for digest in hashes]
 
 
 def checkpoint_turns(store: Store, run_id: str) -> list[int]:

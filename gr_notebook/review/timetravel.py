@@ -394,7 +394,13 @@ class _FromCheckpoint:
 
     def restore(self, state: RunState) -> None:
         ck = self.checkpoint
-        snapshot = fit_snapshot(ck.snapshot, state.snapshot(events=False))
+        try:
+            snapshot = fit_snapshot(ck.snapshot, state.snapshot(history=False))
+        except (KeyError, TypeError, AttributeError) as exc:  # restore() checks the rest
+            raise RunError(
+                f"the checkpoint of turn {ck.turn} of run {ck.run_id} is not a run state this "
+                f"version reads ({type(exc).__name__}: {exc}); fork another turn"
+            ) from None
         self.kept_aside = restore_files(self.target, ck.files, ck.read, aside=self.aside)
         state.restore(snapshot, events=ck.events)
 

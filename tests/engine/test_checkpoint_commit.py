@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import sqlite3
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +248,30 @@ def test_the_feedback_calls_read_back_after_a_person_restores_the_guardrails(
     run = asyncio.run(main())
     assert run.status == "ended"
     assert truth.check(path, run.run_id) == list(range(1, run.turns + 1))
+
+
+def test_a_rows_size_does_not_grow_with_the_run(tmp_path: Path) -> None:
+    """Messages and seen calls are kept in chunks: a long run's late rows are no larger
+    than its early ones, though it has ten times the messages and the calls seen."""
+    script: list[Any] = [
+        gr.tool_call("write_file", path=f"notes/{i % 5}.md", content=f"note {i}\n")
+        for i in range(300)
+    ]
+    agent = gr.Agent(
+        gr.ScriptedModel([*script, gr.text("done")]),
+        workspace=tmp_path / "ws",
+        store=tmp_path / "s.sqlite",
+        interventions=gr.InterventionConfig(),
+        max_iterations=400,
+        self_regulation=False,
+    )
+    run = agent.run_sync("Write the notes.")
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        sizes = dict(
+            conn.execute(
+                "SELECT turn, length(state) FROM checkpoints WHERE run_id = ?", (run.run_id,)
+            ).fetchall()
+        )
+    early = statistics.median(sizes[t] for t in range(20, 40))
+    late = statistics.median(sizes[t] for t in range(280, 300))
+    assert late < 1.5 * early, (early, late)

@@ -21,8 +21,9 @@ MESSAGE = b'{"role":"user","content":[{"type":"text","text":"Begin."}]}'
 def row(turn: int, seq: int = 0, **state: Any) -> tuple[rows.CheckpointRow, dict[str, bytes]]:
     """A checkpoint of one message, its own base, and the blobs it names."""
     snapshot = {
-        "context": {"messages": [digest_of(MESSAGE)]},
-        "guardrails": {"feedback": {"recent": []}},
+        "context": {"messages": {"chunks": [], "tail": [digest_of(MESSAGE)]}},
+        "guardrails": {"feedback": {"recent": {"chunks": [], "tail": []}}},
+        "interventions": None,
         **state,
     }
     document = rows.json_bytes({"state": snapshot, "files": {}})
@@ -94,3 +95,22 @@ def test_a_turn_written_again_replaces_its_row_and_keeps_the_rows_around_it(
         with pytest.raises(gr.errors.StoreError, match="FOREIGN KEY"):
             rows.write_checkpoint(store, dataclasses.replace(row(4)[0], run_id="no-such-run"), {})
         assert rows.checkpoint_turns(store, "r") == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("size", "data", "wrong"),
+    [
+        (2**62, b"x", "not 0 to"),
+        (-5, b"x", "not 0 to"),
+        ("big", b"x", "its size is 'big'"),
+        (1, 2**40, "not bytes"),
+    ],
+)
+def test_a_crafted_blob_row_is_a_store_error_not_a_crash(
+    tmp_path: Path, size: object, data: object, wrong: str
+) -> None:
+    with started(gr.Store(tmp_path / "s.sqlite")) as store:
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO blobs VALUES ('d', ?, 0, ?)", (size, data))
+        with pytest.raises(gr.errors.StoreError, match=wrong):
+            rows.blob(store, "d")

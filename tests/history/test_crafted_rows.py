@@ -83,7 +83,7 @@ def fork_turn_1(path: Path, run: gr.Run, agent: gr.Agent, tmp_path: Path) -> gr.
         (zlib.compress(b"[1]"), "a JSON array, not an object"),
         (zlib.compress(DEEP.encode()), "nested too deep"),
         (zlib.compress(b'{"state": 1, "files": {}}'), "holds no run state snapshot"),
-        (zlib.compress(b'{"state": {"context": {"messages": [1]}}, "files": {}}'), "hashes"),
+        (zlib.compress(b'{"state": {"context": {"messages": [1]}}, "files": {}}'), "not chunks"),
         (zlib.compress(b'{"state": {"context": {"messages": []}}, "files": []}'), "paths"),
         ("text, not bytes", "a JSON string, not compressed bytes"),
         (7, "a JSON number, not compressed bytes"),
@@ -114,13 +114,13 @@ def test_a_missing_or_crafted_message_blob_is_a_store_error(
 ) -> None:
     path, run, agent = recorded
     saved = document(path, run.run_id)
-    saved["state"]["context"]["messages"] = ["0" * 32]
+    saved["state"]["context"]["messages"] = {"chunks": [], "tail": ["0" * 32]}
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
     with pytest.raises(gr.errors.StoreError, match="lacks blob 0000"):
         fork_turn_1(path, run, agent, tmp_path)
     content = b"[1, 2]"
     craft(path, "INSERT INTO blobs VALUES (?, ?, 0, ?)", digest_of(content), 6, content)
-    saved["state"]["context"]["messages"] = [digest_of(content)]
+    saved["state"]["context"]["messages"] = {"chunks": [], "tail": [digest_of(content)]}
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
     with pytest.raises(
         gr.errors.StoreError, match=r"its messages blob \w+ is a JSON array, not an object"
@@ -247,3 +247,14 @@ def test_a_run_column_of_the_wrong_type_is_a_store_error(
         gr.runs_df(path)
     with pytest.raises(gr.errors.StoreError, match=f"run '{run.run_id}'.*{column}"):
         gr.fork(run.run_id, 1, agent, store=path)
+
+
+def test_a_checkpoint_without_the_guardrails_fields_is_refused_in_words(
+    recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path
+) -> None:
+    path, run, agent = recorded
+    saved = document(path, run.run_id)
+    del saved["state"]["guardrails"]["feedback"]["triggers"]
+    craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
+    with pytest.raises(gr.RunError, match="is not a run state this version reads"):
+        fork_turn_1(path, run, agent, tmp_path)
