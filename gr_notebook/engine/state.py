@@ -261,7 +261,7 @@ class RunState:
                 raise TypeError("pending.todo_order must be text or null")
             detector_state = snapshot["stuck_detector"]
             guardrails = snapshot["guardrails"]
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise RunError(
                 f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
                 "pass what RunState.snapshot() returned"

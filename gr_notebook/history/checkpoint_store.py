@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gr_notebook.digests import digest_of
-from gr_notebook.errors import RunError, StoreError
+from gr_notebook.errors import RunError
 from gr_notebook.events import Event
 from gr_notebook.history.cells import DamagedRow, checked, json_kind, parse_json
 from gr_notebook.history.store import Store
@@ -53,6 +53,8 @@ BY_HASH: Final = (("context", "messages"), ("guardrails", "feedback", "recent"))
 call a blob of its own, stored once."""
 MAX_BLOB: Final = 2**30
 """The largest blob a store may hold, a gibibyte: a crafted size past it is refused."""
+MAX_ITEMS: Final = 1_000_000
+"""The most items a checkpoint's list may hold: no run grows one this long."""
 MAX_STATE: Final = 256 * 2**20
 """The most bytes a checkpoint's document may unpack to: a crafted row that would unpack
 to gigabytes is refused instead."""
@@ -160,27 +162,32 @@ def _packed(digest: str, data: bytes) -> tuple[str, int, int, bytes]:
 
 def blob(store: Store, digest: str) -> bytes:
     """The content stored under ``digest``; StoreError if it is missing or damaged."""
+    try:
+        return _blob(store, digest, MAX_BLOB)
+    except DamagedRow as exc:
+        raise store.damaged("a checkpoint's content", exc) from None
+
+
+def _blob(store: Store, digest: str, limit: int) -> bytes:
+    """The content under ``digest``, at most ``limit`` bytes; DamagedRow saying why not."""
     with store.transaction() as conn:
         found = conn.execute(
             "SELECT size, zlib, data FROM blobs WHERE digest = ?", (digest,)
         ).fetchone()
     if found is None:
-        raise StoreError(
-            f"run store {store.path} lacks blob {digest} that a checkpoint names; the store "
-            "is damaged: restore it from a copy"
-        )
+        raise DamagedRow(f"blob {digest} is missing")
     size, compressed, data = found
+    checked(size, int, f"blob {digest}'s size")
+    if not 0 <= size <= limit:
+        raise DamagedRow(f"blob {digest}'s size is {size:,}, not 0 to {limit:,} bytes")
+    if not isinstance(data, bytes):
+        raise DamagedRow(f"blob {digest}'s data is {json_kind(data)}, not bytes")
     try:
-        checked(size, int, "size")
-        if not 0 <= size <= MAX_BLOB:
-            raise DamagedRow(f"its size is {size:,}, not 0 to {MAX_BLOB:,} bytes")
-        if not isinstance(data, bytes):
-            raise DamagedRow(f"its data is {json_kind(data)}, not bytes")
         content = _unpack(data, size + 1) if compressed else data
-    except (zlib.error, DamagedRow) as exc:
-        raise StoreError(f"blob {digest} in run store {store.path} is damaged ({exc})") from None
+    except zlib.error as exc:
+        raise DamagedRow(f"blob {digest} is damaged ({exc})") from None
     if len(content) != size or digest_of(content) != digest:
-        raise StoreError(f"blob {digest} in run store {store.path} is damaged (wrong content)")
+        raise DamagedRow(f"blob {digest} is damaged (wrong content)")
     return content
 
 
@@ -246,7 +253,8 @@ class _Reader:
 
     def __call__(self, digest: str, shape: type[Any], subject: str) -> Any:
         if digest not in self.read:
-            self.read[digest] = parse_json(blob(self.store, digest), shape, subject=subject)
+            content = _blob(self.store, digest, MAX_STATE)
+            self.read[digest] = parse_json(content, shape, subject=subject)
         found = self.read[digest]
         if not isinstance(found, shape):
             raise DamagedRow(f"{subject} is {json_kind(found)}")
@@ -281,9 +289,14 @@ def _unchunk(read: _Reader, snapshot: dict[str, Any], path: tuple[str, ...]) -> 
     tail = kept.get("tail")
     if not isinstance(tail, list) or not all(isinstance(h, str) for h in kept["chunks"]):
         raise DamagedRow(f"its {'.'.join(path)} are not chunk hashes and a tail")
+    if len(tail) >= CHUNK or len(kept["chunks"]) * CHUNK > MAX_ITEMS:
+        raise DamagedRow(f"its {'.'.join(path)} hold more than a checkpoint writes")
     items: list[Any] = []
     for digest in kept["chunks"]:
-        items += read(digest, list, f"its {key} chunk {digest}")
+        chunk = read(digest, list, f"its {key} chunk {digest}")
+        if len(chunk) != CHUNK:
+            raise DamagedRow(f"its {key} chunk {digest} holds {len(chunk)} items, not {CHUNK}")
+        items += chunk
     part[key] = items + tail
 
 

@@ -116,7 +116,9 @@ def test_a_missing_or_crafted_message_blob_is_a_store_error(
     saved = document(path, run.run_id)
     saved["state"]["context"]["messages"] = {"chunks": [], "tail": ["0" * 32]}
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
-    with pytest.raises(gr.errors.StoreError, match="lacks blob 0000"):
+    with pytest.raises(
+        gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*blob 0000.* is missing"
+    ):
         fork_turn_1(path, run, agent, tmp_path)
     content = b"[1, 2]"
     craft(path, "INSERT INTO blobs VALUES (?, ?, 0, ?)", digest_of(content), 6, content)
@@ -257,4 +259,20 @@ def test_a_checkpoint_without_the_guardrails_fields_is_refused_in_words(
     del saved["state"]["guardrails"]["feedback"]["triggers"]
     craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
     with pytest.raises(gr.RunError, match="is not a run state this version reads"):
+        fork_turn_1(path, run, agent, tmp_path)
+
+
+@pytest.mark.parametrize(("named", "length"), [(200, 64), (1, 100_000), (1, 3)])
+def test_a_chunk_named_over_and_over_or_of_the_wrong_length_is_refused(
+    recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path, named: int, length: int
+) -> None:
+    """A tiny row could otherwise name one big chunk a million times."""
+    path, run, agent = recorded
+    content = json.dumps([0] * length).encode()
+    digest = digest_of(content)
+    craft(path, "INSERT INTO blobs VALUES (?, ?, 0, ?)", digest, len(content), content)
+    saved = document(path, run.run_id)
+    saved["state"]["context"]["messages"] = {"chunks": [digest] * named, "tail": []}
+    craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
+    with pytest.raises(gr.errors.StoreError, match=f"turn 1 of run {run.run_id}.*"):
         fork_turn_1(path, run, agent, tmp_path)
