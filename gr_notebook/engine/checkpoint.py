@@ -153,11 +153,10 @@ class Checkpointer:
             dirty, self._dirty = self._dirty, set()
             blobs = self._tree.update(dirty)
         snapshot = state.snapshot(history=False)  # the events are in the store already
-        # the lists that grow with the run, as checkpoint_store.CHUNKED keeps them
+        # by hash, and the lists that grow with the run in chunks (checkpoint_store.CHUNKED)
         context, feedback = snapshot["context"], snapshot["guardrails"]["feedback"]
         context["messages"] = self._lists["messages"].store(self._message_hashes(blobs), blobs)
-        calls = [self._call_hash(call, blobs) for call in state.guards.feedback.recent]
-        feedback["recent"] = self._lists["recent"].store(calls, blobs)
+        feedback["recent"] = [self._call_hash(call, blobs) for call in state.guards.feedback.recent]
         tracker = snapshot["interventions"]
         if tracker is not None:
             tracker["seen"] = self._lists["seen"].store(tracker["seen"], blobs)

@@ -40,15 +40,17 @@ __all__ = [
 RESUMABLE: Final = frozenset({"interrupted", "cancelled", "failed"})
 """The statuses ``gr.resume`` takes (``running`` too, once its process is gone)."""
 CHUNK: Final = 64
-CHUNKED: Final = (
+CHUNKED: Final[tuple[tuple[str, ...], ...]] = (
     ("context", "messages"),
-    ("guardrails", "feedback", "recent"),
     ("interventions", "seen"),
 )
 """The snapshot's lists that grow with the run, which a checkpoint keeps as ``{"chunks":
 [hash, ...], "tail": [...]}``: every full chunk of :data:`CHUNK` items is a blob, named again
 by every later checkpoint while the list only grows, so a row holds the new items alone."""
-BY_HASH: Final = (("context", "messages"), ("guardrails", "feedback", "recent"))
+BY_HASH: Final[tuple[tuple[str, ...], ...]] = (
+    ("context", "messages"),
+    ("guardrails", "feedback", "recent"),
+)
 """The lists whose items a checkpoint keeps as hashes, each message and each recent tool
 call a blob of its own, stored once."""
 MAX_BLOB: Final = 2**30
@@ -231,10 +233,10 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
         if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
             raise DamagedRow("its files are not an object of paths and hashes")
         read = _Reader(store)
-        for path in CHUNKED:
-            _unchunk(read, snapshot, path)
-        for path in BY_HASH:
-            _expand(read, snapshot, path)
+        for chunked in CHUNKED:
+            _unchunk(read, snapshot, chunked)
+        for hashed in BY_HASH:
+            _expand(read, snapshot, hashed)
     except (DamagedRow, zlib.error) as exc:
         raise store.damaged(what, exc) from None
     events = [e for e in store.events(run_id) if e.seq <= seq]

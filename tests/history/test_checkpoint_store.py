@@ -22,7 +22,7 @@ def row(turn: int, seq: int = 0, **state: Any) -> tuple[rows.CheckpointRow, dict
     """A checkpoint of one message, its own base, and the blobs it names."""
     snapshot = {
         "context": {"messages": {"chunks": [], "tail": [digest_of(MESSAGE)]}},
-        "guardrails": {"feedback": {"recent": {"chunks": [], "tail": []}}},
+        "guardrails": {"feedback": {"recent": []}},
         "interventions": None,
         **state,
     }
