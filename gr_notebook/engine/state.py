@@ -189,8 +189,8 @@ class RunState:
 
     def snapshot(self, *, history: bool = True) -> dict[str, Any]:
         """All of the run's state as JSON values, for :meth:`restore`; taken between turns.
-        ``history=False`` leaves out what grows with the run, the events and layer 5's
-        messages: a checkpoint keeps them apart, each once."""
+        ``history=False`` leaves out what a checkpoint keeps apart, each once: the events,
+        layer 5's messages and the feedback's recent tool calls."""
         engine = self.interventions
         snapshot: dict[str, Any] = {
             "version": STATE_VERSION,
@@ -208,7 +208,7 @@ class RunState:
             "context": self.context.to_json(messages=history),
             "phases": self.phases.to_json(),
             "regulation": self.regulation.to_json() if self.regulation else None,
-            "guardrails": self.guards.snapshot(),
+            "guardrails": self.guards.snapshot(recent=history),
             "interventions": engine.to_json() if engine else None,
             "stuck_detector": _detector_json(self.stuck_detector),
             "pending": {

@@ -286,12 +286,13 @@ class Guardrails:
 
     # -- snapshots --------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """The guardrails' state as JSON values, for :meth:`restore`."""
+    def snapshot(self, *, recent: bool = True) -> dict[str, Any]:
+        """The guardrails' state as JSON values, for :meth:`restore`; ``recent=False``
+        leaves the feedback's recent tool calls out (a checkpoint keeps them by hash)."""
         return {
             "version": SNAPSHOT_VERSION,
             "policies": {key: memory.to_json() for key, memory in self.memories.items()},
-            "feedback": self.feedback.to_json(),
+            "feedback": self.feedback.to_json(recent=recent),
             "completion": {"refusals": self.refusals},
         }
 

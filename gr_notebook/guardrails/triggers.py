@@ -139,7 +139,8 @@ class FeedbackRunner:
         self._emit(block.event(tool, index))
         return True, block
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, recent: bool = True) -> dict[str, Any]:
+        """The runner's state; ``recent=False`` leaves the recent tool calls out (None)."""
         return {
             "calls": self.calls,
             "triggers": [
@@ -153,7 +154,7 @@ class FeedbackRunner:
             ],
             "last": self.last.to_json() if self.last else None,
             "last_by_provider": {k: f.to_json() for k, f in self.last_by_provider.items()},
-            "recent": [record.to_json() for record in self.recent],
+            "recent": [record.to_json() for record in self.recent] if recent else None,
         }
 
     def load_json(self, data: Mapping[str, Any]) -> Callable[[], None]:

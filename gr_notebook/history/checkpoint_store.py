@@ -53,6 +53,9 @@ BY_HASH: Final[tuple[tuple[str, ...], ...]] = (
 )
 """The lists whose items a checkpoint keeps as hashes, each message and each recent tool
 call a blob of its own, stored once."""
+LEVEL: Final = 1
+"""zlib's fastest level: it finds what a document shares with its base all the same, and a
+checkpoint is taken at every turn."""
 MAX_BLOB: Final = 2**30
 """The largest blob a store may hold, a gibibyte: a crafted size past it is refused."""
 MAX_ITEMS: Final = 1_000_000
@@ -130,7 +133,7 @@ def _plain(value: object) -> Any:
 def compressed(document: bytes, base: bytes) -> bytes:
     """``document`` compressed with ``base`` as zlib's preset dictionary: the runs of bytes
     they share cost a few bytes each."""
-    packer = zlib.compressobj(zdict=base) if base else zlib.compressobj()
+    packer = zlib.compressobj(LEVEL, zdict=base) if base else zlib.compressobj(LEVEL)
     return packer.compress(document) + packer.flush()
 
 
@@ -156,7 +159,7 @@ def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes
 def _packed(digest: str, data: bytes) -> tuple[str, int, int, bytes]:
     """A blob as its row holds it: hash, size, whether compressed, bytes (compressed when
     that is shorter)."""
-    small = zlib.compress(data)
+    small = zlib.compress(data, LEVEL)
     if len(small) < len(data):
         return digest, len(data), 1, small
     return digest, len(data), 0, data
