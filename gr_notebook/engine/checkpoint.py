@@ -26,7 +26,6 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import ToolCallRecord
-from gr_notebook.guardrails.triggers import RECENT_CALLS
 from gr_notebook.history.checkpoint_store import (
     CHUNKED,
     CheckpointRow,
@@ -90,7 +89,7 @@ class Checkpointer:
         self._message_list: list[str] = []
         """Layer 5's messages at the last checkpoint, and their hashes."""
         self._calls: dict[int, tuple[ToolCallRecord, str]] = {}
-        """id -> (call, hash) of the recent tool calls already stored."""
+        """id -> (call, hash) of the recent tool calls the last checkpoint named."""
         self._lists = {path[-1]: Chunks() for path in CHUNKED}
         self._base: tuple[str, bytes] = ("", b"")
         """The hash and the JSON of the document the rows are compressed against."""
@@ -156,7 +155,7 @@ class Checkpointer:
         # by hash, and the lists that grow with the run in chunks (checkpoint_store.CHUNKED)
         context, feedback = snapshot["context"], snapshot["guardrails"]["feedback"]
         context["messages"] = self._lists["messages"].store(self._message_hashes(blobs), blobs)
-        feedback["recent"] = [self._call_hash(call, blobs) for call in state.guards.feedback.recent]
+        feedback["recent"] = self._call_hashes(blobs)
         tracker = snapshot["interventions"]
         if tracker is not None:
             tracker["seen"] = self._lists["seen"].store(tracker["seen"], blobs)
@@ -191,17 +190,16 @@ class Checkpointer:
         self._messages, self._message_list = list(messages), hashes
         return hashes
 
-    def _call_hash(self, call: ToolCallRecord, blobs: dict[str, bytes]) -> str:
-        """The hash of a recent tool call's JSON, a blob: a call is encoded once."""
-        known = self._calls.get(id(call))
-        digest = (
-            known[1] if known is not None and known[0] is call else self._new(call.to_json(), blobs)
-        )
-        self._calls[id(call)] = (call, digest)
-        if len(self._calls) > 2 * RECENT_CALLS:  # keep the calls still recent
-            recent = {id(c) for c in self.state.guards.feedback.recent}
-            self._calls = {k: v for k, v in self._calls.items() if k in recent}
-        return digest
+    def _call_hashes(self, blobs: dict[str, bytes]) -> list[str]:
+        """The hashes of the feedback's recent tool calls, each call's JSON a blob: a call
+        the last checkpoint named is not encoded again."""
+        known, self._calls = self._calls, {}
+        for call in self.state.guards.feedback.recent:
+            entry = known.get(id(call))
+            if entry is None or entry[0] is not call:
+                entry = (call, self._new(call.to_json(), blobs))
+            self._calls[id(call)] = entry
+        return [digest for _, digest in self._calls.values()]
 
     @staticmethod
     def _new(value: object, blobs: dict[str, bytes]) -> str:

@@ -307,15 +307,6 @@ class Store:
             "restore it from a copy, or move it aside"
         )
 
-    def decode(
-        self, data: object, shape: type[dict[str, Any]] | type[list[Any]] | None, what: str
-    ) -> Any:
-        """A stored JSON cell (:func:`parse_json`), or :meth:`damaged` naming ``what``."""
-        try:
-            return parse_json(data, shape)
-        except DamagedRow as exc:
-            raise self.damaged(what, exc) from None
-
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[sqlite3.Row], int]:
         """Run one statement under the lock; a write is committed before this returns."""
         with self.transaction() as conn:
