@@ -181,7 +181,7 @@ class _Turn:
         tool, problem = self.registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
             return tool, problem or ToolOutput("Unknown tool.", True)
-        denial = guards.check(tool, use.input, turn=state.turn)
+        denial = guards.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
         if denial is not None:
             text = denial.message()
             return tool, ToolOutput(

@@ -36,6 +36,11 @@ class PolicyDecisionEvent(Event):
     policy: str | None
     reason: str | None
     policies: Sequence[str]
+    tool_use_id: str | None = None
+    """The call decided on; None in events recorded before it was kept."""
+    mode: Literal["shadow"] | None = None
+    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
+    None when the decision was live."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -65,6 +70,9 @@ class FeedbackEvent(Event):
     config: int | None
     directive: GuidanceRecord | None = None
     """The block as an order; the run state adds it as the event is recorded."""
+    mode: Literal["shadow"] | None = None
+    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
+    None when the decision was live."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -81,6 +89,9 @@ class CompletionCheckEvent(Event):
     feedback: str | None
     refusals: int
     give_up: bool | None = None
+    mode: Literal["shadow"] | None = None
+    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
+    None when the decision was live."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -103,6 +114,9 @@ class InterventionCheckEvent(Event):
     """The setting the deciding safeguard compared against (the minimum tool calls, the
     grace period, the edits that count as busy, the checks that count as stuck); None in
     events recorded before it was kept."""
+    mode: Literal["shadow"] | None = None
+    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
+    None when the decision was live."""
 
     @property
     def why(self) -> str:

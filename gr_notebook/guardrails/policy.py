@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from gr_notebook.errors import RunError
 
@@ -18,13 +18,31 @@ if TYPE_CHECKING:
     from gr_notebook.tools.base import Tool, ToolOutput
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["PolicyContext", "PolicyDecision", "PolicyMemory", "PolicyState", "ToolPolicy"]
+__all__ = [
+    "PolicyContext",
+    "PolicyDecision",
+    "PolicyMemory",
+    "PolicyState",
+    "ToolPolicy",
+    "Verdict",
+]
+
+
+Verdict = Literal["allow", "deny", "ask"]
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyDecision:
+    """A policy's answer for one call: allow it, deny it, or ask a person.
+
+    An ask is not ``allowed``: code that reads only ``allowed`` treats it as a denial, so
+    a question nobody answers never lets a call through.
+    """
+
     allowed: bool
     reason: str | None = None
+    needs_approval: bool = False
+    """A person must approve the call before it runs (see :meth:`ask`)."""
 
     @classmethod
     def allow(cls) -> PolicyDecision:
@@ -34,6 +52,18 @@ class PolicyDecision:
     def deny(cls, reason: str) -> PolicyDecision:
         """Deny with a reason the model can act on: what to do instead."""
         return cls(False, reason.strip() or "denied by policy")
+
+    @classmethod
+    def ask(cls, reason: str) -> PolicyDecision:
+        """Hold the call until a person approves, denies or edits it; ``reason`` is what
+        the person reads."""
+        return cls(False, reason.strip() or "a person must approve this call", True)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.allowed:
+            return "allow"
+        return "ask" if self.needs_approval else "deny"
 
 
 _ALLOW = PolicyDecision(True)

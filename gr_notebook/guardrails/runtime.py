@@ -95,7 +95,14 @@ class Guardrails:
 
     # -- policies ---------------------------------------------------------------------------
 
-    def check(self, tool: Tool, params: Mapping[str, Any], *, turn: int) -> Denial | None:
+    def check(
+        self,
+        tool: Tool,
+        params: Mapping[str, Any],
+        *,
+        turn: int,
+        tool_use_id: str | None = None,
+    ) -> Denial | None:
         """Ask every policy that governs ``tool``; the first denial wins. Fail-closed: a
         policy that raises, or answers with something other than a decision, denies."""
         bindings = self.spec.by_tool.get(tool.name)
@@ -116,6 +123,7 @@ class Guardrails:
                         policy=denial.policy,
                         reason=denial.reason,
                         policies=[b.key for b in bindings],
+                        tool_use_id=tool_use_id,
                     )
                 )
                 return denial
@@ -126,6 +134,7 @@ class Guardrails:
                 policy=None,
                 reason=None,
                 policies=[b.key for b in bindings],
+                tool_use_id=tool_use_id,
             )
         )
         return None

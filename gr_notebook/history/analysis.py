@@ -82,10 +82,12 @@ class EventColumn:
 
     name: str
     path: str = ""
+    compute: Callable[[Event], Any] | None = field(default=None, repr=False, compare=False)
+    """Computes the value instead, when no field holds it as shown."""
     read: Callable[[Event], Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "read", attrgetter(self.path or self.name))
+        object.__setattr__(self, "read", self.compute or attrgetter(self.path or self.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,10 @@ class EventFrame:
 
 def _columns(*names: str) -> tuple[EventColumn, ...]:
     return tuple(EventColumn(n) for n in names)
+
+
+MODE = EventColumn("mode", compute=lambda e: getattr(e, "mode", None) or "live")
+"""``live``, or ``shadow`` for a shadow guardrail's decision (which nothing acted on)."""
 
 
 _AT = ("seq", "turn", "phase")
@@ -152,28 +158,34 @@ FRAMES: Mapping[str, EventFrame] = {
     ),
     "policy_df": EventFrame(
         (PolicyDecisionEvent,),
-        _columns(*_AT, "tool", "allowed", "policy", "reason", "policies"),
+        (*_columns(*_AT, "tool", "allowed", "policy", "reason", "policies"), MODE),
     ),
     "feedback_df": EventFrame(
         (FeedbackEvent,),
-        _columns(*_AT, "provider", "severity", "summary", "call_index", "tool", "text"),
+        (*_columns(*_AT, "provider", "severity", "summary", "call_index", "tool", "text"), MODE),
     ),
     "completion_df": EventFrame(
         (CompletionCheckEvent,),
-        _columns(*_AT, "stop", "checker", "complete", "bypassed", "refusals", "feedback"),
+        (
+            *_columns(*_AT, "stop", "checker", "complete", "bypassed", "refusals", "feedback"),
+            MODE,
+        ),
     ),
     "interventions_df": EventFrame(
         (InterventionCheckEvent,),
-        _columns(
-            "step",
-            "turn",
-            "tier",
-            "fired",
-            "skip_reason",
-            "why",
-            "stuck_counter",
-            "steps_since_reset",
-            "recent_edits",
+        (
+            *_columns(
+                "step",
+                "turn",
+                "tier",
+                "fired",
+                "skip_reason",
+                "why",
+                "stuck_counter",
+                "steps_since_reset",
+                "recent_edits",
+            ),
+            MODE,
         ),
     ),
     "guidance_df": EventFrame(

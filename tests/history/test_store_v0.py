@@ -24,7 +24,12 @@ from gr_notebook.history.store import Store
 FIXTURES = Path(__file__).parent / "fixtures"
 NEWER_KINDS = frozenset({"thinking", "allotment_extended"})
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
-NEWER_COLUMNS = {"interventions_df": ["why"]}
+NEWER_COLUMNS = {
+    "interventions_df": ["why", "mode"],
+    "policy_df": ["mode"],
+    "feedback_df": ["mode"],
+    "completion_df": ["mode"],
+}
 """Columns a frame gained since: derived from the old events, and the old columns unchanged."""
 RENAMED_KINDS = {"stuck_checkpoint": "progress_check"}
 """Kinds renamed since: the old rows read as the new kind, in events and in ``kind`` columns."""
@@ -57,6 +62,8 @@ def cells(frame: pd.DataFrame) -> list[list[str]]:
 def assert_same(got: pd.DataFrame, want: pd.DataFrame, name: str = "") -> None:
     newer = NEWER_COLUMNS.get(name, [])
     assert [c for c in got.columns if c not in want.columns] == newer
+    if "mode" in newer:  # every decision of an old store was live
+        assert set(got["mode"]) <= {"live"}
     got = got.drop(columns=newer)
     pd.testing.assert_frame_equal(got, want)
     assert list(got.dtypes) == list(want.dtypes)

@@ -92,7 +92,9 @@ class HookCallbacks:
             return self._deny(call, read, ToolOutput(text, True), started)
         self.view.call = call
         try:
-            denial = state.guards.check(call.tool, call.params, turn=state.turn)
+            denial = state.guards.check(
+                call.tool, call.params, turn=state.turn, tool_use_id=read.tool_use_id
+            )
         finally:
             self.view.call = None
         if denial is None:
