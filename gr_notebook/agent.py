@@ -32,6 +32,7 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.regulation_tools import REGULATION_PROMPT, regulation_tools
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
@@ -81,9 +82,10 @@ class Agent:
         clock: Callable[[], float] = time.time,
         name: str = "agent",
         checkpoints: bool = True,
+        shadow: Iterable[object] = (),
     ) -> None:
         options = {k: v for k, v in locals().items() if k != "self"}
-        for key in ("tools", "policies", "feedback_providers"):  # a generator reads once
+        for key in ("tools", "policies", "feedback_providers", "shadow"):  # a generator reads once
             if isinstance(options[key], Iterator):
                 options[key] = tuple(options[key])
         tools, policies, feedback_providers = (
@@ -119,6 +121,11 @@ class Agent:
             checker=task_completion_checker,
             max_refusals=max_refusals,
         )
+        self.shadow = ShadowSpec.build(
+            options["shadow"], tools=list(self.registry), max_refusals=max_refusals
+        )
+        """Guardrails that decide on every call, stop and check, recorded with
+        ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
         if interventions is not None and not isinstance(interventions, InterventionConfig):
             raise ConfigError(
                 "interventions takes gr.InterventionConfig(...) (or a preset such as "
@@ -203,6 +210,7 @@ class Agent:
             stuck_detector=self.stuck_detector,
             stuck_turns=self.stuck_turns,
             name=self.name,
+            shadow=None if self.shadow.empty else self.shadow,
         )
 
     def config(self) -> dict[str, Any]:
@@ -218,6 +226,7 @@ class Agent:
             **self.guardrails.describe(),
             "interventions": self.interventions.describe() if self.interventions else None,
             "self_regulation": self.regulation is not None,
+            "shadow": self.shadow.describe(),
         }
 
     @property

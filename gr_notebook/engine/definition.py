@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.regulation import RegulationSettings
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.models.base import Model
 from gr_notebook.tools.registry import ToolRegistry
@@ -38,6 +39,8 @@ class AgentDefinition:
     """A person's detector, used as it is; without one, ``stuck_turns`` makes one per run."""
     stuck_turns: int | None = 10
     name: str = "agent"
+    shadow: ShadowSpec | None = None
+    """Guardrails that decide and are recorded, and that nothing obeys."""
 
     def new_stuck_detector(self) -> StuckDetector | None:
         if self.stuck_detector is not None:

@@ -329,6 +329,8 @@ class Loop:
             return gave_up(state, effects.give_up)
         if effects.worked:
             state.guards.note_work()
+            if state.shadow is not None:
+                state.shadow.note_work()
         if effects.job is not None:
             done = LoopOutcome("completed", f"{effects.job_tool} was called")
             return settle(state, done, STOP_BY_TOOL, {"summary": effects.job.summary})
@@ -355,8 +357,10 @@ class Loop:
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        guards = self.state.guards
+        guards, shadow = self.state.guards, self.state.shadow
         verdict = guards.judge_stop("end_turn", final_text)
+        if shadow is not None:
+            shadow.judge_stop("end_turn", final_text)
         if not verdict.allowed:
             if verdict.give_up:
                 return gave_up(self.state, verdict)
@@ -385,6 +389,8 @@ class Loop:
             self._inject([directive(text, reads=(phases.plan_file,))])
         elif check.action == "rewind":
             phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
+            if self.state.shadow is not None:
+                self.state.shadow.note_reset()
             self._inject(phases.take_prompts())
         else:
             return LoopOutcome(
@@ -461,6 +467,8 @@ class Loop:
             state.phases.rewind(issue, source="person")
             if state.interventions is not None:
                 state.interventions.note_reset()
+            if state.shadow is not None:
+                state.shadow.note_reset()
             if reset:
                 state.reset_policies("person")
             self._inject(state.phases.take_prompts())

@@ -41,6 +41,7 @@ from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
@@ -91,6 +92,8 @@ class RunState:
         if definition.regulation is not None:
             self.regulation = SelfRegulation(definition.regulation, self)
         self.guards = Guardrails(definition.guardrails, self)
+        self.shadow = Shadow(definition.shadow, self) if definition.shadow else None
+        """The shadow guardrails: asked where the live ones are, and obeyed by nothing."""
         self.interventions = (
             InterventionEngine(definition.interventions) if definition.interventions else None
         )
@@ -137,6 +140,8 @@ class RunState:
     def reset_policies(self, source: str) -> None:
         """Forget what the tool policies remember (a rewind that asked for it)."""
         self.guards.reset_policies()
+        if self.shadow is not None:
+            self.shadow.reset_policies()
         self.emit(PoliciesResetEvent(source=source, policies=list(self.guards.memories)))
 
     # -- views for the other extension points ---------------------------------------------------
@@ -210,6 +215,7 @@ class RunState:
             "regulation": self.regulation.to_json() if self.regulation else None,
             "guardrails": self.guards.snapshot(recent=history),
             "interventions": engine.to_json() if engine else None,
+            "shadow": self.shadow.snapshot() if self.shadow else None,
             "stuck_detector": _detector_json(self.stuck_detector),
             "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
@@ -266,6 +272,9 @@ class RunState:
                 f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
                 "pass what RunState.snapshot() returned"
             ) from None
+        shadow = snapshot.get("shadow")
+        if self.shadow is not None and shadow is not None:  # none saved: it starts afresh
+            self.shadow.restore(shadow, recent=guardrails["feedback"]["recent"])
         self.guards.restore(guardrails)  # checks, then applies, or raises: before any change
         self.turn, self.tokens = turn, tokens
         self.started_at = self.clock() - elapsed

@@ -157,6 +157,15 @@ class _Turn:
             self._observe(use, output)  # told to wrap up, it is winding down, not stuck
         guards = state.guards
         blocks = guards.after_call(use.name, use.input, is_error=output.is_error, turn=state.turn)
+        if state.shadow is not None:
+            state.shadow.after_call(
+                use.name,
+                use.input,
+                output.content,
+                is_error=output.is_error,
+                turn=state.turn,
+                observe=not state.phases.wrap_up_ordered,
+            )
         regulation = state.regulation
         if (
             regulation is not None
@@ -182,13 +191,15 @@ class _Turn:
         if problem is not None or tool is None:
             return tool, problem or ToolOutput("Unknown tool.", True)
         denial = guards.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
+        if state.shadow is not None:
+            state.shadow.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
         if denial is not None:
             text = denial.message()
             return tool, ToolOutput(
                 text, True, Directive(text, f"policy:{denial.policy}", "do_first")
             )
         if tool.ends_job:
-            verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+            verdict = self._judge_stop(use)
             if not verdict.allowed:
                 self.effects.refused += 1
                 if verdict.give_up:
@@ -202,6 +213,8 @@ class _Turn:
                 output = self._complete_job(tool, use, output, done_before=done_before)
             if not output.is_error:
                 guards.after_success(tool, use.input, output, turn=state.turn)
+                if state.shadow is not None:
+                    state.shadow.after_success(tool, use.input, output, turn=state.turn)
                 self._take_effects(output)
             return tool, output
         except asyncio.CancelledError:
@@ -218,6 +231,14 @@ class _Turn:
                 True,
             )
 
+    def _judge_stop(self, use: ToolUseBlock) -> StopVerdict:
+        """The live checker's verdict on a call that ends the job; the shadow's is recorded."""
+        state = self.state
+        verdict = state.guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+        if state.shadow is not None:
+            state.shadow.judge_stop(STOP_BY_TOOL, dict(use.input))
+        return verdict
+
     def _complete_job(
         self, tool: Tool, use: ToolUseBlock, output: ToolOutput, *, done_before: bool
     ) -> ToolOutput:
@@ -233,7 +254,7 @@ class _Turn:
             if not isinstance(effect, CompleteJob):
                 continue
             if not tool.ends_job and phases.job is None:
-                verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+                verdict = self._judge_stop(use)
                 if not verdict.allowed:
                     self.effects.refused += 1
                     if verdict.give_up:

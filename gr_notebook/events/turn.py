@@ -178,12 +178,17 @@ class ProgressCheckEvent(Event):
 
 def directive_of(event: Event) -> GuidanceRecord | None:
     """The order an event delivered, if any; read leniently from an untyped event that
-    carries one under ``directive``."""
+    carries one under ``directive``. A shadow guardrail's feedback delivered nothing: its
+    order (kept on the event, for the lint) is not one."""
     event = as_typed(event)
     if type(event) is Event:
+        if event.data.get("mode") == "shadow":
+            return None
         raw = event.data.get("directive")
         if not isinstance(raw, Mapping):
             return None
         return GuidanceRecord(**schema_of(GuidanceRecord).lenient(raw))
     directive = getattr(event, "directive", None)
+    if getattr(event, "mode", None) == "shadow":
+        return None
     return directive if isinstance(directive, GuidanceRecord) else None
