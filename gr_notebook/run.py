@@ -392,6 +392,14 @@ class Run:
 
         return interventions_df(self._events)
 
+    def shadow_df(self) -> pd.DataFrame:
+        """One row per shadow guardrail decision that differs from what happened live: a
+        call a shadow policy would deny, feedback it would give, a stop it would refuse, an
+        intervention it would make (``gr.Agent(shadow=[...])``)."""
+        from gr_notebook.history.analysis import shadow_df
+
+        return shadow_df(self._events)
+
     def summary(self) -> dict[str, Any]:
         """Headline figures, kept as running totals so a live widget can ask every event."""
         totals = self._totals

@@ -22,6 +22,7 @@ from gr_notebook.display.timeline import (
     worth_a_line,
 )
 from gr_notebook.events import (
+    ErrorEvent,
     Event,
     FeedbackEvent,
     InterventionSkippedEvent,
@@ -30,6 +31,7 @@ from gr_notebook.events import (
     ThinkingEvent,
     ToolCallEvent,
     as_typed,
+    is_shadow,
 )
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.plan import Plan
@@ -62,6 +64,7 @@ TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
 THINKING_SIZE = 3
 CALLS_SIZE = 8
+SHADOW_SIZE = 8
 MAX_BLOCK = 1_000
 MAX_TARGET = 80
 _TARGET_KEYS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query")
@@ -236,6 +239,9 @@ class DashboardState:
     calls: tuple[ToolCallEntry, ...] = ()
     """The latest tool calls, newest first: what a session without a todo list shows."""
     calls_total: int = 0
+    shadow: tuple[TimelineEntry, ...] = ()
+    """What the shadow guardrails would have done (and did not), newest first."""
+    shadow_total: int = 0
 
     @property
     def ended_early(self) -> bool:
@@ -267,8 +273,12 @@ class RunTracker:
         thinking_size: int = THINKING_SIZE,
         calls_size: int = CALLS_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
+        shadow_size: int = SHADOW_SIZE,
     ) -> None:
         self.kinds = kinds
+        self.shadow: deque[TimelineEntry] = deque(maxlen=shadow_size)
+        self.shadow_total = 0
+        """A shadow guardrail's decisions and failures: listed apart, never as the run's."""
         self.timeline_size = timeline_size
         self.timeline: deque[TimelineEntry] = deque()
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
@@ -293,6 +303,8 @@ class RunTracker:
         thinking panel or the tool calls show."""
         event = as_typed(event)
         kind = event.kind
+        if is_shadow(event):
+            return self._add_shadow(event)
         if isinstance(event, ModelCallEvent):
             self.tokens_budget = event.tokens_budget
             self.iterations_max = event.iterations_max or None  # 0: an untyped call had none
@@ -334,6 +346,18 @@ class RunTracker:
         self.timeline_total += 1
         if len(self.timeline) > self.timeline_size:
             self._make_room()
+        return True
+
+    def _add_shadow(self, event: Event) -> bool:
+        """A shadow's decision that would have changed something (a denial, feedback, a
+        refused stop, an intervention) or its failure; the rest (allowed calls, accepted
+        stops, checks held off) would not have, and is left to ``run.shadow_df()``."""
+        if not isinstance(event, FeedbackEvent | ErrorEvent) and (
+            isinstance(event, InterventionSkippedEvent) or not worth_a_line(event)
+        ):
+            return False
+        self.shadow.append(TimelineEntry(event.seq, event.turn, event.kind, describe(event)))
+        self.shadow_total += 1
         return True
 
     def _make_room(self) -> None:
@@ -381,4 +405,6 @@ class RunTracker:
             harness=run.harness,
             calls=tuple(c.relative_to(str(run.workspace.root)) for c in reversed(self.calls)),
             calls_total=self.calls_total,
+            shadow=tuple(reversed(self.shadow)),
+            shadow_total=self.shadow_total,
         )

@@ -22,6 +22,7 @@ from gr_notebook.events.guardrails import (
     PoliciesResetEvent,
     PolicyDecisionEvent,
     TaskAssessedEvent,
+    is_shadow,
 )
 from gr_notebook.events.lifecycle import (
     CompactionEvent,
@@ -105,6 +106,7 @@ __all__ = [
     "decode",
     "directive_of",
     "event_class",
+    "is_shadow",
     "kinds",
     "thinking_event",
 ]

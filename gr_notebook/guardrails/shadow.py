@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["SHADOW_KINDS", "Shadow", "ShadowSpec", "ShadowView", "is_shadow"]
+__all__ = ["SHADOW_KINDS", "Shadow", "ShadowSpec", "ShadowView"]
 
 SHADOW_KINDS = (
     "a tool policy (e.g. gr.ReadBeforeWritePolicy()), a gr.FeedbackProviderConfig(...), a "
@@ -59,20 +59,6 @@ SHADOW_KINDS = (
 
 _DECISIONS = (PolicyDecisionEvent, FeedbackEvent, CompletionCheckEvent, InterventionCheckEvent)
 T = TypeVar("T")
-
-
-def is_shadow(event: Event) -> bool:
-    """A shadow guardrail's decision (or failure): recorded, and nothing acted on it. Reads
-    untyped events too, so counters over a store's events can skip them alike."""
-    mode = getattr(event, "mode", None)
-    if mode is None and type(event) is Event:
-        mode = event.data.get("mode")
-    if mode == "shadow":
-        return True
-    source = getattr(event, "source", None)
-    return isinstance(event, ErrorEvent) and isinstance(source, str) and source.startswith(
-        "shadow:"
-    )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from gr_notebook.display.render import (
     render_header,
     render_meters,
     render_plan,
+    render_shadow,
     render_thinking,
     render_timeline,
     render_todos,
@@ -209,6 +210,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
+        self._shadow: w.HTML | None = None
         self._thinking: w.HTML | None = None
         self._live_panel: w.HTML | None = None
         self.timeline = w.HTML()
@@ -246,7 +248,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             [
                 self.header,
                 w.HBox([main, side], layout=w.Layout(flex_flow="row wrap")),
-                self.feedback,  # then the thinking and live panels, when there is any
+                self.feedback,  # then the thinking, live and shadow panels, when there is any
                 self.timeline,
                 self.prompts,
                 controls,
@@ -308,6 +310,17 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self._insert_after(self._thinking or self.feedback, self._live_panel)
         return self._live_panel
 
+    @property
+    def shadow(self) -> w.HTML:
+        """What the shadow guardrails would have done, in grey, just above the timeline:
+        built at their first decision worth a line (most runs have no shadows)."""
+        if self._shadow is None:
+            self._shadow = w.HTML(render_shadow(self.state().shadow))
+            children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
+            children.insert(children.index(self.timeline), self._shadow)
+            self.children = tuple(children)
+        return self._shadow
+
     def _insert_after(self, panel: w.Widget, new: w.Widget) -> None:
         children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
         children.insert(children.index(panel) + 1, new)
@@ -330,6 +343,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
+        if state.shadow or self._shadow is not None:
+            self.shadow.value = render_shadow(state.shadow, state.shadow_total)
         if state.thinking or self._thinking is not None:
             self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)

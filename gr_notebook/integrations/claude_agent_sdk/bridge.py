@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gr_notebook.agent import Agent
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
@@ -91,6 +92,9 @@ class GuardrailHooks:
         view = ClaudeView(session.state, session.names)
         guards = session.state.guards
         session.state.guards = type(guards)(guards.spec, view, harness=session.run.harness)
+        shadow = session.state.shadow
+        if shadow is not None:  # it records in Claude's terms too
+            session.state.shadow = Shadow(shadow.spec, view, harness=session.run.harness)
         self._callbacks = callbacks = HookCallbacks(session, view)
         self._quiet: set[int] = set()
         """Options built with the stream events on by default (not passed on)."""

@@ -24,6 +24,7 @@ from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ModelCallEvent, RunStartedEvent
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
@@ -66,6 +67,7 @@ class Session:
         definition = replace(
             agent.definition(),
             guardrails=spec,
+            shadow=self._shadow(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None),
             regulation=None,  # self-regulation is gr's own tools; Claude Code has none of them
             stuck_detector=None,
             stuck_turns=None,  # seed 000's progress check watches gr's todo list
@@ -114,10 +116,7 @@ class Session:
         """The agent's guardrails bound to the session's tools, under the names policies
         read; a policy naming a tool the session lacks is a ConfigError when ``checked``."""
         agent = self.agent
-        tools = {self.names.gr_name(n) for n in sdk_tools}
-        if not checked:  # before the session names its tools, assume what policies name
-            tools |= {t.name for t in agent.registry}
-        stubs = [self.names.stub(n) for n in sorted(tools)]
+        stubs = self._stubs(sdk_tools, checked=checked)
         try:
             return GuardrailSpec.build(
                 tools=stubs,
@@ -134,6 +133,26 @@ class Session:
                 "read_file, write_file and edit_file): give the session the tool "
                 "(ClaudeAgentOptions(tools=[...])), or map one onto it with "
                 "guardrail_hooks(agent, tool_map={'SdkTool': 'name'})"
+            ) from None
+
+    def _stubs(self, sdk_tools: Iterable[str], *, checked: bool) -> list[Tool]:
+        """Stand-ins for the session's tools under the names policies read."""
+        tools = {self.names.gr_name(n) for n in sdk_tools}
+        if not checked:  # before the session names its tools, assume what policies name
+            tools |= {t.name for t in self.agent.registry}
+        return [self.names.stub(n) for n in sorted(tools)]
+
+    def _shadow(self, sdk_tools: Iterable[str], *, checked: bool) -> ShadowSpec | None:
+        """The agent's shadow guardrails bound to the session's tools; None for none."""
+        shadow = self.agent.shadow
+        if shadow.empty:
+            return None
+        try:
+            return shadow.bound_to(self._stubs(sdk_tools, checked=checked))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"shadow: {exc}. This Claude Agent SDK session's tools are "
+                f"{', '.join(sorted(sdk_tools))}"
             ) from None
 
     def _agent_wide(self) -> list[ToolPolicy]:
@@ -154,6 +173,8 @@ class Session:
         guards = self.state.guards
         spec = self._spec(names, checked=True)
         guards.spec = spec  # the bindings' keys are the same, so their memories carry over
+        if self.state.shadow is not None:
+            self.state.shadow.rebind(self._stubs(names, checked=True))
         self.tools = names
 
     # -- the run's life ------------------------------------------------------------------------
