@@ -27,7 +27,7 @@ from gr_notebook.events import (
     InterventionCheckEvent,
     PolicyDecisionEvent,
 )
-from gr_notebook.guardrails.completion import CheckerLike, StopKind, as_checker
+from gr_notebook.guardrails.completion import CheckerLike, StopKind
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.interventions import (
     InterventionCheck,
@@ -237,7 +237,8 @@ class Shadow:
         """Before a call runs (after the live policies): the shadow policies' decision."""
         if self.guards.spec.by_tool.get(tool.name):
             self._quietly(
-                "policy", lambda: self.guards.check(tool, params, turn=turn, tool_use_id=tool_use_id)
+                "policy",
+                lambda: self.guards.check(tool, params, turn=turn, tool_use_id=tool_use_id),
             )
 
     def judge_stop(self, kind: StopKind, tentative: Any) -> None:
@@ -277,6 +278,9 @@ class Shadow:
                     self.view.emit(recorded(found))
 
             self._quietly("intervention", check)
+        if not self.spec.feedback:  # nothing to deliver: the call is only counted
+            self.guards.feedback.calls += 1
+            return
         self._quietly(
             "feedback",
             lambda: self.guards.after_call(tool, params, is_error=is_error, turn=turn),

@@ -16,8 +16,8 @@ from gr_notebook.display.render import render_dashboard, text_dashboard
 from gr_notebook.display.state import RunTracker
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import is_shadow
-from gr_notebook.experiments.record import record_of
 from gr_notebook.experiments.grid import RunSpec
+from gr_notebook.experiments.record import record_of
 from gr_notebook.models import ModelRequest, ModelResponse
 from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.review.compare import compare
@@ -101,7 +101,9 @@ class Recording:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_a_run_with_shadows_makes_the_same_requests_and_files_byte_for_byte(
@@ -380,6 +382,7 @@ def test_a_fork_keeps_the_shadows_state_and_a_promoted_policy_its_memory(
         gr.tool_call("list_files"),
         gr.text("Done."),
     ]
+
     def read_first() -> gr.SequentialDependencyPolicy:
         return gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
 
