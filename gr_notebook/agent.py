@@ -53,6 +53,9 @@ class Agent:
 
     The guardrails belong to the definition, not to a model adapter, so the same agent
     enforces the same policies, feedback and completion criteria on every model.
+    ``shadow=[...]`` takes guardrails of any kind to try before trusting them: they decide
+    at every call, stop and check, their decisions are recorded (``run.shadow_df()``), and
+    nothing they decide reaches the run.
     """
 
     def __init__(

@@ -10,7 +10,9 @@ check, whose blocks go back inside the result. The rest comes back as a
 :class:`TurnEffects` value (the job completed, a pruning, a compaction due, rewinds, refused
 stops, the turn's intervention), which the loop acts on. Nothing here or in the loop looks
 at a tool's name: a tool declares what it is (:attr:`Tool.reads`, :attr:`Tool.ends_job`)
-and returns its effects (:mod:`gr_notebook.tools.effects`).
+and returns its effects (:mod:`gr_notebook.tools.effects`). The shadow guardrails
+(:mod:`gr_notebook.guardrails.shadow`) are asked at each of these points after the live
+ones, and nothing they answer reaches the result or the effects.
 """
 
 from __future__ import annotations
