@@ -129,6 +129,10 @@ def _run_finished(e: RunFinishedEvent) -> str:
 @_line(ErrorEvent)
 def _error(e: ErrorEvent) -> str:
     where = e.tool or e.source or "run"
+    if e.source.startswith("shadow:"):  # a shadow guardrail's own failure
+        name = e.policy or e.provider
+        where = f"a shadow {_words(e.source.removeprefix('shadow:'))}"
+        where += f" ({name})" if name else ""
     kind = f"{e.error_type}: " if e.error_type else ""
     return f"Error in {where}: {kind}{e.message}"
 

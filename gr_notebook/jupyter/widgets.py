@@ -40,7 +40,7 @@ from gr_notebook.display.render import (
 from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
-from gr_notebook.events import Event
+from gr_notebook.events import Event, is_shadow
 from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.run import Run
@@ -280,7 +280,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def _take(self, event: Event) -> bool:
         if event.kind in ("model_call", "run_finished"):
             self.live_turn.clear()  # the finished turn shows as every other does
-        if self.tracker.add(event) and event.kind in ("error", "run_finished"):
+        shown = self.tracker.add(event) and not is_shadow(event)  # shadows have their panel
+        if shown and event.kind in ("error", "run_finished"):
             self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
         return True  # every event moves a meter or a list
 
