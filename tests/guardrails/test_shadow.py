@@ -429,3 +429,41 @@ def test_the_snapshot_round_trips_the_shadows(make_agent: Factory) -> None:
     assert fresh.shadow is not None
     assert fresh.shadow.snapshot() == state.shadow.snapshot()  # type: ignore[union-attr]
     assert fresh.shadow.guards.feedback.recent == state.guards.feedback.recent
+
+
+async def test_a_resumed_run_goes_on_with_its_shadows_state(make_agent: Factory) -> None:
+    def read_first() -> gr.SequentialDependencyPolicy:
+        return gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
+
+    first = [
+        gr.tool_call("read_file", path="instructions.md"),
+        gr.tool_call("list_files"),
+        gr.tool_call("list_files"),
+    ]
+    agent = make_agent(
+        gr.ScriptedModel(first),
+        self_regulation=False,
+        shadow=[read_first(), every_call()],
+    )
+    run = agent.start("job")
+
+    def stop_at_turn_2(event: gr.Event) -> None:
+        if event.kind == "tool_call" and event.turn == 2:
+            run.cancel("stopped by the test")
+
+    run.subscribe(stop_at_turn_2)
+    await run.wait()
+    assert run.status == "cancelled"
+    rest = [gr.tool_call("write_file", path="notes.md", content="x\n"), gr.text("Done.")]
+    resumed = gr.resume(
+        run.run_id, run.store, agent.replace(model=gr.ScriptedModel(rest)), wait=False
+    )
+    await resumed.wait()
+    assert resumed.status == "ended"
+    [resumed_at] = resumed.events.of_kind("run_resumed")
+    after = [e for e in resumed.events if e.seq > resumed_at.seq and is_shadow(e)]
+    feedback = [e.data["call_index"] for e in after if e.kind == "feedback"]
+    # the latest checkpoint came after the first call: a fresh shadow would count 1
+    assert feedback == [2]
+    policy = [e for e in after if e.kind == "policy_decision"]
+    assert [e.data["allowed"] for e in policy] == [True]  # it remembers the read
