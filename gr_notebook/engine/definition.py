@@ -14,6 +14,7 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.regulation import RegulationSettings
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.models.base import Model
+from gr_notebook.models.pricing import Price
 from gr_notebook.tools.registry import ToolRegistry
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 
@@ -38,6 +39,8 @@ class AgentDefinition:
     """A person's detector, used as it is; without one, ``stuck_turns`` makes one per run."""
     stuck_turns: int | None = 10
     name: str = "agent"
+    price: Price | None = None
+    """The agent's ``price=``: every call is priced at it, whatever the model says."""
 
     def new_stuck_detector(self) -> StuckDetector | None:
         if self.stuck_detector is not None:
