@@ -57,6 +57,7 @@ async def test_interventions_none_turns_the_engine_off(make_agent: Factory) -> N
         "stuck_counter",
         "steps_since_reset",
         "recent_edits",
+        "mode",
     ]
 
 
