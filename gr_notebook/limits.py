@@ -18,7 +18,7 @@ LimitKind: TypeAlias = Literal["iterations", "tokens", "time", "cost"]
 
 def usd(value: float) -> str:
     """Dollars as a person reads them: cents for whole cents, else four decimals."""
-    if abs(value) >= 100 or round(value, 2) == value:
+    if abs(value) >= 100 or abs(round(value, 2) - value) < 1e-9:
         return f"${value:,.2f}"
     return f"${value:,.4f}"
 

@@ -46,7 +46,6 @@ from gr_notebook.events import (
 )
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.resources import WARNING
 from gr_notebook.guidance import Directive
 from gr_notebook.limits import SpentLimit
 from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock, Usage
@@ -147,14 +146,9 @@ class Loop:
         report = regulation.check()
         if report.wrap_up:
             phases.order_wrap_up()
-            if report.recommendation != WARNING:  # it names the cost, which the model never sees
-                self._inject(
-                    [
-                        Directive(
-                            report.recommendation, "check_resources", "wrap_up", from_limits=True
-                        )
-                    ]
-                )
+            said = report.named_order()
+            if said is not None:
+                self._inject([said])
             return
         extended = regulation.extend()
         if extended is not None:

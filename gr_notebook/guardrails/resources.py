@@ -18,6 +18,7 @@ from typing import Any
 
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import TaskAssessment
+from gr_notebook.guidance import Directive
 from gr_notebook.limits import usd
 from gr_notebook.workflow.todos import ARCHIVE_DIR
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
@@ -180,6 +181,14 @@ class ResourceReport:
         """The report orders a wrap-up: a hard limit is nearly spent (under a cost limit
         the order names it)."""
         return self.recommendation.startswith(WARNING)
+
+    def named_order(self) -> Directive | None:
+        """The wrap-up order in words that name its limit, when they name one (the cost
+        limit, which the model never sees otherwise): what the loop says when it orders the
+        wrap-up itself. None otherwise."""
+        if not self.wrap_up or self.recommendation == WARNING:
+            return None
+        return Directive(self.recommendation, "limits", "wrap_up", from_limits=True)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -177,6 +177,9 @@ class GuardrailHooks:
                 if not (quiet and type(message).__name__ == "StreamEvent"):
                     yield message
         except sdk.ClaudeSDKError as exc:
+            reported = getattr(sdk, "ResultError", None)
+            if reported is not None and isinstance(exc, reported) and session.run.done:
+                return  # the CLI's error result (a limit), already passed on and recorded
             session.finish(LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc))
             if isinstance(exc, sdk.CLIConnectionError | sdk.ProcessError):
                 raise RunError(
