@@ -85,6 +85,13 @@ class Budget:
                     f"None for no cost limit; got {cost!r}"
                 )
 
+    def __repr__(self) -> str:  # a cost limit only when set: older outputs read the same
+        cost = "" if self.max_cost_usd is None else f", max_cost_usd={self.max_cost_usd!r}"
+        return (
+            f"Budget(max_tokens={self.max_tokens!r}, max_iterations={self.max_iterations!r}, "
+            f"deadline_s={self.deadline_s!r}{cost})"
+        )
+
     def usage(
         self, *, tokens: int, iterations: int, elapsed_s: float, cost_usd: float = 0.0
     ) -> BudgetUsage:

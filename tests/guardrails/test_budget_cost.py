@@ -51,6 +51,8 @@ def test_zero_and_whole_dollars_are_limits() -> None:
     assert Budget(max_cost_usd=0).max_cost_usd == 0
     assert Budget(max_cost_usd=5).max_cost_usd == 5
     assert Budget().max_cost_usd is None
+    assert repr(Budget()) == "Budget(max_tokens=None, max_iterations=200, deadline_s=None)"
+    assert repr(Budget(max_cost_usd=2.5)).endswith("deadline_s=None, max_cost_usd=2.5)")
 
 
 def test_the_spent_cost_limit_is_a_value_that_reads_as_the_sentence() -> None:
