@@ -15,6 +15,7 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.display.render import render_meters, text_dashboard
 from gr_notebook.display.state import RunTracker
+from gr_notebook.display.timeline import describe
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import RunFinishedEvent, decode
@@ -245,6 +246,7 @@ def test_a_request_that_could_cost_more_than_is_left_is_never_sent(tmp_path: Pat
     assert limit.remaining < 0.09
     [event] = run.events.of_kind("request_over_budget")
     assert event.data["needed"] == 10_000 and event.data["limit"]["kind"] == "cost"
+    assert describe(event) == f"Request not sent: {limit.reason}"  # the timeline's line
     assert "it was not sent" in str(run.reason)
     assert run.summary()["cost_usd"] <= 0.20
 
