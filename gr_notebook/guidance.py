@@ -69,7 +69,8 @@ class Directive:
     text: str
     source: str
     """Who gave it: ``prompt:PHASE TRANSITION``, ``feedback:Redundancy``,
-    ``check_resources``, ``assess_task``, ``allotment`` (an extended allotment),
+    ``check_resources``, ``assess_task``, ``allotment`` (an extended allotment), ``limits``
+    (the loop's own wrap-up order under a cost limit),
     ``policy:<name>``, ``stop_refused``, ``intervention`` or ``todo_layer``."""
     action: Action | None = None
     """The next action it names; None for information that asks for nothing."""

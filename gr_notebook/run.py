@@ -87,6 +87,7 @@ class Limits:
     max_iterations: int
     context_window: int
     token_budget: int | None = None
+    cost_limit_usd: float | None = None
 
 
 class Run:

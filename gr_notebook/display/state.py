@@ -34,6 +34,7 @@ from gr_notebook.events import (
     is_shadow,
 )
 from gr_notebook.harness import GR_LOOP, Harness
+from gr_notebook.limits import usd
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 
@@ -82,9 +83,10 @@ class Meter:
     """One resource against its limit; ``limit=None`` means nothing is set to measure it by."""
 
     label: str
-    used: int
-    limit: int | None
+    used: int | float
+    limit: int | float | None
     unit: str = ""
+    """``USD`` shows dollars (``$0.41 / $1.00``)."""
 
     @property
     def fraction(self) -> float | None:
@@ -95,6 +97,11 @@ class Meter:
         return meter_level(self.used, self.limit)
 
     def describe(self) -> str:
+        if self.unit == "USD":
+            if self.limit is None:
+                return f"{self.label}: {usd(self.used)} (no limit set)"
+            share = f" ({self.fraction:.0%})" if self.limit else ""
+            return f"{self.label}: {usd(self.used)} / {usd(self.limit)}{share}"
         unit = f" {self.unit}" if self.unit else ""
         if not self.limit:
             return f"{self.label}: {self.used:,}{unit} (no limit set)"
@@ -372,7 +379,8 @@ class RunTracker:
 
     def meters(self, run: Run) -> tuple[Meter, ...]:
         """Tokens against the budget the events announced, else the run's limits;
-        iterations likewise; the context against the model's window."""
+        iterations likewise; the context against the model's window; the dollars spent
+        against the cost limit, when one is set."""
         summary = run.summary()
         limits = run.limits
         tokens, turns = summary["input_tokens"] + summary["output_tokens"], summary["turns"]
@@ -381,11 +389,14 @@ class RunTracker:
         budget = self.tokens_budget if self.tokens_budget is not None else limits.token_budget
         cap = self.iterations_max if self.iterations_max is not None else limits.max_iterations
         basis = " (assessed)" if self.assessed else ""
-        return (
+        meters = (
             Meter(f"Tokens used{basis}", tokens, budget, "tokens"),
             Meter(f"Iterations{basis}", turns, cap, "turns"),
             Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
         )
+        if limits.cost_limit_usd is None:
+            return meters
+        return (*meters, Meter("Cost", summary["cost_usd"] or 0.0, limits.cost_limit_usd, "USD"))
 
     def snapshot(self, run: Run) -> DashboardState:
         job = run.job

@@ -187,6 +187,8 @@ def _model_retry(e: ModelRetryEvent) -> str:
 
 @_line(RequestOverBudgetEvent)
 def _over_budget(e: RequestOverBudgetEvent) -> str:
+    if e.limit is not None and e.limit.kind == "cost":
+        return f"Request not sent: {e.limit.reason}"
     return f"Request not sent: it needs {e.needed:,} tokens, {e.remaining:,} remain"
 
 

@@ -33,8 +33,10 @@ from gr_notebook.events import (
     FeedbackEvent,
     GuidanceEvent,
     GuidanceRecord,
+    ModelCallEvent,
     PhaseStartedEvent,
     PoliciesResetEvent,
+    as_typed,
     decode,
 )
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
@@ -80,6 +82,8 @@ class RunState:
         """Model calls made (the iteration counter)."""
         self.tokens = 0
         """Every token the model read or wrote, cached or not."""
+        self.cost_usd = 0.0
+        """Dollars spent on the model calls priced so far."""
         self.started_at = clock()
         self.regulation: SelfRegulation | None = None
         self.phases = PhaseController(
@@ -125,7 +129,10 @@ class RunState:
     def usage(self) -> BudgetUsage:
         """What the run has used of its budget, now."""
         return self.budget.usage(
-            tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
+            tokens=self.tokens,
+            iterations=self.turn,
+            elapsed_s=self.clock() - self.started_at,
+            cost_usd=self.cost_usd,
         )
 
     def emit(self, event: Event) -> None:
@@ -209,6 +216,7 @@ class RunState:
                 "turn": self.turn,
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
+                "cost_usd": self.cost_usd,
             },
             "context": self.context.to_json(messages=history),
             "phases": self.phases.to_json(),
@@ -249,6 +257,8 @@ class RunState:
             elapsed = float(counters["elapsed_s"])
             if events is None:
                 events = [_event_of(e) for e in snapshot["events"]]
+            cost = counters.get("cost_usd")
+            cost = _priced_calls(events) if cost is None else float(cost)
             apply_phases = self.phases.load_json(snapshot["phases"])
             context = ContextManager()
             context.load_json(snapshot["context"])
@@ -276,7 +286,7 @@ class RunState:
         if self.shadow is not None and shadow is not None:  # none saved: it starts afresh
             self.shadow.restore(shadow, recent=guardrails["feedback"]["recent"])
         self.guards.restore(guardrails)  # checks, then applies, or raises: before any change
-        self.turn, self.tokens = turn, tokens
+        self.turn, self.tokens, self.cost_usd = turn, tokens, cost
         self.started_at = self.clock() - elapsed
         self.events.load(events)
         apply_phases()
@@ -289,6 +299,15 @@ class RunState:
         if detector_state is not None and callable(loader):
             loader(detector_state)
         self.rewinds, self.todo_order = rewinds, todo_order
+
+
+def _priced_calls(events: Sequence[Event]) -> float:
+    """What the model calls recorded cost: for a snapshot made before the cost was kept."""
+    total = 0.0
+    for event in map(as_typed, events):
+        if isinstance(event, ModelCallEvent) and isinstance(event.cost_usd, (int, float)):
+            total += event.cost_usd
+    return total
 
 
 def _same_parts(mine: object, saved: object, what: str) -> None:

@@ -122,7 +122,8 @@ class GuardrailHooks:
 
     def options(self, **fields: Any) -> ClaudeAgentOptions:
         """``ClaudeAgentOptions`` with these hooks (before any of ``hooks=``), the session's
-        ``cwd``, ``max_turns`` from the agent's ``gr.Budget`` and the API's stream events on
+        ``cwd``, ``max_turns`` (and ``max_budget_usd`` under a cost limit) from the agent's
+        ``gr.Budget`` and the API's stream events on
         (``include_partial_messages``, for whole model calls); other fields as given."""
         sdk, session = self._sdk, self._session
         theirs = fields.pop("hooks", None) or {}
@@ -139,6 +140,8 @@ class GuardrailHooks:
                 "'acceptEdits' (file edits) with allowed_tools=[...] for the rest"
             )
         fields.setdefault("max_turns", session.agent.budget.max_iterations)
+        if session.agent.budget.max_cost_usd is not None:  # the CLI's own backstop
+            fields.setdefault("max_budget_usd", session.agent.budget.max_cost_usd)
         # the API's stream events give each model call whole (its text, tool uses and final
         # output tokens); query() passes them on only to a caller who asked for them
         quiet = "include_partial_messages" not in fields
@@ -178,6 +181,9 @@ class GuardrailHooks:
                 if not (quiet and type(message).__name__ == "StreamEvent"):
                     yield message
         except sdk.ClaudeSDKError as exc:
+            reported = getattr(sdk, "ResultError", None)
+            if reported is not None and isinstance(exc, reported) and session.run.done:
+                return  # the CLI's error result (a limit), already passed on and recorded
             session.finish(LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc))
             if isinstance(exc, sdk.CLIConnectionError | sdk.ProcessError):
                 raise RunError(

@@ -12,6 +12,7 @@ the store and the dashboard read an SDK session exactly as they read a native ru
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -23,7 +24,7 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ModelCallEvent, RunStartedEvent
+from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
@@ -65,7 +66,7 @@ class Session:
         self.tools = tuple(tools) if tools is not None else None
         spec = self._spec(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None)
         definition = replace(
-            agent.definition(),
+            agent.definition(own_model=False),  # the CLI makes the calls, priced as they come
             guardrails=spec,
             shadow=self._shadow(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None),
             regulation=None,  # self-regulation is gr's own tools; Claude Code has none of them
@@ -89,6 +90,7 @@ class Session:
                 max_iterations=agent.budget.max_iterations,
                 context_window=facts_of(model.removeprefix("claude-agent-sdk:")).context_window,
                 token_budget=agent.budget.max_tokens,
+                cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
         self.session_id: str | None = None
@@ -109,6 +111,7 @@ class Session:
         """The text of the latest reply of the main thread."""
         self._last = time.perf_counter()
         self._prices = PriceTable()
+        self._unpriced: set[str] = set()
 
     # -- the guardrails' tools ------------------------------------------------------------------
 
@@ -336,6 +339,9 @@ class Session:
         state.turn += 1
         state.tokens += reply.prompt_tokens + reply.usage.output_tokens
         usage, now = reply.usage, time.perf_counter()
+        cost = self._cost(reply)
+        if cost is not None:
+            state.cost_usd += cost
         spent = state.usage()
         state.emit(
             ModelCallEvent(
@@ -355,7 +361,7 @@ class Session:
                 text=reply.text,
                 duration_s=now - reply.started,
                 model=reply.model,
-                cost_usd=self._prices.cost(reply.model, usage),
+                cost_usd=cost,
                 tokens_used=state.tokens,
                 iterations_used=spent.iterations,
                 **state.measured(),
@@ -363,6 +369,30 @@ class Session:
         )
         self._reply, self._last = reply.text, now
         self._tool_ids.update(reply.tool_ids)
+
+    def _cost(self, reply: Reply) -> float | None:
+        """What one call cost: at the agent's ``price=`` when it has one, else from the
+        price table. Under a cost limit, a model with no price is an error the run records
+        (once): the limit cannot count it, and only the CLI's ``max_budget_usd`` holds."""
+        if self.agent.price is not None:
+            return self.agent.price.cost(reply.usage)
+        cost = self._prices.cost(reply.model, reply.usage)
+        if not math.isnan(cost):
+            return cost
+        if self.agent.budget.max_cost_usd is not None and reply.model not in self._unpriced:
+            self._unpriced.add(reply.model)
+            self.state.emit(
+                ErrorEvent(
+                    source="budget",
+                    error_type="UnpricedModel",
+                    message=(
+                        f"no price for model {reply.model!r}: the cost limit cannot count its "
+                        "calls (the CLI's max_budget_usd still ends the session); pass "
+                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
+                    ),
+                )
+            )
+        return None
 
     def _settle_tokens(self, usage: Any) -> None:
         """The session's own total, when it is more than the replies reported as they
@@ -391,9 +421,15 @@ class Session:
             spent = SpentLimit("iterations", self.state.turn, limit)
             return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
         if subtype == "error_max_budget_usd":
-            return LoopOutcome(
-                "budget_exhausted", "the session's cost limit (max_budget_usd) was reached"
-            )
+            cap = self.agent.budget.max_cost_usd
+            if cap is None:
+                return LoopOutcome(
+                    "budget_exhausted", "the session's cost limit (max_budget_usd) was reached"
+                )
+            cost = getattr(message, "total_cost_usd", None)
+            used = max(self.state.cost_usd, cost if isinstance(cost, (int, float)) else 0.0)
+            spent = SpentLimit("cost", used, cap)
+            return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
         errors = getattr(message, "errors", None) or getattr(message, "result", None) or ""
         return LoopOutcome("failed", f"the Claude Agent SDK session ended with {subtype}: {errors}")
 
