@@ -20,6 +20,7 @@ import json
 import operator
 import os
 from pathlib import Path
+from typing import Any
 
 from gr_notebook.digests import digest_of
 from gr_notebook.engine.state import RunState
@@ -90,7 +91,7 @@ class Checkpointer:
         """Layer 5's messages at the last checkpoint, and their hashes."""
         self._calls: dict[int, tuple[ToolCallRecord, str]] = {}
         """id -> (call, hash) of the recent tool calls the last checkpoint named."""
-        self._lists = {path[-1]: Chunks() for path in CHUNKED}
+        self._lists = {path: Chunks() for path in CHUNKED}
         self._base: tuple[str, bytes] = ("", b"")
         """The hash and the JSON of the document the rows are compressed against."""
         self._failed = False
@@ -154,11 +155,15 @@ class Checkpointer:
         snapshot = state.snapshot(history=False)  # the events are in the store already
         # by hash, and the lists that grow with the run in chunks (checkpoint_store.CHUNKED)
         context, feedback = snapshot["context"], snapshot["guardrails"]["feedback"]
-        context["messages"] = self._lists["messages"].store(self._message_hashes(blobs), blobs)
+        context["messages"] = self._message_hashes(blobs)
         feedback["recent"] = self._call_hashes(blobs)
-        tracker = snapshot["interventions"]
-        if tracker is not None:
-            tracker["seen"] = self._lists["seen"].store(tracker["seen"], blobs)
+        for path, chunks in self._lists.items():
+            *parents, key = path
+            part: Any = snapshot
+            for name in parents:
+                part = part and part[name]
+            if part:  # None while the part is off (no interventions, no shadows)
+                part[key] = chunks.store(part[key], blobs)
         document = json_bytes({"state": snapshot, "files": self._tree.listing()})
         if self.taken % REBASE_EVERY == 0:  # this document is the next rows' base
             self._base = (digest_of(document), document)

@@ -289,12 +289,21 @@ class ProgressTracker:
         )
 
 
+class _Prefixed(logging.LoggerAdapter):  # type: ignore[type-arg]
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"{(self.extra or {})['prefix']}{msg}", kwargs
+
+
 class InterventionEngine:
     """The combined safeguard logic, run at every ``check_every``-th tool call."""
 
-    def __init__(self, config: InterventionConfig | None = None) -> None:
+    def __init__(self, config: InterventionConfig | None = None, *, log_prefix: str = "") -> None:
+        """``log_prefix`` begins each line the engine logs (a shadow's are not acted on)."""
         self.config = config or InterventionConfig()
         self.tracker = ProgressTracker()
+        self._log: logging.Logger | logging.LoggerAdapter[logging.Logger] = (
+            _Prefixed(logger, {"prefix": log_prefix}) if log_prefix else logger
+        )
 
     @property
     def protected(self) -> bool:
@@ -344,7 +353,7 @@ class InterventionEngine:
         t.last_start_over_step = t.step
         t.stuck_counter = 0
         t.fresh_window = True  # the new strategy's stuck count starts at its first check
-        logger.info(
+        self._log.info(
             "Grace period begins at step %d - %d steps protected",
             t.step,
             self.config.grace_period_after_reset,
@@ -355,7 +364,7 @@ class InterventionEngine:
         try:
             signal = self.config.progress_signal(step)
         except Exception as exc:  # a user's signal must not break the run
-            logger.warning("progress_signal failed on step %d: %s", step.number, exc)
+            self._log.warning("progress_signal failed on step %d: %s", step.number, exc)
             return
         if signal is True or (
             isinstance(signal, (int, float))
@@ -382,26 +391,26 @@ class InterventionEngine:
         threshold = c.consecutive_stuck_tolerance
         if t.step < c.min_steps_before_intervention:
             reason, threshold = "min_steps", c.min_steps_before_intervention
-            logger.info(
+            self._log.info(
                 "Only %d steps so far (minimum %d) - skipping intervention",
                 t.step,
                 c.min_steps_before_intervention,
             )
         elif since is not None and since <= c.grace_period_after_reset:
             reason, threshold = "grace_period", c.grace_period_after_reset
-            logger.info(
+            self._log.info(
                 "In grace period after start_over (%d/%d steps) - skipping intervention",
                 since,
                 c.grace_period_after_reset,
             )
         elif edits >= c.active_edit_threshold:
             reason, threshold = "actively_implementing", c.active_edit_threshold
-            logger.info(
+            self._log.info(
                 "Agent actively implementing (%d recent edits) - skipping intervention", edits
             )
         elif t.stuck_counter < c.consecutive_stuck_tolerance:
             reason = "not_stuck"
-            logger.info(
+            self._log.info(
                 "Not stuck (%d/%d checks without progress) - no intervention",
                 t.stuck_counter,
                 c.consecutive_stuck_tolerance,
@@ -412,13 +421,13 @@ class InterventionEngine:
         if reason is None:
             tier = t.tier = t.tier + 1
             t.stuck_counter = 0  # the next tier needs as many stuck checks again
-            logger.warning(
+            self._log.warning(
                 "No progress: %d consecutive checks, %d steps since last progress",
                 counter,
                 stalled,
             )
-            logger.warning("TIER %d INTERVENTION at step %d", tier, t.step)
-            logger.warning("Agent stuck for %d steps - %s", stalled, _DOING[tier - 1])
+            self._log.warning("TIER %d INTERVENTION at step %d", tier, t.step)
+            self._log.warning("Agent stuck for %d steps - %s", stalled, _DOING[tier - 1])
             if ACTIONS[tier - 1] == "rewind":
                 self.note_reset()
         return InterventionCheck(

@@ -221,7 +221,9 @@ class Shadow:
         self.view = ShadowView(run)
         self.guards = Guardrails(_reporting(spec.guardrails, self.view), self.view, harness=harness)
         self.interventions = (
-            InterventionEngine(spec.interventions) if spec.interventions is not None else None
+            InterventionEngine(spec.interventions, log_prefix="[shadow, not acted on] ")
+            if spec.interventions is not None
+            else None
         )
 
     def rebind(self, tools: Sequence[Tool]) -> None:

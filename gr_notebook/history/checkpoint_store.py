@@ -43,6 +43,7 @@ CHUNK: Final = 64
 CHUNKED: Final[tuple[tuple[str, ...], ...]] = (
     ("context", "messages"),
     ("interventions", "seen"),
+    ("shadow", "interventions", "seen"),
 )
 """The snapshot's lists that grow with the run, which a checkpoint keeps as ``{"chunks":
 [hash, ...], "tail": [...]}``: every full chunk of :data:`CHUNK` items is a blob, named again
@@ -266,13 +267,21 @@ class _Reader:
         return found
 
 
+_NEWER_PARTS: Final = frozenset({"shadow"})
+"""Parts of the run state that checkpoints written before them lack."""
+
+
 def _list_at(snapshot: dict[str, Any], path: tuple[str, ...]) -> tuple[dict[str, Any], str] | None:
     """The part that holds the list at ``path``, and its key; None when the part is off
     (an agent without interventions has none)."""
     *parents, key = path
     part: Any = snapshot
     for name in parents:
+        if part is None:
+            return None
         if not isinstance(part, dict) or name not in part:
+            if part is snapshot and name in _NEWER_PARTS:
+                return None
             raise DamagedRow(f"its state has no {'.'.join(path)}")
         part = part[name]
     if part is None:

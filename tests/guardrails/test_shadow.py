@@ -218,12 +218,17 @@ def test_a_shadow_checker_beside_a_live_one_keeps_its_own_streak(make_agent: Fac
     assert run.status == "completed"
 
 
-def test_a_shadow_intervention_stops_nothing(make_agent: Factory) -> None:
+def test_a_shadow_intervention_stops_nothing(
+    make_agent: Factory, caplog: pytest.LogCaptureFixture
+) -> None:
     looping = [gr.tool_call("list_files") for _ in range(12)]
     model = gr.ScriptedModel([*looping, gr.text("Done.")])
-    run = make_agent(
-        model, self_regulation=False, interventions=None, stuck_turns=None, shadow=[AGGRESSIVE]
-    ).run_sync("job")
+    with caplog.at_level("WARNING", logger="gr_notebook"):
+        run = make_agent(
+            model, self_regulation=False, interventions=None, stuck_turns=None, shadow=[AGGRESSIVE]
+        ).run_sync("job")
+    tiers = [r.getMessage() for r in caplog.records if "INTERVENTION" in r.getMessage()]
+    assert tiers and all(line.startswith("[shadow, not acted on] ") for line in tiers)
     assert run.status == "ended" and len(model.requests) == 13
     fired = run.interventions_df().query("fired")
     assert set(fired["mode"]) == {"shadow"}
