@@ -37,6 +37,7 @@ from gr_notebook.guardrails import (
     Budget,
     BudgetTable,
     ConfirmationRequest,
+    ApprovalPolicy,
     DeadlineFeedback,
     Feedback,
     FeedbackContext,
@@ -131,6 +132,7 @@ def __getattr__(name: str) -> typing.Any:
 __all__ = [
     "Agent",
     "AnthropicModel",
+    "ApprovalPolicy",
     "Budget",
     "BudgetTable",
     "ConfigError",

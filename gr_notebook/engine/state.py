@@ -37,6 +37,7 @@ from gr_notebook.events import (
     PoliciesResetEvent,
     decode,
 )
+from gr_notebook.guardrails.approval import Approvals
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
@@ -91,6 +92,10 @@ class RunState:
         if definition.regulation is not None:
             self.regulation = SelfRegulation(definition.regulation, self)
         self.guards = Guardrails(definition.guardrails, self)
+        self.approvals = Approvals(
+            emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left
+        )
+        """Tool calls that wait for a person, and who answers them; not part of a snapshot."""
         self.interventions = (
             InterventionEngine(definition.interventions) if definition.interventions else None
         )
@@ -124,6 +129,11 @@ class RunState:
         return self.budget.usage(
             tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
         )
+
+    def time_left(self) -> float | None:
+        """Seconds until the run's deadline, or None without one."""
+        deadline = self.budget.deadline_s
+        return None if deadline is None else deadline - (self.clock() - self.started_at)
 
     def emit(self, event: Event) -> None:
         """Record ``event`` at this turn and phase; a feedback block carries its order."""
