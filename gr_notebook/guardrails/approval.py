@@ -244,15 +244,15 @@ class ApprovalDesk:
         """Run the call with ``input`` (its whole new input) instead."""
         self.answer(self._id(request_id, "edit"), ApprovalAnswer.edit(input))
 
-    async def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        """Put ``request`` on the desk and wait for its answer; a cancelled wait (Stop, a
-        timeout) withdraws it."""
+    async def ask(self, request: ApprovalRequest, limit: float | None = None) -> ApprovalAnswer:
+        """Put ``request`` on the desk and wait for its answer, at most ``limit`` seconds
+        (TimeoutError); a cancelled wait (Stop) withdraws it."""
         answer: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[request.request_id] = _Waiting(request, answer)
         self._tell(request, "asked")
         how = "withdrawn"
         try:
-            result = await answer
+            result = await asyncio.wait_for(answer, limit)
             how = "answered"
             return result
         except TimeoutError:
@@ -262,12 +262,6 @@ class ApprovalDesk:
             self._waiting.pop(request.request_id, None)
             self._closed[request.request_id] = (request, how)
             self._tell(request, how)
-
-    def close(self, request_id: str, how: str) -> None:
-        """Mark how a request that timed out closed (the wait itself says it withdrew)."""
-        closed = self._closed.get(request_id)
-        if closed is not None:
-            self._closed[request_id] = (closed[0], how)
 
     def _tell(self, request: ApprovalRequest, what: str) -> None:
         for watcher in list(self._watchers):
@@ -422,11 +416,9 @@ class Approvals:
             return ApprovalAnswer.deny(), ends, None
         try:
             if asked == "desk":
-                answer = await asyncio.wait_for(self.desk.ask(request), limit)
-                return answer, "desk", None
+                return await self.desk.ask(request, limit), "desk", None
             return await asyncio.wait_for(self._confirmer(request), limit), "confirmer", None
         except TimeoutError:
-            self.desk.close(request.request_id, "timed out")
             return ApprovalAnswer.deny(), ends, None
         except asyncio.CancelledError:
             self._answered(
