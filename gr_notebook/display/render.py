@@ -80,7 +80,7 @@ TIMELINE_ICONS = {
     "job_complete": "✔",
     "error": "✖",
     "policy_decision": "✕",
-    "approval_requested": "?",
+    "approval_requested": "○",
     "approval_answered": "✓",
     "completion_check": "↩",
     "policies_reset": "↺",
