@@ -34,10 +34,10 @@ from gr_notebook.display import reprs as _display_reprs
 from gr_notebook.errors import ConfigError, GrNotebookError, RunError, ToolError
 from gr_notebook.events import Event
 from gr_notebook.guardrails import (
+    ApprovalPolicy,
     Budget,
     BudgetTable,
     ConfirmationRequest,
-    ApprovalPolicy,
     DeadlineFeedback,
     Feedback,
     FeedbackContext,

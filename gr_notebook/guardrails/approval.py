@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.eventdata import clip
@@ -36,7 +36,6 @@ from gr_notebook.guardrails.regulation import ConfirmationRequest, ConfirmerLike
 from gr_notebook.validation import seconds
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.runtime import Denial
     from gr_notebook.tools.base import Tool, ToolOutput
 
 __all__ = [
@@ -54,6 +53,17 @@ Asked: TypeAlias = Literal["desk", "confirmer", "nobody"]
 MAX_CONFIRMER_EDITS = 3
 """A confirmer (code, not a person looking at the problem) whose edits the schema refuses
 this many times in a row is taken to deny."""
+
+
+class Ask(Protocol):
+    """What the policies asked (the guardrails' held :class:`Denial`)."""
+
+    @property
+    def reason(self) -> str: ...
+    @property
+    def policies(self) -> tuple[str, ...]: ...
+    @property
+    def timeout_s(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,7 @@ class ApprovalPolicy:
     def check(
         self, tool: Tool, params: Mapping[str, Any], *, context: PolicyContext
     ) -> PolicyDecision:
-        if tool.name in self.tools:  # type: ignore[operator]
+        if tool.name in self.tools:
             return PolicyDecision.ask(f"{tool.name} is on the list of tools a person approves")
         if self.when is None:
             return PolicyDecision.allow()
@@ -337,7 +347,7 @@ class Approvals:
 
     async def decide(
         self,
-        ask: Denial,
+        ask: Ask,
         tool: str,
         params: Mapping[str, Any],
         *,
@@ -446,8 +456,7 @@ class Approvals:
         if reply is False or reply is None:
             return ApprovalAnswer.deny()
         return ApprovalAnswer.deny(
-            f"the confirmer answered {type(reply).__name__}, not True, False or an "
-            "ApprovalAnswer"
+            f"the confirmer answered {type(reply).__name__}, not True, False or an ApprovalAnswer"
         )
 
     def _limit(self, timeout_s: float | None) -> tuple[float | None, str]:

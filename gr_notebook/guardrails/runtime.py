@@ -131,9 +131,9 @@ class Guardrails:
                 denial = Denial(binding.key, decision.reason or "denied")
                 self._decided(tool, denial, bindings, tool_use_id)
                 return denial
-        denial = _held(asks) if asks else None
-        self._decided(tool, denial, bindings, tool_use_id)
-        return denial
+        held = _held(asks) if asks else None
+        self._decided(tool, held, bindings, tool_use_id)
+        return held
 
     def _decided(
         self,

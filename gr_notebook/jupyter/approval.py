@@ -153,8 +153,8 @@ class ApprovalView:
         if what == "asked":
             prompt = self.prompts[request.request_id] = ApprovalPrompt(request, self.desk)
             self.show(prompt)
-        elif (prompt := self.prompts.get(request.request_id)) is not None:
-            prompt.closed(what)
+        elif (shown := self.prompts.get(request.request_id)) is not None:
+            shown.closed(what)
 
     @property
     def pending(self) -> tuple[ApprovalPrompt, ...]:

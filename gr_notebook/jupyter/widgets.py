@@ -398,8 +398,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         return self._fork_controls().button
 
     def close(self) -> None:
-        if getattr(self, "approvals", None) is not None:
-            self.approvals.close()  # a closed dashboard no longer attends the desk
+        view: ApprovalView | None = getattr(self, "approvals", None)
+        if view is not None:
+            view.close()  # a closed dashboard no longer attends the desk
         super().close()
 
     def add_log(self, message: str) -> None:

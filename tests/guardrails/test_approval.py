@@ -29,9 +29,7 @@ def agent_with(
 ) -> gr.Agent:
     kwargs.setdefault("stuck_turns", None)
     kwargs.setdefault("self_regulation", False)
-    return make_agent(
-        model, policies=[policy or gr.ApprovalPolicy(tools=["write_file"])], **kwargs
-    )
+    return make_agent(model, policies=[policy or gr.ApprovalPolicy(tools=["write_file"])], **kwargs)
 
 
 def calls_of(run: gr.Run) -> list[ToolCallEvent]:

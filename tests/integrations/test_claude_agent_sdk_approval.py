@@ -92,5 +92,3 @@ def test_options_that_would_swallow_the_ask_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="allowed_tools pre-approves Write"):
         hooks.options(allowed_tools=["Write", "Read"])
     assert hooks.options().can_use_tool is not None
-
-

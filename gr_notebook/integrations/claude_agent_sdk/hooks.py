@@ -33,8 +33,8 @@ from gr_notebook.events import (
     ToolCallEvent,
 )
 from gr_notebook.guardrails.feedback import render_feedback
-from gr_notebook.guardrails.runtime import Denial
 from gr_notebook.guardrails.interventions import InterventionCheck
+from gr_notebook.guardrails.runtime import Denial
 from gr_notebook.guidance import Directive
 from gr_notebook.integrations.claude_agent_sdk import prompts
 from gr_notebook.integrations.claude_agent_sdk.hook_input import (

@@ -65,7 +65,7 @@ def check_asks_reach_a_person(spec: GuardrailSpec, fields: Mapping[str, Any]) ->
             "approval policy's questions would never reach a person; use 'default' or "
             "'acceptEdits'"
         )
-    tools = {t for p in asked for t in p.tools}  # type: ignore[attr-defined]
+    tools = {t for p in asked for t in p.tools}
     allowed = _names(fields.get("allowed_tools") or ())
     swallowed = sorted(allowed & (tools | {_claude(t) for t in tools}))
     if swallowed:

@@ -36,7 +36,9 @@ _TASK_TYPES = ("codebase_audit", "multi_file_refactor", "file_edit", "exploratio
 _RECAP_ANSWER = "Your latest assess_task answer: "
 _DENIED = "Not approved"
 _ALLOTTED = re.compile(r" tokens and (\d+) iterations")
-_PERSON_SAID = re.compile(r"^Not run: a person denied this \w+ call\. Their reason: (.*?)\. Follow it")
+_PERSON_SAID = re.compile(
+    r"^Not run: a person denied this \w+ call\. Their reason: (.*?)\. Follow it"
+)
 
 
 @register_profile
