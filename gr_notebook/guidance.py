@@ -70,7 +70,8 @@ class Directive:
     source: str
     """Who gave it: ``prompt:PHASE TRANSITION``, ``feedback:Redundancy``,
     ``check_resources``, ``assess_task``, ``allotment`` (an extended allotment),
-    ``policy:<name>``, ``stop_refused``, ``intervention`` or ``todo_layer``."""
+    ``policy:<name>``, ``approval:<policy>`` (a call not approved, with a person's
+    reason), ``stop_refused``, ``intervention`` or ``todo_layer``."""
     action: Action | None = None
     """The next action it names; None for information that asks for nothing."""
     reads: tuple[str, ...] = ()

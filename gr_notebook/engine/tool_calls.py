@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import ErrorEvent, ToolCallEvent
-from gr_notebook.guardrails.approval import edited_note
+from gr_notebook.guardrails.approval import denial_order, edited_note
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -242,9 +242,7 @@ class _Turn:
         )
         if resolution.message is not None:
             text = resolution.message
-            return ToolOutput(
-                text, True, Directive(text, f"policy:{ask.policy}", "change_approach")
-            )
+            return ToolOutput(text, True, denial_order(text, ask.policy))
         if resolution.edited:
             use = self.edited[use.id] = ToolUseBlock(use.id, use.name, resolution.input)
         return use

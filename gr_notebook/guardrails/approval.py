@@ -33,6 +33,7 @@ from gr_notebook.eventdata import clip
 from gr_notebook.events import ApprovalAnsweredEvent, ApprovalRequestedEvent, Event
 from gr_notebook.guardrails.policy import PolicyContext, PolicyDecision
 from gr_notebook.guardrails.regulation import ConfirmationRequest, ConfirmerLike
+from gr_notebook.guidance import Directive, action_of_text
 from gr_notebook.validation import seconds
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ __all__ = [
     "Approvals",
     "Decision",
     "Resolution",
+    "denial_order",
+    "edited_note",
 ]
 
 Decision: TypeAlias = Literal["approve", "deny", "edit"]
@@ -524,6 +527,12 @@ def _denied(tool: str, by: str, reason: str | None, request: ApprovalRequest) ->
             "Follow it; do not repeat the same call."
         )
     return f"Not run: a person denied this {tool} call. {instead}"
+
+
+def denial_order(text: str, policy: str) -> Directive:
+    """A call that was not approved, as an order from ``approval:<policy>``: what the
+    person's reason asks for (wrap up, narrow the scope), else to carry on without it."""
+    return Directive(text, f"approval:{policy}", action_of_text(text) or "continue")
 
 
 def edited_note(params: Mapping[str, Any]) -> str:

@@ -160,7 +160,7 @@ def test_a_denial_with_a_reason_reaches_the_model(make_agent: Callable[..., gr.A
     assert not run.workspace.exists("a.txt")
     sent = [b for m in model.requests[-1].messages for b in m.content]
     assert any("write to notes.md instead" in str(getattr(b, "content", "")) for b in sent)
-    assert run.guidance_df()["source"].tolist().count("policy:approval") == 1
+    assert run.guidance_df()["source"].tolist().count("approval:approval") == 1
 
 
 def test_the_literal_agent_follows_the_persons_reason(
@@ -186,6 +186,7 @@ def test_the_literal_agent_follows_the_persons_reason(
     after = [e.tool for e in events[at:] if isinstance(e, ToolCallEvent)]
     assert after[0] == "write_file"  # the denied call itself
     assert after[1] == "job_complete"  # the next move is what the person said
+    assert gr.lint_guidance(run) == []  # the person's order is theirs to give
 
 
 def test_an_edit_runs_and_the_model_is_told(make_agent: Callable[..., gr.Agent]) -> None:

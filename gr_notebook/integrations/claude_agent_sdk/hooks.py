@@ -32,6 +32,7 @@ from gr_notebook.events import (
     PromptInjectedEvent,
     ToolCallEvent,
 )
+from gr_notebook.guardrails.approval import denial_order
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guardrails.runtime import Denial
@@ -141,8 +142,8 @@ class HookCallbacks:
         )
         if resolution.message is not None:
             text = self.names.in_claude_terms(resolution.message, call)
-            order = Directive(text, f"policy:{denial.policy}", "change_approach")
-            self._after(call, read, None, ToolOutput(text, True, order), started)
+            output = ToolOutput(text, True, denial_order(text, denial.policy))
+            self._after(call, read, None, output, started)
             return None, text
         if resolution.edited:
             edited = self.names.call(call.sdk_name, resolution.input)
