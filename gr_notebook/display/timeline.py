@@ -278,7 +278,7 @@ def _approval_requested(e: ApprovalRequestedEvent) -> str:
 
 @_line(ApprovalAnsweredEvent)
 def _approval_answered(e: ApprovalAnsweredEvent) -> str:
-    waited = "" if e.waited_s != e.waited_s else f" after {e.waited_s:.1f} s"  # NaN: stopped
+    waited = f" after {e.waited_s:.1f} s" if e.waited_s > 0.05 else ""
     if e.decision == "approve":
         return f"{e.tool} approved by the {e.by}{waited}"
     if e.decision == "edit":

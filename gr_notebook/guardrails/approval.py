@@ -22,7 +22,6 @@ import asyncio
 import inspect
 import itertools
 import json
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -394,7 +393,7 @@ class Approvals:
                 )
             )
             started = time.monotonic()
-            answer, by, note = await self._answer(request, asked)
+            answer, by = await self._answer(request, asked, started)
             waited = time.monotonic() - started
             if answer.decision == "edit":
                 assert answer.input is not None
@@ -413,32 +412,32 @@ class Approvals:
                     )
                 current = answer.input
                 continue
-            self._answered(request, answer, by, waited, reason=note or answer.reason)
+            self._answered(request, answer, by, waited)
             if answer.decision == "approve":
                 return Resolution(dict(current))
-            return Resolution(current, _denied(tool, by, note or answer.reason, request))
+            return Resolution(current, _denied(tool, by, answer.reason, request))
 
     async def _answer(
-        self, request: ApprovalRequest, asked: Asked
-    ) -> tuple[ApprovalAnswer, str, str | None]:
-        """The answer, who gave it, and for a denial nobody gave, why."""
+        self, request: ApprovalRequest, asked: Asked, started: float
+    ) -> tuple[ApprovalAnswer, str]:
+        """The answer and who gave it: a person, or what ended the wait."""
         if asked == "nobody":
-            return ApprovalAnswer.deny(), "nobody", None
+            return ApprovalAnswer.deny(), "nobody"
         limit, ends = self._limit(request.timeout_s)
         if limit is not None and limit <= 0:
-            return ApprovalAnswer.deny(), ends, None
+            return ApprovalAnswer.deny(), ends
         try:
             if asked == "desk":
-                return await self.desk.ask(request, limit), "desk", None
-            return await asyncio.wait_for(self._confirmer(request), limit), "confirmer", None
+                return await self.desk.ask(request, limit), "desk"
+            return await asyncio.wait_for(self._confirmer(request), limit), "confirmer"
         except TimeoutError:
-            return ApprovalAnswer.deny(), ends, None
+            return ApprovalAnswer.deny(), ends
         except asyncio.CancelledError:
             self._answered(
                 request,
                 ApprovalAnswer.deny("the run was stopped while the call waited"),
                 "stop",
-                math.nan,
+                time.monotonic() - started,
             )
             raise
 
@@ -476,7 +475,6 @@ class Approvals:
         by: str,
         waited: float,
         *,
-        reason: str | None = None,
         problem: str | None = None,
     ) -> None:
         self._emit(
@@ -487,7 +485,7 @@ class Approvals:
                 decision=answer.decision,
                 by=by,
                 waited_s=waited,
-                reason=reason if reason is not None else answer.reason,
+                reason=answer.reason,
                 input=None if answer.input is None else dict(answer.input),
                 problem=problem,
             )
