@@ -253,9 +253,18 @@ async def test_a_timeout_denies(make_agent: Callable[..., gr.Agent]) -> None:
 async def test_the_deadline_keeps_counting_while_a_call_waits(
     make_agent: Callable[..., gr.Agent],
 ) -> None:
+    clock = gr.FakeClock()
     model = gr.ScriptedModel([gr.tool_calls([WRITE]), gr.tool_calls([WRITE]), gr.text("x")])
-    run = agent_with(make_agent, model, budget=gr.Budget(deadline_s=0.2)).start("job")
-    run.approvals.watch(lambda req, what: None)
+    agent = agent_with(make_agent, model, budget=gr.Budget(deadline_s=60), clock=clock)
+    run = agent.start("job")
+
+    def watch(request: ApprovalRequest, what: str) -> None:
+        if what == "asked":
+            clock.advance(59.95)  # the person takes their time: 0.05 s of the limit are left
+        else:
+            clock.advance(1)  # the wait ran out the limit
+
+    run.approvals.watch(watch)
     await run.wait()
     assert run.approvals_df()["by"].tolist() == ["deadline"]
     assert "time limit ran out" in calls_of(run)[0].result
