@@ -23,10 +23,18 @@ built up to that many prior calls by doing them, then ``BATCH`` calls timed one 
 with ``perf_counter_ns``; ``REPEATS`` rounds over all sizes, each size's samples pooled
 (median and min).
 
+The cost of a shadow: the same runs with one shadow policy (``gr.Agent(shadow=[...])``, a
+second read-before-write policy asked at every call and remembering every success, its
+decisions recorded as events), measured side by side with runs without it and with the same
+policy live: for each round, one run of each at ``SHADOW_AT`` prior calls, in rotating order.
+
 Goals:
   1. gr_notebook is flat: median at 10,000 prior calls <= 1.5 x median at 100;
   2. gr_notebook is >= 10 x faster than WINK at 5,000 prior calls (ratio of medians).
-     Without a Python >= 3.12 for the WINK venv this goal is reported NOT MEASURED.
+     Without a Python >= 3.12 for the WINK venv this goal is reported NOT MEASURED;
+  3. a policy in shadow adds <= 2.5 x what the same policy adds live (medians). The shadow
+     records a decision event at every call, where a third live policy shares the call's
+     one event: that event is most of the difference.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ from gr_notebook.guardrails import (
     StaticFeedbackProvider,
     render_feedback,
 )
+from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.tools import CORE_TOOLS, ToolOutput
 from gr_notebook.workflow.todos import TodoList
 from gr_notebook.workflow.workspace import Workspace
@@ -72,6 +81,8 @@ TICK_S = 0.1
 DEADLINE_S = 3600
 FLAT_EARLY, FLAT_LATE, MAX_GROWTH = 100, 10_000, 1.5
 VS_AT, MIN_SPEEDUP = 5_000, 10.0
+SHADOW_AT, SHADOW_ROUNDS, MAX_SHADOW_RATIO = 1_000, 6, 2.5
+VARIANTS = ("live only", "live + the policy live", "live + the policy in shadow")
 
 ROOT = Path(__file__).resolve().parent.parent
 WINK_VENV = ROOT / ".bench" / "wink-venv"
@@ -103,9 +114,11 @@ def make_workspace(root: Path) -> None:
 
 
 class Run:
-    """One gr_notebook run's guardrails, an event log and a fake clock; no model, no loop."""
+    """One gr_notebook run's guardrails, an event log and a fake clock; no model, no loop;
+    ``variant`` (one of :data:`VARIANTS`) adds one more read-before-write policy, live or in
+    shadow (asked where the live ones are)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, variant: str = VARIANTS[0]) -> None:
         self.clock = FakeClock()
         self.started = self.clock()
         self.budget = Budget(deadline_s=DEADLINE_S, max_iterations=1_000_000)
@@ -116,6 +129,7 @@ class Run:
             policies=[
                 ReadBeforeWritePolicy(),
                 SequentialDependencyPolicy(dependencies={"edit_file": {"read_file"}}),
+                *([ReadBeforeWritePolicy()] if variant == VARIANTS[1] else []),
             ],
             feedback_providers=[
                 FeedbackProviderConfig(
@@ -132,6 +146,12 @@ class Run:
         self.run_id, self.name, self.wrap_up = "", "bench", None
         self.workspace, self.todos = Workspace(root), TODOS
         self.guards = Guardrails(spec, self)  # this object is the run the guardrails read
+        self.plan_file = "main_plan.md"
+        self.shadow = (
+            Shadow(ShadowSpec.build([ReadBeforeWritePolicy()], tools=list(CORE_TOOLS)), self)
+            if variant == VARIANTS[2]
+            else None
+        )
         self.calls = 0
         self.denials = 0
         self.feedback_blocks = 0
@@ -158,10 +178,15 @@ class Run:
         self.turn += 1
         turn = self.turn
         started = time.perf_counter_ns()
-        denial = guards.check(tool, params, turn=turn)
+        shadow = self.shadow
+        denial = guards.check(tool, params, turn=turn, tool_use_id=use_id)
+        if shadow is not None:
+            shadow.check(tool, params, turn=turn, tool_use_id=use_id)
         if denial is None:
             # (the tool's own work would run here)
             guards.after_success(tool, params, output, turn=turn)
+            if shadow is not None:
+                shadow.after_success(tool, params, output, turn=turn)
         else:
             output = ToolOutput(denial.message(), True)
         self.log.append(
@@ -177,6 +202,8 @@ class Run:
             phase=1,
         )
         blocks = guards.after_call(name, params, is_error=output.is_error, turn=turn)
+        if shadow is not None:
+            shadow.after_call(name, params, output.content, is_error=output.is_error, turn=turn)
         content = output.content
         if blocks:
             content = f"{content}\n\n{render_feedback(blocks)}"
@@ -188,12 +215,12 @@ class Run:
         return elapsed
 
 
-def measure_once(size: int, batch: int) -> dict[str, Any]:
+def measure_once(size: int, batch: int, *, variant: str = VARIANTS[0]) -> dict[str, Any]:
     """A fresh run built up to ``size`` calls, then ``batch`` calls timed one by one."""
     with tempfile.TemporaryDirectory(prefix="gr-bench-guard-", dir=_util.SCRATCH) as tmp:
         root = Path(tmp) / "ws"
         make_workspace(root)
-        run = Run(root)
+        run = Run(root, variant=variant)
         for _ in range(size):
             run.call()
         blocks_before, denials_before = run.feedback_blocks, run.denials
@@ -215,6 +242,17 @@ def measure_all() -> dict[int, dict[str, Any]]:
         for size in SIZES:
             runs[size].append(measure_once(size, BATCH))
     return {size: summarize(rs) for size, rs in runs.items()}
+
+
+def measure_shadow() -> dict[str, dict[str, Any]]:
+    """Runs of every variant side by side: each round one of each, in rotating order, so a
+    slow spell of the machine hits them alike."""
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    for round_ in range(SHADOW_ROUNDS):
+        order = VARIANTS[round_ % 3 :] + VARIANTS[: round_ % 3]
+        for variant in order:
+            runs[variant].append(measure_once(SHADOW_AT, BATCH, variant=variant))
+    return {variant: summarize(rs) for variant, rs in runs.items()}
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -378,6 +416,35 @@ def main() -> int:
     if denials:
         print(f"warning: {denials} timed calls were denied; the call pattern is not all allowed")
 
+    shadowed = measure_shadow()
+    _util.section(
+        f"One shadow policy per tool call (µs): {BATCH} calls timed after {SHADOW_AT:,} "
+        f"prior calls, {SHADOW_ROUNDS} rounds of fresh runs of each, side by side"
+    )
+    base = shadowed[VARIANTS[0]]["median_us"]
+    _util.print_table(
+        ["guardrails", "median", "min", "mean", "added (median)", "x live only", "events/run"],
+        [
+            [
+                variant,
+                _us(r["median_us"]),
+                _us(r["min_us"]),
+                _us(r["mean_us"]),
+                _us(r["median_us"] - base),
+                f"{r['median_us'] / base:.2f}",
+                r["events"],
+            ]
+            for variant, r in shadowed.items()
+        ],
+    )
+    live_added = shadowed[VARIANTS[1]]["median_us"] - base
+    shadow_added = shadowed[VARIANTS[2]]["median_us"] - base
+    shadow_ratio = shadow_added / live_added if live_added > 0 else float("inf")
+    print(
+        f"The policy adds {shadow_added:.1f} µs per call in shadow and {live_added:.1f} µs "
+        f"live (medians): {shadow_ratio:.2f} x."
+    )
+
     early, late = ours[FLAT_EARLY]["median_us"], ours[FLAT_LATE]["median_us"]
     goals.check(
         f"gr_notebook flat: median at {FLAT_LATE:,} <= {MAX_GROWTH} x median at {FLAT_EARLY:,}",
@@ -397,6 +464,11 @@ def main() -> int:
         goals.not_measured(name, wink.unavailable)
     else:
         goals.check(name, False, f"the WINK probe failed: {wink.failed}")
+    goals.check(
+        f"a policy in shadow adds <= {MAX_SHADOW_RATIO} x what it adds live",
+        shadow_ratio <= MAX_SHADOW_RATIO,
+        f"{_us(shadow_added)} µs vs {_us(live_added)} µs (medians): {shadow_ratio:.2f}x",
+    )
     return goals.report()
 
 

@@ -32,10 +32,12 @@ from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.regulation_tools import REGULATION_PROMPT, regulation_tools
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model
+from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
 from gr_notebook.validation import seconds, whole_number
@@ -52,6 +54,9 @@ class Agent:
 
     The guardrails belong to the definition, not to a model adapter, so the same agent
     enforces the same policies, feedback and completion criteria on every model.
+    ``shadow=[...]`` takes guardrails of any kind to try before trusting them: they decide
+    at every call, stop and check, their decisions are recorded (``run.shadow_df()``), and
+    nothing they decide reaches the run.
     """
 
     def __init__(
@@ -81,9 +86,11 @@ class Agent:
         clock: Callable[[], float] = time.time,
         name: str = "agent",
         checkpoints: bool = True,
+        shadow: Iterable[object] = (),
+        price: Price | None = None,
     ) -> None:
         options = {k: v for k, v in locals().items() if k != "self"}
-        for key in ("tools", "policies", "feedback_providers"):  # a generator reads once
+        for key in ("tools", "policies", "feedback_providers", "shadow"):  # a generator reads once
             if isinstance(options[key], Iterator):
                 options[key] = tuple(options[key])
         tools, policies, feedback_providers = (
@@ -101,6 +108,15 @@ class Agent:
                 f"'main_plan.md': {exc}"
             ) from None
         self.model = resolve_model(model)
+        if price is not None and not isinstance(price, Price):
+            raise ConfigError(
+                "price takes gr.Price(input, output, cache_write, cache_read), USD per million "
+                f"tokens (e.g. gr.Price.standard(3.0, 15.0)); got {type(price).__name__}"
+            )
+        self.price = price
+        """What every model call costs, whatever the model says; None: the model's own."""
+        if model is not None:  # the default model is checked when a run starts
+            self._check_priced()
         self.workspace = workspace
         self.user_tools = tuple(tools)
         self.regulation = _regulation_of(
@@ -122,6 +138,11 @@ class Agent:
             checker=task_completion_checker,
             max_refusals=max_refusals,
         )
+        self.shadow = ShadowSpec.build(
+            options["shadow"], tools=list(self.registry), max_refusals=max_refusals
+        )
+        """Guardrails that decide on every call, stop and check, recorded with
+        ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
         if interventions is not None and not isinstance(interventions, InterventionConfig):
             raise ConfigError(
                 "interventions takes gr.InterventionConfig(...) (or a preset such as "
@@ -181,9 +202,15 @@ class Agent:
             confirm=confirm,
         )
 
-    def definition(self, *, confirm: ConfirmerLike | None = None) -> AgentDefinition:
+    def definition(
+        self, *, confirm: ConfirmerLike | None = None, own_model: bool = True
+    ) -> AgentDefinition:
         """What a run of this agent works under; ``confirm`` answers large assessments and
-        approvals when the agent has no confirmer of its own."""
+        approvals when the agent has no confirmer of its own. ``own_model=False``: the caller
+        makes the model calls (a Claude Agent SDK session), so the agent's model need no
+        price."""
+        if own_model:
+            self._check_priced()
         regulation = self.regulation
         if confirm is not None and regulation is not None and regulation.confirm is None:
             regulation = replace(regulation, confirm=confirm)
@@ -207,6 +234,8 @@ class Agent:
             stuck_turns=self.stuck_turns,
             name=self.name,
             confirm=self.confirm or confirm,
+            shadow=None if self.shadow.empty else self.shadow,
+            price=self.price,
         )
 
     def config(self) -> dict[str, Any]:
@@ -217,11 +246,17 @@ class Agent:
             "max_iterations": self.budget.max_iterations,
             "max_tokens": self.budget.max_tokens,
             "deadline_s": self.budget.deadline_s,
+            **(
+                {}
+                if self.budget.max_cost_usd is None
+                else {"max_cost_usd": self.budget.max_cost_usd}
+            ),
             "compaction": self.compaction,
             "tools": [t.name for t in self.registry],
             **self.guardrails.describe(),
             "interventions": self.interventions.describe() if self.interventions else None,
             "self_regulation": self.regulation is not None,
+            "shadow": self.shadow.describe(),
         }
 
     @property
@@ -241,6 +276,23 @@ class Agent:
         return Agent(**{**self._options, **changes})
 
     # -- internals --------------------------------------------------------------------------
+
+    def _check_priced(self) -> None:
+        """A cost limit counts what each call costs: refused when nothing prices them."""
+        cap = self.budget.max_cost_usd
+        if cap is None or self.price is not None or price_of_model(self.model) is not None:
+            return
+        name = self.model.name
+        own = ""
+        if isinstance(self.model, Priced):
+            key = price_key(name.partition(":")[2] or name)
+            own = f", or prices={{{key!r}: gr.Price(...)}} to the model itself"
+        raise ConfigError(
+            f"budget=gr.Budget(max_cost_usd={cap!r}) counts what each model call costs, and "
+            f"the model {name!r} has no price: pass price=gr.Price(input, output, "
+            f"cache_write, cache_read) (USD per million tokens, e.g. gr.Price.standard(3.0, "
+            f"15.0)) to gr.Agent(...){own}"
+        )
 
     def _workspace_for(self, run_id: str) -> Workspace:
         if isinstance(self.workspace, Workspace):
@@ -274,7 +326,8 @@ def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:
     """``max_iterations=N`` is shorthand for ``budget=gr.Budget(max_iterations=N)``."""
     if budget is not None and not isinstance(budget, Budget):
         raise ConfigError(
-            f"budget takes gr.Budget(max_tokens=..., max_iterations=..., deadline_s=...), "
+            "budget takes gr.Budget(max_tokens=..., max_iterations=..., deadline_s=..., "
+            "max_cost_usd=...), "
             f"not {type(budget).__name__}"
         )
     if max_iterations is None:
@@ -297,6 +350,7 @@ def _budget_call(budget: Budget) -> str:
         "max_tokens": budget.max_tokens,
         "max_iterations": budget.max_iterations,
         "deadline_s": budget.deadline_s,
+        "max_cost_usd": budget.max_cost_usd,
     }
     given = {k: v for k, v in limits.items() if v != getattr(Budget(), k)}
     return "gr.Budget(" + ", ".join(f"{k}={v}" for k, v in given.items()) + ")"

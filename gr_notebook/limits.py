@@ -10,9 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-__all__ = ["LimitKind", "SpentLimit"]
+__all__ = ["LimitKind", "SpentLimit", "usd"]
 
-LimitKind: TypeAlias = Literal["iterations", "tokens", "time"]
+LimitKind: TypeAlias = Literal["iterations", "tokens", "time", "cost"]
+"""``cost`` is US dollars, priced from the model's price table."""
+
+
+def usd(value: float) -> str:
+    """Dollars as a person reads them: cents for whole cents, else four decimals."""
+    if abs(value) >= 100 or abs(round(value, 2) - value) < 1e-9:
+        return f"${value:,.2f}"
+    return f"${value:,.4f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,13 +28,15 @@ class SpentLimit:
     """A limit that ended, or would end, the run: which one, how much was used, the limit.
 
     ``request`` is set when it is the next model request that does not fit: the input
-    tokens it needs, as the model counted them before sending.
+    tokens it needs, as the model counted them before sending. For the cost limit
+    ``request_cost_usd`` is what that request could cost at most.
     """
 
     kind: LimitKind
     used: float
     limit: float
     request: int | None = None
+    request_cost_usd: float | None = None
 
     @property
     def remaining(self) -> float:
@@ -35,6 +45,14 @@ class SpentLimit:
     @property
     def reason(self) -> str:
         """The sentence a person reads (the run's reason, the event's text)."""
+        if self.kind == "cost":
+            if self.request_cost_usd is not None:
+                return (
+                    f"the next request could cost up to {usd(self.request_cost_usd)} and "
+                    f"{usd(max(self.remaining, 0.0))} remain of the cost limit of "
+                    f"{usd(self.limit)}; it was not sent"
+                )
+            return f"the cost limit of {usd(self.limit)} was reached ({usd(self.used)} spent)"
         if self.request is not None:
             return (
                 f"the next request needs {self.request:,} input tokens (counted before "

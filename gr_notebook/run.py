@@ -88,6 +88,7 @@ class Limits:
     max_iterations: int
     context_window: int
     token_budget: int | None = None
+    cost_limit_usd: float | None = None
 
 
 class Run:
@@ -410,6 +411,14 @@ class Run:
         from gr_notebook.history.analysis import interventions_df
 
         return interventions_df(self._events)
+
+    def shadow_df(self) -> pd.DataFrame:
+        """One row per shadow guardrail decision that differs from what happened live: a
+        call a shadow policy would deny, feedback it would give, a stop it would refuse, an
+        intervention it would make (``gr.Agent(shadow=[...])``)."""
+        from gr_notebook.history.analysis import shadow_df
+
+        return shadow_df(self._events)
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, kept as running totals so a live widget can ask every event."""

@@ -143,6 +143,7 @@ def launch(
                 max_iterations=definition.budget.max_iterations,
                 context_window=context_window_of(definition.model),
                 token_budget=definition.budget.max_tokens,
+                cost_limit_usd=definition.budget.max_cost_usd,
             ),
         )
         store = store or agent.open_store()

@@ -34,6 +34,7 @@ __all__ = [
     "render_meters",
     "render_plan",
     "render_run_card",
+    "render_shadow",
     "render_thinking",
     "render_timeline",
     "render_todos",
@@ -239,6 +240,32 @@ def render_feedback(entries: Sequence[FeedbackEntry], total: int | None = None) 
     return _panel("gr-feedback", title, body)
 
 
+SHADOW_STYLE = "color:#9e9e9e"
+"""A shadow's lines are grey: recorded, and nothing acted on them."""
+
+
+def render_shadow(entries: Sequence[TimelineEntry], total: int | None = None) -> str:
+    """What the shadow guardrails would have done, apart from the run's own feedback and
+    timeline and in grey; nothing at all for a run without shadows."""
+    if not entries:
+        return ""
+    rows = "".join(
+        f"<li class='gr-shadow-entry gr-event-{escape(e.kind)}' style='list-style:none'>"
+        f"<span style='display:inline-block;min-width:5.5em'>turn {e.turn}</span>"
+        f"{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
+        for e in entries
+    )
+    body = f"<ul style='margin:0;padding-left:4px;font-size:12px;{SHADOW_STYLE}'>{rows}</ul>"
+    if total is not None and total > len(entries):
+        body += f"<div style='{SHADOW_STYLE};font-size:11px'>… {total - len(entries)} earlier</div>"
+    title = "Shadow guardrails: would have, and did not (newest first)"
+    return (
+        f"<div class='gr-shadow' style='{PANEL};{SHADOW_STYLE};border-style:dashed'>"
+        f"<div style='{TITLE_STYLE}'>{escape(title)}"
+        f"{f' ({total:,})' if total else ''}</div>{body}</div>"
+    )
+
+
 def render_calls(entries: Sequence[ToolCallEntry], total: int | None = None) -> str:
     """The latest tool calls of a session that has no todo list: what the model did, and
     which calls the policies denied (said in words: no symbol a font may lack)."""
@@ -335,6 +362,7 @@ def render_dashboard(state: DashboardState) -> str:
         f"<div style='flex:1 1 480px;min-width:0'>{main}</div>"
         f"<div style='flex:1 1 260px'>{side}</div></div>"
         f"{render_feedback(state.feedback, state.feedback_total)}"
+        f"{render_shadow(state.shadow, state.shadow_total)}"
         f"{render_thinking(state.thinking)}"
         f"{render_timeline(state.timeline, state.timeline_total)}"
         "</div>"
@@ -382,6 +410,9 @@ def text_dashboard(state: DashboardState) -> str:
     if state.feedback:
         lines.append("Feedback (newest first):")
         lines += [f"  [{f.severity}] {f.provider}: {f.summary}" for f in state.feedback]
+    if state.shadow:
+        lines.append("Shadow guardrails, not enforced (newest first):")
+        lines += [f"  turn {e.turn}: {e.text}" for e in state.shadow]
     if state.thinking:
         lines.append("Thinking (newest first):")
         lines += [f"  turn {t.turn}: {t.headline}" for t in state.thinking]

@@ -22,6 +22,7 @@ from gr_notebook.display.timeline import (
     worth_a_line,
 )
 from gr_notebook.events import (
+    ErrorEvent,
     Event,
     FeedbackEvent,
     InterventionSkippedEvent,
@@ -30,8 +31,10 @@ from gr_notebook.events import (
     ThinkingEvent,
     ToolCallEvent,
     as_typed,
+    is_shadow,
 )
 from gr_notebook.harness import GR_LOOP, Harness
+from gr_notebook.limits import usd
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 
@@ -62,6 +65,7 @@ TIMELINE_SIZE = 12
 FEEDBACK_SIZE = 5
 THINKING_SIZE = 3
 CALLS_SIZE = 8
+SHADOW_SIZE = 8
 MAX_BLOCK = 1_000
 MAX_TARGET = 80
 _TARGET_KEYS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query")
@@ -79,9 +83,10 @@ class Meter:
     """One resource against its limit; ``limit=None`` means nothing is set to measure it by."""
 
     label: str
-    used: int
-    limit: int | None
+    used: int | float
+    limit: int | float | None
     unit: str = ""
+    """``USD`` shows dollars (``$0.41 / $1.00``)."""
 
     @property
     def fraction(self) -> float | None:
@@ -92,6 +97,11 @@ class Meter:
         return meter_level(self.used, self.limit)
 
     def describe(self) -> str:
+        if self.unit == "USD":
+            if self.limit is None:
+                return f"{self.label}: {usd(self.used)} (no limit set)"
+            share = f" ({self.fraction:.0%})" if self.limit else ""
+            return f"{self.label}: {usd(self.used)} / {usd(self.limit)}{share}"
         unit = f" {self.unit}" if self.unit else ""
         if not self.limit:
             return f"{self.label}: {self.used:,}{unit} (no limit set)"
@@ -236,6 +246,9 @@ class DashboardState:
     calls: tuple[ToolCallEntry, ...] = ()
     """The latest tool calls, newest first: what a session without a todo list shows."""
     calls_total: int = 0
+    shadow: tuple[TimelineEntry, ...] = ()
+    """What the shadow guardrails would have done (and did not), newest first."""
+    shadow_total: int = 0
 
     @property
     def ended_early(self) -> bool:
@@ -267,8 +280,12 @@ class RunTracker:
         thinking_size: int = THINKING_SIZE,
         calls_size: int = CALLS_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
+        shadow_size: int = SHADOW_SIZE,
     ) -> None:
         self.kinds = kinds
+        self.shadow: deque[TimelineEntry] = deque(maxlen=shadow_size)
+        self.shadow_total = 0
+        """A shadow guardrail's decisions and failures: listed apart, never as the run's."""
         self.timeline_size = timeline_size
         self.timeline: deque[TimelineEntry] = deque()
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
@@ -293,6 +310,8 @@ class RunTracker:
         thinking panel or the tool calls show."""
         event = as_typed(event)
         kind = event.kind
+        if is_shadow(event):
+            return self._add_shadow(event)
         if isinstance(event, ModelCallEvent):
             self.tokens_budget = event.tokens_budget
             self.iterations_max = event.iterations_max or None  # 0: an untyped call had none
@@ -336,6 +355,18 @@ class RunTracker:
             self._make_room()
         return True
 
+    def _add_shadow(self, event: Event) -> bool:
+        """A shadow's decision that would have changed something (a denial, feedback, a
+        refused stop, an intervention) or its failure; the rest (allowed calls, accepted
+        stops, checks held off) would not have, and is left to ``run.shadow_df()``."""
+        if not isinstance(event, FeedbackEvent | ErrorEvent) and (
+            isinstance(event, InterventionSkippedEvent) or not worth_a_line(event)
+        ):
+            return False
+        self.shadow.append(TimelineEntry(event.seq, event.turn, event.kind, describe(event)))
+        self.shadow_total += 1
+        return True
+
     def _make_room(self) -> None:
         """Drop the oldest muted line (a held-off check) before any other, so a healthy
         run's checks every few steps never push a pause, a phase or an intervention off the
@@ -348,7 +379,8 @@ class RunTracker:
 
     def meters(self, run: Run) -> tuple[Meter, ...]:
         """Tokens against the budget the events announced, else the run's limits;
-        iterations likewise; the context against the model's window."""
+        iterations likewise; the context against the model's window; the dollars spent
+        against the cost limit, when one is set."""
         summary = run.summary()
         limits = run.limits
         tokens, turns = summary["input_tokens"] + summary["output_tokens"], summary["turns"]
@@ -357,11 +389,14 @@ class RunTracker:
         budget = self.tokens_budget if self.tokens_budget is not None else limits.token_budget
         cap = self.iterations_max if self.iterations_max is not None else limits.max_iterations
         basis = " (assessed)" if self.assessed else ""
-        return (
+        meters = (
             Meter(f"Tokens used{basis}", tokens, budget, "tokens"),
             Meter(f"Iterations{basis}", turns, cap, "turns"),
             Meter("Context", summary["context_tokens"], limits.context_window, "tokens"),
         )
+        if limits.cost_limit_usd is None:
+            return meters
+        return (*meters, Meter("Cost", summary["cost_usd"] or 0.0, limits.cost_limit_usd, "USD"))
 
     def snapshot(self, run: Run) -> DashboardState:
         job = run.job
@@ -381,4 +416,6 @@ class RunTracker:
             harness=run.harness,
             calls=tuple(c.relative_to(str(run.workspace.root)) for c in reversed(self.calls)),
             calls_total=self.calls_total,
+            shadow=tuple(reversed(self.shadow)),
+            shadow_total=self.shadow_total,
         )

@@ -131,6 +131,10 @@ def _run_finished(e: RunFinishedEvent) -> str:
 @_line(ErrorEvent)
 def _error(e: ErrorEvent) -> str:
     where = e.tool or e.source or "run"
+    if e.source.startswith("shadow:"):  # a shadow guardrail's own failure
+        name = e.policy or e.provider
+        where = f"a shadow {_words(e.source.removeprefix('shadow:'))}"
+        where += f" ({name})" if name else ""
     kind = f"{e.error_type}: " if e.error_type else ""
     return f"Error in {where}: {kind}{e.message}"
 
@@ -185,6 +189,8 @@ def _model_retry(e: ModelRetryEvent) -> str:
 
 @_line(RequestOverBudgetEvent)
 def _over_budget(e: RequestOverBudgetEvent) -> str:
+    if e.limit is not None and e.limit.kind == "cost":
+        return f"Request not sent: {e.limit.reason}"
     return f"Request not sent: it needs {e.needed:,} tokens, {e.remaining:,} remain"
 
 

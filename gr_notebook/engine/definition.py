@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.interventions import InterventionConfig
 from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.models.base import Model
+from gr_notebook.models.pricing import Price
 from gr_notebook.tools.registry import ToolRegistry
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 
@@ -40,6 +42,10 @@ class AgentDefinition:
     name: str = "agent"
     confirm: ConfirmerLike | None = None
     """Answers a tool call a policy asks about when no dashboard attends the run."""
+    shadow: ShadowSpec | None = None
+    """Guardrails that decide and are recorded, and that nothing obeys."""
+    price: Price | None = None
+    """The agent's ``price=``: every call is priced at it, whatever the model says."""
 
     def new_stuck_detector(self) -> StuckDetector | None:
         if self.stuck_detector is not None:

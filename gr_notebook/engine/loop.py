@@ -4,7 +4,8 @@ The loop takes the agent's definition (:class:`~gr_notebook.engine.definition.Ag
 and the run's state (:class:`~gr_notebook.engine.state.RunState`) and keeps nothing else but
 the controls a person uses (stop, pause). Each turn: between turns, stops, limits, rewinds
 and seed 000's progress check; then the request is assembled and, when the model can count its
-input tokens, checked against what the token budget has left, so a request over it is never
+input tokens, checked against what the token budget has left, and under a cost limit what it
+could cost at most against what that limit has left, so a request over either is never
 sent; the model is called; the tool calls run as their own step
 (:mod:`gr_notebook.engine.tool_calls`), which returns the turn's effects, and the loop acts
 on those (end the job, intervene, prune, compact, inject the workflow's prompts). It knows
@@ -47,9 +48,10 @@ from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guidance import Directive
 from gr_notebook.limits import SpentLimit
-from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling
+from gr_notebook.models.pricing import price_of_model
 from gr_notebook.tools.effects import PruneConversation
 from gr_notebook.tools.nesting import cut_deep_inputs
 from gr_notebook.workflow.prompts import (
@@ -91,6 +93,11 @@ class Loop:
         self.model = definition.model
         self.registry = definition.registry
         self._counter = self.model if isinstance(self.model, TokenCounter) else None
+        self._price = definition.price or price_of_model(self.model)
+        self._previous: Usage | None = None
+        """The latest call's usage: what the next request may read from the cache."""
+        self._most_output = 0
+        """The most output tokens a call of this run wrote."""
         self._stop_requested: str | None = None
         self.stop_status: RunStatus = "cancelled"
         """What a requested stop ends as: ``interrupted`` for Ctrl-C, else ``cancelled``."""
@@ -131,12 +138,17 @@ class Loop:
         model that has not called check_resources lately still hears it in time. While the
         limits have room, a phase that outgrew its allotment gets it extended, and the model
         reads a line saying so: an allotment is an estimate, and only the hard limits stop
-        a run."""
+        a run. Under a cost limit the order is also said in words that name it: the
+        model sees its tokens and turns, but not what they cost."""
         phases, regulation = self.state.phases, self.state.regulation
         if regulation is None or phases.wrap_up_ordered:
             return
-        if regulation.check().wrap_up:
+        report = regulation.check()
+        if report.wrap_up:
             phases.order_wrap_up()
+            said = report.named_order()
+            if said is not None:
+                self._inject([said])
             return
         extended = regulation.extend()
         if extended is not None:
@@ -215,7 +227,7 @@ class Loop:
         started = time.perf_counter()
         try:
             counted = await self._count(request)
-            over = None if counted is None else state.usage().admits(counted)
+            over = state.usage().admits(counted, request_cost_usd=self._estimate(request, counted))
             if over is not None:
                 return self._over_budget(over, over.reason)
             with calling(state.call_context(counted)):
@@ -240,6 +252,12 @@ class Loop:
             if usage
             else request.estimated_tokens
         )
+        cost = self._cost(response, request)
+        if cost is not None:
+            state.cost_usd += cost
+        if usage is not None:
+            self._previous = usage
+            self._most_output = max(self._most_output, usage.output_tokens)
         spent = state.usage()
         state.emit(
             ModelCallEvent(
@@ -259,7 +277,7 @@ class Loop:
                 text=response.text,
                 duration_s=time.perf_counter() - started,
                 model=response.model or self.model.name,
-                cost_usd=response.extra.get("cost_usd"),
+                cost_usd=cost,
                 tokens_used=state.tokens,
                 iterations_used=spent.iterations,
                 **state.measured(),
@@ -277,12 +295,37 @@ class Loop:
         with calling(self.state.call_context()):
             return await self._counter.count_input_tokens(request)
 
+    def _estimate(self, request: ModelRequest, counted: int | None) -> float | None:
+        """Under a cost limit, the most the request could cost: its input tokens (counted,
+        else estimated) and all the output the model may write (its ``max_tokens``, else
+        the most a call of this run wrote), at the run's price."""
+        if self.state.budget.max_cost_usd is None or self._price is None:
+            return None
+        most = getattr(self.model, "max_tokens", None)
+        if isinstance(most, bool) or not isinstance(most, int):
+            most = self._most_output
+        tokens = counted if counted is not None else request.estimated_tokens
+        return self._price.request_cost(tokens, most, self._previous)
+
+    def _cost(self, response: ModelResponse, request: ModelRequest) -> float | None:
+        """What the call cost: at the agent's ``price=`` when it has one, else as the model
+        priced it; under a cost limit, a call the model left unpriced (a reply naming a
+        model its table lacks) costs the model's own price. None when nothing prices it."""
+        usage = response.usage or Usage(input_tokens=request.estimated_tokens)
+        if self.definition.price is not None:
+            return self.definition.price.cost(usage)
+        cost = response.extra.get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            return float(cost)
+        if self.state.budget.max_cost_usd is not None and self._price is not None:
+            return self._price.cost(usage)
+        return None
+
     def _over_budget(self, over: SpentLimit, reason: str) -> LoopOutcome:
-        """The request is not sent: the token budget cannot take it."""
-        assert over.request is not None
-        self.state.emit(
-            RequestOverBudgetEvent(needed=over.request, remaining=int(over.remaining), limit=over)
-        )
+        """The request is not sent: the token budget, or the cost limit, cannot take it."""
+        request = over.request if over.request is not None else 0
+        remaining = 0 if over.kind == "cost" else int(over.remaining)
+        self.state.emit(RequestOverBudgetEvent(needed=request, remaining=remaining, limit=over))
         return LoopOutcome("budget_exhausted", reason, limit=over)
 
     async def _handle(self, response: ModelResponse) -> LoopOutcome | None:
@@ -329,6 +372,8 @@ class Loop:
             return gave_up(state, effects.give_up)
         if effects.worked:
             state.guards.note_work()
+            if state.shadow is not None:
+                state.shadow.note_work()
         if effects.job is not None:
             done = LoopOutcome("completed", f"{effects.job_tool} was called")
             return settle(state, done, STOP_BY_TOOL, {"summary": effects.job.summary})
@@ -355,8 +400,10 @@ class Loop:
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        guards = self.state.guards
+        guards, shadow = self.state.guards, self.state.shadow
         verdict = guards.judge_stop("end_turn", final_text)
+        if shadow is not None:
+            shadow.judge_stop("end_turn", final_text)
         if not verdict.allowed:
             if verdict.give_up:
                 return gave_up(self.state, verdict)
@@ -385,6 +432,8 @@ class Loop:
             self._inject([directive(text, reads=(phases.plan_file,))])
         elif check.action == "rewind":
             phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
+            if self.state.shadow is not None:
+                self.state.shadow.note_reset()
             self._inject(phases.take_prompts())
         else:
             return LoopOutcome(
@@ -461,6 +510,8 @@ class Loop:
             state.phases.rewind(issue, source="person")
             if state.interventions is not None:
                 state.interventions.note_reset()
+            if state.shadow is not None:
+                state.shadow.note_reset()
             if reset:
                 state.reset_policies("person")
             self._inject(state.phases.take_prompts())

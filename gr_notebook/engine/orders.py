@@ -30,6 +30,11 @@ def limit_fractions(usage: BudgetUsage) -> dict[str, float | None]:
         "deadline_pct": None
         if budget.deadline_s is None
         else round(100 * usage.elapsed_s / budget.deadline_s, 1),
+        "cost_pct": None
+        if budget.max_cost_usd is None
+        else (
+            round(100 * usage.cost_usd / budget.max_cost_usd, 1) if budget.max_cost_usd else 100.0
+        ),
     }
 
 
@@ -61,4 +66,5 @@ def guidance_data(
         iterations_pct=fractions["iterations_pct"],
         deadline_pct=fractions["deadline_pct"],
         limits_pct=max(used) if used else None,
+        cost_pct=fractions["cost_pct"],
     )

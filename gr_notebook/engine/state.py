@@ -33,8 +33,10 @@ from gr_notebook.events import (
     FeedbackEvent,
     GuidanceEvent,
     GuidanceRecord,
+    ModelCallEvent,
     PhaseStartedEvent,
     PoliciesResetEvent,
+    as_typed,
     decode,
 )
 from gr_notebook.guardrails.approval import Approvals
@@ -42,6 +44,7 @@ from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
@@ -80,6 +83,8 @@ class RunState:
         """Model calls made (the iteration counter)."""
         self.tokens = 0
         """Every token the model read or wrote, cached or not."""
+        self.cost_usd = 0.0
+        """Dollars spent on the model calls priced so far."""
         self.started_at = clock()
         self.regulation: SelfRegulation | None = None
         self.phases = PhaseController(
@@ -96,6 +101,8 @@ class RunState:
             emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left
         )
         """Tool calls that wait for a person, and who answers them; not part of a snapshot."""
+        self.shadow = Shadow(definition.shadow, self) if definition.shadow else None
+        """The shadow guardrails: asked where the live ones are, and obeyed by nothing."""
         self.interventions = (
             InterventionEngine(definition.interventions) if definition.interventions else None
         )
@@ -127,7 +134,10 @@ class RunState:
     def usage(self) -> BudgetUsage:
         """What the run has used of its budget, now."""
         return self.budget.usage(
-            tokens=self.tokens, iterations=self.turn, elapsed_s=self.clock() - self.started_at
+            tokens=self.tokens,
+            iterations=self.turn,
+            elapsed_s=self.clock() - self.started_at,
+            cost_usd=self.cost_usd,
         )
 
     def time_left(self) -> float | None:
@@ -147,6 +157,8 @@ class RunState:
     def reset_policies(self, source: str) -> None:
         """Forget what the tool policies remember (a rewind that asked for it)."""
         self.guards.reset_policies()
+        if self.shadow is not None:
+            self.shadow.reset_policies()
         self.emit(PoliciesResetEvent(source=source, policies=list(self.guards.memories)))
 
     # -- views for the other extension points ---------------------------------------------------
@@ -214,12 +226,14 @@ class RunState:
                 "turn": self.turn,
                 "tokens": self.tokens,
                 "elapsed_s": self.clock() - self.started_at,
+                "cost_usd": self.cost_usd,
             },
             "context": self.context.to_json(messages=history),
             "phases": self.phases.to_json(),
             "regulation": self.regulation.to_json() if self.regulation else None,
             "guardrails": self.guards.snapshot(recent=history),
             "interventions": engine.to_json() if engine else None,
+            "shadow": self.shadow.snapshot() if self.shadow else None,
             "stuck_detector": _detector_json(self.stuck_detector),
             "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
@@ -253,6 +267,8 @@ class RunState:
             elapsed = float(counters["elapsed_s"])
             if events is None:
                 events = [_event_of(e) for e in snapshot["events"]]
+            cost = counters.get("cost_usd")
+            cost = _priced_calls(events) if cost is None else float(cost)
             apply_phases = self.phases.load_json(snapshot["phases"])
             context = ContextManager()
             context.load_json(snapshot["context"])
@@ -276,8 +292,11 @@ class RunState:
                 f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
                 "pass what RunState.snapshot() returned"
             ) from None
+        shadow = snapshot.get("shadow")
+        if self.shadow is not None and shadow is not None:  # none saved: it starts afresh
+            self.shadow.restore(shadow, recent=guardrails["feedback"]["recent"])
         self.guards.restore(guardrails)  # checks, then applies, or raises: before any change
-        self.turn, self.tokens = turn, tokens
+        self.turn, self.tokens, self.cost_usd = turn, tokens, cost
         self.started_at = self.clock() - elapsed
         self.events.load(events)
         apply_phases()
@@ -290,6 +309,15 @@ class RunState:
         if detector_state is not None and callable(loader):
             loader(detector_state)
         self.rewinds, self.todo_order = rewinds, todo_order
+
+
+def _priced_calls(events: Sequence[Event]) -> float:
+    """What the model calls recorded cost: for a snapshot made before the cost was kept."""
+    total = 0.0
+    for event in map(as_typed, events):
+        if isinstance(event, ModelCallEvent) and isinstance(event.cost_usd, (int, float)):
+            total += event.cost_usd
+    return total
 
 
 def _same_parts(mine: object, saved: object, what: str) -> None:

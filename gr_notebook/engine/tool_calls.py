@@ -10,7 +10,9 @@ check, whose blocks go back inside the result. The rest comes back as a
 :class:`TurnEffects` value (the job completed, a pruning, a compaction due, rewinds, refused
 stops, the turn's intervention), which the loop acts on. Nothing here or in the loop looks
 at a tool's name: a tool declares what it is (:attr:`Tool.reads`, :attr:`Tool.ends_job`)
-and returns its effects (:mod:`gr_notebook.tools.effects`).
+and returns its effects (:mod:`gr_notebook.tools.effects`). The shadow guardrails
+(:mod:`gr_notebook.guardrails.shadow`) are asked at each of these points after the live
+ones, and nothing they answer reaches the result or the effects.
 """
 
 from __future__ import annotations
@@ -161,6 +163,15 @@ class _Turn:
             self._observe(use, output)  # told to wrap up, it is winding down, not stuck
         guards = state.guards
         blocks = guards.after_call(use.name, use.input, is_error=output.is_error, turn=state.turn)
+        if state.shadow is not None:
+            state.shadow.after_call(
+                use.name,
+                use.input,
+                output.content,
+                is_error=output.is_error,
+                turn=state.turn,
+                observe=not state.phases.wrap_up_ordered,
+            )
         regulation = state.regulation
         if (
             regulation is not None
@@ -186,6 +197,8 @@ class _Turn:
         if problem is not None or tool is None:
             return tool, problem or ToolOutput("Unknown tool.", True)
         denial = guards.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
+        if state.shadow is not None:
+            state.shadow.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
         if denial is not None and denial.needs_approval:
             waited = await self._approval(use, denial)
             if isinstance(waited, ToolOutput):
@@ -197,7 +210,7 @@ class _Turn:
                 text, True, Directive(text, f"policy:{denial.policy}", "do_first")
             )
         if tool.ends_job:
-            verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+            verdict = self._judge_stop(use)
             if not verdict.allowed:
                 self.effects.refused += 1
                 if verdict.give_up:
@@ -211,6 +224,8 @@ class _Turn:
                 output = self._complete_job(tool, use, output, done_before=done_before)
             if not output.is_error:
                 guards.after_success(tool, use.input, output, turn=state.turn)
+                if state.shadow is not None:
+                    state.shadow.after_success(tool, use.input, output, turn=state.turn)
                 self._take_effects(output)
             if use.id in self.edited:
                 output = replace(output, content=edited_note(use.input) + output.content)
@@ -228,6 +243,14 @@ class _Turn:
                 "unchanged unless the tool says otherwise; try again differently.",
                 True,
             )
+
+    def _judge_stop(self, use: ToolUseBlock) -> StopVerdict:
+        """The live checker's verdict on a call that ends the job; the shadow's is recorded."""
+        state = self.state
+        verdict = state.guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+        if state.shadow is not None:
+            state.shadow.judge_stop(STOP_BY_TOOL, dict(use.input))
+        return verdict
 
     async def _approval(self, use: ToolUseBlock, ask: Denial) -> ToolUseBlock | ToolOutput:
         """Wait for a person's answer: the call to run (edited or not), or the denial the
@@ -262,7 +285,7 @@ class _Turn:
             if not isinstance(effect, CompleteJob):
                 continue
             if not tool.ends_job and phases.job is None:
-                verdict = guards.judge_stop(STOP_BY_TOOL, dict(use.input))
+                verdict = self._judge_stop(use)
                 if not verdict.allowed:
                     self.effects.refused += 1
                     if verdict.give_up:

@@ -24,6 +24,7 @@ from gr_notebook.events.guardrails import (
     PoliciesResetEvent,
     PolicyDecisionEvent,
     TaskAssessedEvent,
+    is_shadow,
 )
 from gr_notebook.events.lifecycle import (
     CompactionEvent,
@@ -109,6 +110,7 @@ __all__ = [
     "decode",
     "directive_of",
     "event_class",
+    "is_shadow",
     "kinds",
     "thinking_event",
 ]

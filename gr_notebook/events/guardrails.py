@@ -26,6 +26,7 @@ __all__ = [
     "PoliciesResetEvent",
     "PolicyDecisionEvent",
     "TaskAssessedEvent",
+    "is_shadow",
 ]
 
 
@@ -259,3 +260,16 @@ class ConfirmationEvent(Event):
     description: str
     approved: bool
     by: str
+
+
+def is_shadow(event: Event) -> bool:
+    """A shadow guardrail's decision (``mode="shadow"``) or failure (an ``error`` whose
+    source starts ``shadow:``): recorded, and nothing acted on it. Reads untyped events
+    too, so whatever counts decisions or acts on them skips these alike."""
+    if getattr(event, "mode", None) == "shadow":
+        return True
+    data = event.data if type(event) is Event else None
+    if data is not None and data.get("mode") == "shadow":
+        return True
+    source = getattr(event, "source", None) if data is None else data.get("source")
+    return event.kind == "error" and isinstance(source, str) and source.startswith("shadow:")

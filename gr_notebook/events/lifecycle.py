@@ -70,7 +70,8 @@ class RunFinishedEvent(Event):
 class ErrorEvent(Event):
     """Something failed and was recorded instead of breaking the run. ``source`` says
     what (``tool``, ``model``, ``policy``, ``feedback``, ``completion_checker``,
-    ``subscriber``, ``todos``, ``run``, or ``hook``: a Claude Agent SDK hook's input that
+    ``subscriber``, ``todos``, ``run``, ``budget`` (a call the cost limit cannot price), or
+    ``hook``: a Claude Agent SDK hook's input that
     could not be read); the fields that name the culprit are present only for the sources
     that have one."""
 

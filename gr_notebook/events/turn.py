@@ -53,6 +53,8 @@ class GuidanceRecord:
     iterations_pct: float | None
     deadline_pct: float | None
     limits_pct: float | None
+    cost_pct: float | None = None
+    """Percent of the cost limit spent; None without one (and in records made before it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -127,7 +129,9 @@ class ModelRetryEvent(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RequestOverBudgetEvent(Event):
-    """A request, counted before sending, would have gone over the token limit."""
+    """A request, counted before sending, would have gone over the token limit, or could
+    have cost more than the cost limit has left (``limit.kind == "cost"``; then
+    ``remaining`` is 0 and ``limit`` holds the dollars)."""
 
     kind: ClassVar[Literal["request_over_budget"]] = "request_over_budget"
     needed: int
@@ -178,12 +182,17 @@ class ProgressCheckEvent(Event):
 
 def directive_of(event: Event) -> GuidanceRecord | None:
     """The order an event delivered, if any; read leniently from an untyped event that
-    carries one under ``directive``."""
+    carries one under ``directive``. A shadow guardrail's feedback delivered nothing: its
+    order (kept on the event, for the lint) is not one."""
     event = as_typed(event)
     if type(event) is Event:
+        if event.data.get("mode") == "shadow":
+            return None
         raw = event.data.get("directive")
         if not isinstance(raw, Mapping):
             return None
         return GuidanceRecord(**schema_of(GuidanceRecord).lenient(raw))
     directive = getattr(event, "directive", None)
+    if getattr(event, "mode", None) == "shadow":
+        return None
     return directive if isinstance(directive, GuidanceRecord) else None

@@ -14,6 +14,7 @@ from gr_notebook.events import (
     InterventionCheckEvent,
     PolicyDecisionEvent,
     as_typed,
+    is_shadow,
 )
 from gr_notebook.experiments.grid import RunSpec
 from gr_notebook.history.store import status_as_read
@@ -95,6 +96,8 @@ def record_of(
     """The row of a finished run, read from its events in one pass (and the guidance lint)."""
     interventions = denials = refused = 0
     for event in map(as_typed, run.events):
+        if is_shadow(event):  # a shadow's decisions changed nothing: run.shadow_df() has them
+            continue
         if isinstance(event, InterventionCheckEvent):
             interventions += event.fired
         elif isinstance(event, PolicyDecisionEvent):
@@ -121,7 +124,7 @@ def record_of(
         interventions=interventions,
         denials=denials,
         refused_stops=refused,
-        guidance_conflicts=len(lint_guidance(run)),
+        guidance_conflicts=sum(c.mode == "live" for c in lint_guidance(run)),
         wall_s=wall_s,
         run_id=run.run_id,
         attempts=attempts,

@@ -61,6 +61,7 @@ from gr_notebook.guardrails.regulation import (
     ResourceReport,
 )
 from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 
 __all__ = [
@@ -101,6 +102,8 @@ __all__ = [
     "ReadBeforeWritePolicy",
     "ResourceReport",
     "SequentialDependencyPolicy",
+    "Shadow",
+    "ShadowSpec",
     "StaticFeedbackProvider",
     "TaskAssessment",
     "TaskBudget",

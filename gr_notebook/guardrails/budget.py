@@ -1,14 +1,15 @@
 """``Budget``: the limits a run works within, and the one test of whether one is spent.
 
 Every limit is compared the same way: a limit is *exhausted* once usage has reached it
-(``used >= limit``). That is the rule for tokens, for iterations and for the deadline, and
-it is the rule that ends a run and that lets a task-completion check be bypassed.
+(``used >= limit``). That is the rule for tokens, for iterations, for the deadline and for
+the cost, and it is the rule that ends a run and that lets a task-completion check be
+bypassed.
 
 ``Budget.suggest`` learns limits from past runs, which ``history/adaptive.py`` reads: it asks
 the :class:`BudgetAdvisor` that ``import gr_notebook`` sets, so this module and that one,
 which makes budgets, do not import each other. The token
-limit is also checked before each model request (:meth:`BudgetUsage.admits`): a request
-that needs more than is left is never sent.
+and cost limits are also checked before each model request (:meth:`BudgetUsage.admits`): a
+request that needs more than is left, or could cost more, is never sent.
 
 A spent limit is a value, :class:`SpentLimit` (which limit, how much was used, the limit),
 carried on the event and on the run's outcome; its sentence is only how it reads.
@@ -16,6 +17,7 @@ carried on the event and on the run's outcome; its sentence is only how it reads
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,6 +61,9 @@ class Budget:
     """Model calls (turns)."""
     deadline_s: float | None = None
     """Wall-clock seconds from the start of the run, read from the agent's clock."""
+    max_cost_usd: float | None = None
+    """US dollars over every model call, as the model's prices count them; the agent must
+    know its model's prices (``gr.Agent(price=...)`` for a model with none)."""
 
     def __post_init__(self) -> None:
         whole_number(self.max_iterations, "max_iterations")
@@ -66,9 +71,31 @@ class Budget:
             whole_number(self.max_tokens, "max_tokens")
         if self.deadline_s is not None:
             seconds(self.deadline_s, "deadline_s", minimum=0, above=True)
+        if self.max_cost_usd is not None:
+            cost = self.max_cost_usd
+            if (
+                isinstance(cost, bool)
+                or not isinstance(cost, (int, float))
+                or not math.isfinite(cost)
+                or cost < 0
+            ):
+                raise ConfigError(
+                    "max_cost_usd is the most the run may spend on model calls, in US "
+                    "dollars: a finite number >= 0 such as gr.Budget(max_cost_usd=2.50), or "
+                    f"None for no cost limit; got {cost!r}"
+                )
 
-    def usage(self, *, tokens: int, iterations: int, elapsed_s: float) -> BudgetUsage:
-        return BudgetUsage(self, tokens, iterations, elapsed_s)
+    def __repr__(self) -> str:  # a cost limit only when set: older outputs read the same
+        cost = "" if self.max_cost_usd is None else f", max_cost_usd={self.max_cost_usd!r}"
+        return (
+            f"Budget(max_tokens={self.max_tokens!r}, max_iterations={self.max_iterations!r}, "
+            f"deadline_s={self.deadline_s!r}{cost})"
+        )
+
+    def usage(
+        self, *, tokens: int, iterations: int, elapsed_s: float, cost_usd: float = 0.0
+    ) -> BudgetUsage:
+        return BudgetUsage(self, tokens, iterations, elapsed_s, cost_usd)
 
     @staticmethod
     def suggest(
@@ -157,6 +184,8 @@ class BudgetUsage:
     tokens: int
     iterations: int
     elapsed_s: float
+    cost_usd: float = 0.0
+    """Dollars spent on the calls made so far."""
 
     @property
     def spent(self) -> SpentLimit | None:
@@ -166,6 +195,8 @@ class BudgetUsage:
             return SpentLimit("iterations", self.iterations, b.max_iterations)
         if b.max_tokens is not None and self.tokens >= b.max_tokens:
             return SpentLimit("tokens", self.tokens, b.max_tokens)
+        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd:
+            return SpentLimit("cost", self.cost_usd, b.max_cost_usd)
         if b.deadline_s is not None and self.elapsed_s >= b.deadline_s:
             return SpentLimit("time", self.elapsed_s, b.deadline_s)
         return None
@@ -185,15 +216,28 @@ class BudgetUsage:
             candidates.append(SpentLimit("tokens", self.tokens, b.max_tokens))
         if b.deadline_s is not None:
             candidates.append(SpentLimit("time", self.elapsed_s, b.deadline_s))
-        return max(candidates, key=lambda c: c.used / c.limit)
+        if b.max_cost_usd is not None:
+            candidates.append(SpentLimit("cost", self.cost_usd, b.max_cost_usd))
+        return max(candidates, key=lambda c: c.used / c.limit if c.limit else math.inf)
 
-    def admits(self, request_tokens: int) -> SpentLimit | None:
+    def admits(
+        self, request_tokens: int | None, *, request_cost_usd: float | None = None
+    ) -> SpentLimit | None:
         """None when a request of ``request_tokens`` input tokens (as the model counted
-        them) fits what the token budget has left; else the limit it would pass."""
-        limit = self.budget.max_tokens
-        if limit is None or request_tokens <= limit - self.tokens:
-            return None
-        return SpentLimit("tokens", self.tokens, limit, request_tokens)
+        them) fits what the token budget has left, and one that could cost
+        ``request_cost_usd`` at most fits what the cost limit has left; else the limit it
+        would pass. Either may be None: not known, so not checked."""
+        limit, cap = self.budget.max_tokens, self.budget.max_cost_usd
+        if (
+            limit is not None
+            and request_tokens is not None
+            and request_tokens > limit - self.tokens
+        ):
+            return SpentLimit("tokens", self.tokens, limit, request_tokens)
+        cost = request_cost_usd
+        if cap is not None and cost is not None and cost > cap - self.cost_usd:
+            return SpentLimit("cost", self.cost_usd, cap, request_tokens, request_cost_usd=cost)
+        return None
 
     @property
     def deadline(self) -> Deadline | None:

@@ -18,6 +18,8 @@ from typing import Any
 
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import TaskAssessment
+from gr_notebook.guidance import Directive
+from gr_notebook.limits import usd
 from gr_notebook.workflow.todos import ARCHIVE_DIR
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
 
@@ -105,19 +107,30 @@ class ResourceReport:
     limits_percentage_used: float = 0.0
     job_tokens_used: int = 0
     job_iterations_used: int = 0
+    cost_used_usd: float | None = None
+    """Dollars spent over the whole job; None without a cost limit."""
+    cost_limit_usd: float | None = None
 
     @classmethod
     def of(cls, usage: BudgetUsage, assessment: TaskAssessment | None) -> ResourceReport:
         hard = usage.budget
+        cap = hard.max_cost_usd
         limits = [usage.iterations / hard.max_iterations]
         if hard.max_tokens:
             limits.append(usage.tokens / hard.max_tokens)
         if hard.deadline_s:
             limits.append(usage.elapsed_s / hard.deadline_s)
+        cost_fraction = None if cap is None else (usage.cost_usd / cap if cap else 1.0)
+        if cost_fraction is not None:
+            limits.append(cost_fraction)
         limits_pct = round(100 * max(limits), 1)
         per_turn = usage.tokens / usage.iterations if usage.iterations else 0.0
-        last_turn = hard.max_iterations - usage.iterations <= 1 or (
-            hard.max_tokens is not None and hard.max_tokens - usage.tokens <= per_turn
+        cost_per_turn = usage.cost_usd / usage.iterations if usage.iterations else 0.0
+        cost_last = cap is not None and cap - usage.cost_usd <= cost_per_turn
+        last_turn = (
+            hard.max_iterations - usage.iterations <= 1
+            or (hard.max_tokens is not None and hard.max_tokens - usage.tokens <= per_turn)
+            or cost_last
         )
         tokens_budget: int | None
         allotment = allotment_in_force(usage, assessment)
@@ -134,6 +147,17 @@ class ResourceReport:
         if tokens_budget:
             fractions.append(tokens_used / tokens_budget)
         percentage = round(100 * max(fractions), 1) if source == "assessment" else limits_pct
+        recommendation = _recommend(percentage, limits_pct, scope, last_turn=last_turn)
+        if (
+            recommendation == WARNING
+            and cap is not None
+            and cost_fraction is not None
+            and (cost_last or round(100 * cost_fraction, 1) >= limits_pct)
+        ):
+            recommendation = (
+                f"{WARNING} The cost limit is {min(100 * cost_fraction, 100):.0f}% spent: "
+                f"{usd(usage.cost_usd)} of {usd(cap)}."
+            )
         return cls(
             tokens_used=tokens_used,
             tokens_budget=tokens_budget,
@@ -142,18 +166,29 @@ class ResourceReport:
             iterations_used=iterations_used,
             iterations_max=iterations_max,
             iterations_remaining=iterations_max - iterations_used,
-            recommendation=_recommend(percentage, limits_pct, scope, last_turn=last_turn),
+            recommendation=recommendation,
             budget_source=source,
             scope=scope,
             limits_percentage_used=limits_pct,
             job_tokens_used=usage.tokens,
             job_iterations_used=usage.iterations,
+            cost_used_usd=None if cap is None else round(usage.cost_usd, 6),
+            cost_limit_usd=cap,
         )
 
     @property
     def wrap_up(self) -> bool:
-        """The report orders a wrap-up: a hard limit is nearly spent."""
-        return self.recommendation == WARNING
+        """The report orders a wrap-up: a hard limit is nearly spent (under a cost limit
+        the order names it)."""
+        return self.recommendation.startswith(WARNING)
+
+    def named_order(self) -> Directive | None:
+        """The wrap-up order in words that name its limit, when they name one (the cost
+        limit, which the model never sees otherwise): what the loop says when it orders the
+        wrap-up itself. None otherwise."""
+        if not self.wrap_up or self.recommendation == WARNING:
+            return None
+        return Directive(self.recommendation, "limits", "wrap_up", from_limits=True)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,6 +205,11 @@ class ResourceReport:
             "limits_percentage_used": self.limits_percentage_used,
             "job_tokens_used": self.job_tokens_used,
             "job_iterations_used": self.job_iterations_used,
+            **(
+                {}
+                if self.cost_limit_usd is None
+                else {"cost_used_usd": self.cost_used_usd, "cost_limit_usd": self.cost_limit_usd}
+            ),
         }
 
 

@@ -19,7 +19,7 @@ from gr_notebook.tools.base import Tool
 from gr_notebook.tools.toolset import Toolset
 from gr_notebook.validation import whole_number
 
-__all__ = ["DEFAULT_MAX_REFUSALS", "GuardrailSpec"]
+__all__ = ["DEFAULT_MAX_REFUSALS", "GuardrailSpec", "checked_policy"]
 
 DEFAULT_MAX_REFUSALS = 8
 
@@ -43,12 +43,12 @@ class GuardrailSpec:
         checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
     ) -> GuardrailSpec:
-        agent_wide = [_checked_policy(p) for p in _items(policies, "policies")]
+        agent_wide = [checked_policy(p) for p in _items(policies, "policies")]
         scoped: list[tuple[ToolPolicy, tuple[str, ...]]] = []
         for item in toolsets:
             if isinstance(item, Toolset):
                 names = tuple(t.name for t in item.tools)
-                scoped += [(_checked_policy(p), names) for p in item.policies]
+                scoped += [(checked_policy(p), names) for p in item.policies]
         bound = bind_policies([*agent_wide, *(p for p, _ in scoped)])
         known = {t.name for t in tools}
         for policy in bound.values():
@@ -95,7 +95,8 @@ def _items(value: object, what: str) -> list[object]:
     return list(value)
 
 
-def _checked_policy(policy: object) -> ToolPolicy:
+def checked_policy(policy: object) -> ToolPolicy:
+    """``policy`` if it is a tool policy (an instance), else the ConfigError that says why."""
     missing = [m for m in ("name", "check", "on_result") if not hasattr(policy, m)]
     if missing or isinstance(policy, type):
         hint = " (pass an instance, not the class)" if isinstance(policy, type) else ""

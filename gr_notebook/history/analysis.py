@@ -57,6 +57,7 @@ __all__ = [
     "phases_df",
     "policy_df",
     "runs_df",
+    "shadow_df",
     "thinking_df",
     "tool_calls_df",
     "turns_df",
@@ -393,6 +394,18 @@ def interventions_df(events: Iterable[Event]) -> pd.DataFrame:
     them): ``fired`` with its tier, or the safeguard that held it off in ``skip_reason`` (a
     code to filter on), with ``why`` saying the same in words."""
     return FRAMES["interventions_df"].build(events)
+
+
+def shadow_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per shadow decision that differs from what happened live at the same call,
+    stop or check: ``seq, turn, guardrail, name, tool, tool_use_id, live, shadow, reason``
+    (see :class:`~gr_notebook.history.shadow_rows.ShadowRow`). Empty when the shadows agree
+    with the run, or when it had none."""
+    import pandas as pd
+
+    from gr_notebook.history.shadow_rows import SHADOW_COLUMNS, shadow_rows
+
+    return pd.DataFrame([r.values() for r in shadow_rows(events)], columns=SHADOW_COLUMNS)
 
 
 def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:

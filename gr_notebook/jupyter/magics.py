@@ -27,6 +27,7 @@ from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS
 from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
 from gr_notebook.jupyter.cells import TopLevelAwait
 from gr_notebook.jupyter.interrupts import INTERRUPTED, CtrlC
+from gr_notebook.limits import usd
 from gr_notebook.run import Run, current_run
 
 if TYPE_CHECKING:
@@ -470,6 +471,10 @@ def status_line(run: Run) -> str:
         if summary["tokens_budget"]:
             tokens += f" ({summary['budget_tokens_used']:,}/{summary['tokens_budget']:,} assessed)"
     cost = f"; ${summary['cost_usd']:.4f}" if summary["cost_usd"] is not None else ""
+    if limits.cost_limit_usd is not None:  # against the cost limit: what is left to spend
+        spent, cap = summary["cost_usd"] or 0.0, limits.cost_limit_usd
+        share = f" ({spent / cap:.0%})" if cap else ""
+        cost = f"; {usd(spent)}/{usd(cap)} spent{share}"
     return (
         f"Run {run.run_id}: {run.status}{reason}; {turns}; {where}; {tokens}{cost}; "
         f"context {summary['context_tokens']:,}/{limits.context_window:,}"

@@ -32,6 +32,7 @@ from gr_notebook.display.render import (
     render_header,
     render_meters,
     render_plan,
+    render_shadow,
     render_thinking,
     render_timeline,
     render_todos,
@@ -40,7 +41,7 @@ from gr_notebook.display.render import (
 from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
-from gr_notebook.events import Event
+from gr_notebook.events import Event, is_shadow
 from gr_notebook.jupyter.approval import ApprovalView
 from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.models.call_context import ModelDelta
@@ -211,6 +212,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
+        self._shadow: w.HTML | None = None
         self._thinking: w.HTML | None = None
         self._live_panel: w.HTML | None = None
         self.timeline = w.HTML()
@@ -250,7 +252,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             [
                 self.header,
                 w.HBox([main, side], layout=w.Layout(flex_flow="row wrap")),
-                self.feedback,  # then the thinking and live panels, when there is any
+                self.feedback,  # then the thinking, live and shadow panels, when there is any
                 self.timeline,
                 self.prompts,
                 controls,
@@ -284,7 +286,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self.live_turn.clear()  # the finished turn shows as every other does
         if event.kind == "run_finished" and self.approvals is not None:
             self.approvals.close()
-        if self.tracker.add(event) and event.kind in ("error", "run_finished"):
+        shown = self.tracker.add(event) and not is_shadow(event)  # shadows have their panel
+        if shown and event.kind in ("error", "run_finished"):
             self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
         return True  # every event moves a meter or a list
 
@@ -314,6 +317,17 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self._insert_after(self._thinking or self.feedback, self._live_panel)
         return self._live_panel
 
+    @property
+    def shadow(self) -> w.HTML:
+        """What the shadow guardrails would have done, in grey, just above the timeline:
+        built at their first decision worth a line (most runs have no shadows)."""
+        if self._shadow is None:
+            self._shadow = w.HTML(render_shadow(self.state().shadow))
+            children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
+            children.insert(children.index(self.timeline), self._shadow)
+            self.children = tuple(children)
+        return self._shadow
+
     def _insert_after(self, panel: w.Widget, new: w.Widget) -> None:
         children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
         children.insert(children.index(panel) + 1, new)
@@ -336,6 +350,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
+        if state.shadow or self._shadow is not None:
+            self.shadow.value = render_shadow(state.shadow, state.shadow_total)
         if state.thinking or self._thinking is not None:
             self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)

@@ -197,6 +197,10 @@ class AnthropicModel:
     def name(self) -> str:
         return f"anthropic:{self.model}"
 
+    def price(self) -> Price | None:
+        """What this model's calls cost, from its price table; None when unknown."""
+        return self.prices.price_of(self.model)
+
     @property
     def _api(self) -> Any:
         """The messages resource of this event loop's client, untyped: the SDK's overloads

@@ -154,6 +154,10 @@ class OpenAIModel:
     def name(self) -> str:
         return f"openai:{self.model}"
 
+    def price(self) -> Price | None:
+        """What this model's calls cost, from its price table; None when unknown."""
+        return self.prices.price_of(self.model)
+
     def __repr__(self) -> str:
         return (
             f"OpenAIModel({self.model!r}, base_url={self.base_url!r}, "

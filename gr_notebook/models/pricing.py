@@ -12,11 +12,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.messages import Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "price_key", "warn_unpriced"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "Price",
+    "PriceTable",
+    "Priced",
+    "price_key",
+    "price_of_model",
+    "warn_unpriced",
+]
 
 logger = logging.getLogger("gr_notebook")
 
@@ -86,6 +95,28 @@ class Price:
     def input_cost(self, usage: Usage) -> float:
         """What the prompt cost: everything but the output."""
         return self.cost(replace(usage, output_tokens=0))
+
+    def request_cost(
+        self, input_tokens: int, max_output_tokens: int, previous: Usage | None = None
+    ) -> float:
+        """The most a request could cost before it is sent: its input, and all the output
+        it may write. When the ``previous`` call used the prompt cache, what it cached is
+        read back at the cache-read price and the rest of the prompt is written to the
+        cache; otherwise the prompt is plain input."""
+        cached = 0
+        if previous is not None:
+            cached = previous.cache_read_input_tokens + previous.cache_creation_input_tokens
+        if cached:
+            cached = min(cached, input_tokens)
+            usage = Usage(
+                input_tokens=0,
+                output_tokens=max_output_tokens,
+                cache_creation_input_tokens=input_tokens - cached,
+                cache_read_input_tokens=cached,
+            )
+        else:
+            usage = Usage(input_tokens=input_tokens, output_tokens=max_output_tokens)
+        return self.cost(usage)
 
 
 _OPUS_LEGACY = Price(15.0, 75.0, 18.75, 1.50)
@@ -159,6 +190,23 @@ class PriceTable:
         """USD for one call, or NaN when the model has no price."""
         price = self.price_of(model)
         return price.cost(usage) if price else math.nan
+
+
+@runtime_checkable
+class Priced(Protocol):
+    """A model that knows what its calls cost: the adapters, from their price table."""
+
+    def price(self) -> Price | None:
+        """The price of this model's calls; None when its table does not know the model."""
+        ...
+
+
+def price_of_model(model: object) -> Price | None:
+    """The model's own price, when it has one (:class:`Priced`)."""
+    if isinstance(model, Priced):
+        price = model.price()
+        return price if isinstance(price, Price) else None
+    return None
 
 
 def warn_unpriced(model: str, warned: set[str]) -> None:

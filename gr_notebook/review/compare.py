@@ -29,6 +29,7 @@ from gr_notebook.events import (
     TodoCompletedEvent,
     ToolCallEvent,
     as_typed,
+    is_shadow,
 )
 from gr_notebook.history.store import Store, reading, status_as_read
 
@@ -207,6 +208,8 @@ def _read(label: str, events: Iterable[Event]) -> _Side:
         "deliverables": None,
     }
     for e in map(as_typed, events):
+        if is_shadow(e):  # a shadow's decisions changed nothing in the run
+            continue
         if isinstance(e, ModelCallEvent):
             tokens = e.tokens_used
             texts[e.turn] = e.text

@@ -29,11 +29,18 @@ source ``approval:<policy>``) break none of these rules: they are the person's t
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
-from gr_notebook.events import Event, GuidanceRecord, ToolCallEvent, as_typed, directive_of
+from gr_notebook.events import (
+    Event,
+    FeedbackEvent,
+    GuidanceRecord,
+    ToolCallEvent,
+    as_typed,
+    directive_of,
+)
 from gr_notebook.history.analysis import events_of
 
 if TYPE_CHECKING:
@@ -68,15 +75,47 @@ class GuidanceConflict:
     message: str
     sources: tuple[str, ...]
     texts: tuple[str, ...]
+    mode: Literal["live", "shadow"] = "live"
+    """``shadow``: only a shadow's feedback, had it been sent, would have made it."""
 
     def __str__(self) -> str:
-        return f"turn {self.turn}: {self.rule}: {self.message}"
+        where = f"turn {self.turn} (shadow)" if self.mode == "shadow" else f"turn {self.turn}"
+        return f"{where}: {self.rule}: {self.message}"
+
+    @property
+    def key(self) -> tuple[str, int, tuple[str, ...]]:
+        return (self.rule, self.turn, self.texts)
 
 
 def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
     """The conflicts among the orders a run gave its model, in the order they happened.
-    Takes a run or its events (ConfigError for anything else)."""
-    events = events_of(run, "lint_guidance")
+    Takes a run or its events (ConfigError for anything else).
+
+    Shadow feedback (``gr.Agent(shadow=[...])``) is checked as if it had been sent: the
+    conflicts only it would have made follow the live ones, each with ``mode="shadow"``."""
+    events = [as_typed(e) for e in events_of(run, "lint_guidance")]
+    live = _lint(events, directive_of)
+    if not any(_shadow_order(e) for e in events):
+        return live
+    seen = {c.key for c in live}
+    shadow = [c for c in _lint(events, _sent) if c.key not in seen]
+    return live + [replace(c, mode="shadow") for c in shadow]
+
+
+def _shadow_order(event: Event) -> GuidanceRecord | None:
+    """The order a shadow feedback block would have given, had it been sent."""
+    if isinstance(event, FeedbackEvent) and event.mode == "shadow":
+        return event.directive
+    return None
+
+
+def _sent(event: Event) -> GuidanceRecord | None:
+    return _shadow_order(event) or directive_of(event)
+
+
+def _lint(
+    events: list[Event], order_of: Callable[[Event], GuidanceRecord | None]
+) -> list[GuidanceConflict]:
     conflicts: list[GuidanceConflict] = []
     requested: dict[str, int] = {}  # path -> reads since the latest request for it
     wrapped_up = False
@@ -91,12 +130,12 @@ def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
         conflicts.extend(_clashes(orders, current_turn or 0))
         turn_orders.clear()
 
-    for event in map(as_typed, events):
+    for event in events:
         if isinstance(event, ToolCallEvent) and event.tool == "read_file":
             path = _norm(str((event.input or {}).get("path", "")))
             if path in requested and not event.is_error:
                 requested[path] += 1
-        d = directive_of(event)
+        d = order_of(event)
         if d is None:
             continue
         if event.turn != current_turn:

@@ -449,9 +449,14 @@ def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str
     """``saved`` made to fit the agent whose fresh state is ``fresh``: what it shares with
     the saved agent carries over (policy memories by name, feedback by provider, the
     refusal streak, self-regulation, the intervention tracker); what it lacks is dropped,
-    and what it adds starts as in a fresh run, counting from the fork."""
+    and what it adds starts as in a fresh run, counting from the fork. A policy the saved
+    run had in shadow and the agent has live keeps what the shadow remembered: it saw every
+    call that really ran, so it goes on as if it had been live all along."""
     fitted = dict(saved)
-    fitted["guardrails"] = _fit_guardrails(saved["guardrails"], fresh["guardrails"])
+    shadow = saved.get("shadow")
+    promoted = shadow["guardrails"]["policies"] if shadow else {}
+    fitted["guardrails"] = _fit_guardrails(saved["guardrails"], fresh["guardrails"], promoted)
+    fitted["shadow"] = _fit_shadow(shadow, fresh.get("shadow"))
     for part in ("regulation", "interventions"):
         if (saved.get(part) is None) != (fresh.get(part) is None):
             fitted[part] = fresh.get(part)
@@ -460,10 +465,24 @@ def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str
     return fitted
 
 
-def _fit_guardrails(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:
-    policies = {
-        key: saved["policies"].get(key, memory) for key, memory in fresh["policies"].items()
+def _fit_shadow(saved: Mapping[str, Any] | None, fresh: Mapping[str, Any] | None) -> Any:
+    """The shadows' part, fitted as the live guardrails' is (none saved: they start now)."""
+    if saved is None or fresh is None:
+        return fresh
+    both = saved["interventions"] is not None and fresh["interventions"] is not None
+    return {
+        "guardrails": _fit_guardrails(saved["guardrails"], fresh["guardrails"]),
+        "interventions": saved["interventions"] if both else fresh["interventions"],
     }
+
+
+def _fit_guardrails(
+    saved: Mapping[str, Any],
+    fresh: Mapping[str, Any],
+    promoted: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    kept = {**(promoted or {}), **saved["policies"]}
+    policies = {key: kept.get(key, memory) for key, memory in fresh["policies"].items()}
     feedback = dict(saved["feedback"])
     names = [t["provider"] for t in feedback["triggers"]]
     if names != [t["provider"] for t in fresh["feedback"]["triggers"]]:

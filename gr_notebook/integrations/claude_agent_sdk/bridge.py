@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gr_notebook.agent import Agent
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
 from gr_notebook.integrations.claude_agent_sdk.permission import (
     CanUseTool,
@@ -95,6 +96,9 @@ class GuardrailHooks:
         view = ClaudeView(session.state, session.names)
         guards = session.state.guards
         session.state.guards = type(guards)(guards.spec, view, harness=session.run.harness)
+        shadow = session.state.shadow
+        if shadow is not None:  # it records in Claude's terms too
+            session.state.shadow = Shadow(shadow.spec, view, harness=session.run.harness)
         self._callbacks = callbacks = HookCallbacks(session, view)
         self._quiet: set[int] = set()
         """Options built with the stream events on by default (not passed on)."""
@@ -122,7 +126,8 @@ class GuardrailHooks:
 
     def options(self, **fields: Any) -> ClaudeAgentOptions:
         """``ClaudeAgentOptions`` with these hooks (before any of ``hooks=``), the session's
-        ``cwd``, ``max_turns`` from the agent's ``gr.Budget`` and the API's stream events on
+        ``cwd``, ``max_turns`` (and ``max_budget_usd`` under a cost limit) from the agent's
+        ``gr.Budget`` and the API's stream events on
         (``include_partial_messages``, for whole model calls); other fields as given."""
         sdk, session = self._sdk, self._session
         theirs = fields.pop("hooks", None) or {}
@@ -144,6 +149,8 @@ class GuardrailHooks:
             # a policy may ask: the CLI asks can_use_tool, which gr answers (or passes on)
             fields["can_use_tool"] = CanUseTool(sdk, self._callbacks, fields.get("can_use_tool"))
         fields.setdefault("max_turns", session.agent.budget.max_iterations)
+        if session.agent.budget.max_cost_usd is not None:  # the CLI's own backstop
+            fields.setdefault("max_budget_usd", session.agent.budget.max_cost_usd)
         # the API's stream events give each model call whole (its text, tool uses and final
         # output tokens); query() passes them on only to a caller who asked for them
         quiet = "include_partial_messages" not in fields
@@ -183,6 +190,9 @@ class GuardrailHooks:
                 if not (quiet and type(message).__name__ == "StreamEvent"):
                     yield message
         except sdk.ClaudeSDKError as exc:
+            reported = getattr(sdk, "ResultError", None)
+            if reported is not None and isinstance(exc, reported) and session.run.done:
+                return  # the CLI's error result (a limit), already passed on and recorded
             session.finish(LoopOutcome("failed", f"{type(exc).__name__}: {exc}", exc))
             if isinstance(exc, sdk.CLIConnectionError | sdk.ProcessError):
                 raise RunError(

@@ -99,6 +99,10 @@ class HookCallbacks:
             denial = state.guards.check(
                 call.tool, call.params, turn=state.turn, tool_use_id=read.tool_use_id
             )
+            if state.shadow is not None:
+                state.shadow.check(
+                    call.tool, call.params, turn=state.turn, tool_use_id=read.tool_use_id
+                )
         finally:
             self.view.call = None
         if denial is None:
@@ -173,6 +177,8 @@ class HookCallbacks:
         output = ToolOutput(_text_of(fields.get("tool_response")))
         state = self.session.state
         state.guards.after_success(call.tool, call.params, output, turn=state.turn)
+        if state.shadow is not None:
+            state.shadow.after_success(call.tool, call.params, output, turn=state.turn)
         extra = self._after(call, read, fields.get("duration_ms"), output, started)
         return self._reply("PostToolUse", extra)
 
@@ -240,6 +246,15 @@ class HookCallbacks:
             blocks = state.guards.after_call(
                 call.tool.name, call.params, is_error=output.is_error, turn=state.turn
             )
+            if state.shadow is not None:
+                state.shadow.after_call(
+                    call.tool.name,
+                    call.params,
+                    output.content,
+                    is_error=output.is_error,
+                    turn=state.turn,
+                    recorded=_as_recorded,
+                )
         finally:
             self.view.call = None
         parts = [self.names.in_claude_terms(render_feedback(blocks))] if blocks else []
@@ -281,6 +296,8 @@ class HookCallbacks:
         state = session.state
         guards = state.guards
         verdict = guards.judge_stop("end_turn", final)
+        if state.shadow is not None:
+            state.shadow.judge_stop("end_turn", final)
         if not verdict.allowed:
             if verdict.give_up:
                 session.end_with(gave_up(state, verdict))

@@ -12,6 +12,7 @@ the store and the dashboard read an SDK session exactly as they read a native ru
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -23,7 +24,8 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ModelCallEvent, RunStartedEvent
+from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
@@ -64,8 +66,9 @@ class Session:
         self.tools = tuple(tools) if tools is not None else None
         spec = self._spec(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None)
         definition = replace(
-            agent.definition(),
+            agent.definition(own_model=False),  # the CLI makes the calls, priced as they come
             guardrails=spec,
+            shadow=self._shadow(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None),
             regulation=None,  # self-regulation is gr's own tools; Claude Code has none of them
             stuck_detector=None,
             stuck_turns=None,  # seed 000's progress check watches gr's todo list
@@ -87,6 +90,7 @@ class Session:
                 max_iterations=agent.budget.max_iterations,
                 context_window=facts_of(model.removeprefix("claude-agent-sdk:")).context_window,
                 token_budget=agent.budget.max_tokens,
+                cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
         self.session_id: str | None = None
@@ -107,6 +111,7 @@ class Session:
         """The text of the latest reply of the main thread."""
         self._last = time.perf_counter()
         self._prices = PriceTable()
+        self._unpriced: set[str] = set()
 
     # -- the guardrails' tools ------------------------------------------------------------------
 
@@ -114,10 +119,7 @@ class Session:
         """The agent's guardrails bound to the session's tools, under the names policies
         read; a policy naming a tool the session lacks is a ConfigError when ``checked``."""
         agent = self.agent
-        tools = {self.names.gr_name(n) for n in sdk_tools}
-        if not checked:  # before the session names its tools, assume what policies name
-            tools |= {t.name for t in agent.registry}
-        stubs = [self.names.stub(n) for n in sorted(tools)]
+        stubs = self._stubs(sdk_tools, checked=checked)
         try:
             return GuardrailSpec.build(
                 tools=stubs,
@@ -134,6 +136,26 @@ class Session:
                 "read_file, write_file and edit_file): give the session the tool "
                 "(ClaudeAgentOptions(tools=[...])), or map one onto it with "
                 "guardrail_hooks(agent, tool_map={'SdkTool': 'name'})"
+            ) from None
+
+    def _stubs(self, sdk_tools: Iterable[str], *, checked: bool) -> list[Tool]:
+        """Stand-ins for the session's tools under the names policies read."""
+        tools = {self.names.gr_name(n) for n in sdk_tools}
+        if not checked:  # before the session names its tools, assume what policies name
+            tools |= {t.name for t in self.agent.registry}
+        return [self.names.stub(n) for n in sorted(tools)]
+
+    def _shadow(self, sdk_tools: Iterable[str], *, checked: bool) -> ShadowSpec | None:
+        """The agent's shadow guardrails bound to the session's tools; None for none."""
+        shadow = self.agent.shadow
+        if shadow.empty:
+            return None
+        try:
+            return shadow.bound_to(self._stubs(sdk_tools, checked=checked))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"shadow: {exc}. This Claude Agent SDK session's tools are "
+                f"{', '.join(sorted(sdk_tools))}"
             ) from None
 
     def _agent_wide(self) -> list[ToolPolicy]:
@@ -154,6 +176,8 @@ class Session:
         guards = self.state.guards
         spec = self._spec(names, checked=True)
         guards.spec = spec  # the bindings' keys are the same, so their memories carry over
+        if self.state.shadow is not None:
+            self.state.shadow.rebind(self._stubs(names, checked=True))
         self.tools = names
 
     # -- the run's life ------------------------------------------------------------------------
@@ -315,6 +339,9 @@ class Session:
         state.turn += 1
         state.tokens += reply.prompt_tokens + reply.usage.output_tokens
         usage, now = reply.usage, time.perf_counter()
+        cost = self._cost(reply)
+        if cost is not None:
+            state.cost_usd += cost
         spent = state.usage()
         state.emit(
             ModelCallEvent(
@@ -334,7 +361,7 @@ class Session:
                 text=reply.text,
                 duration_s=now - reply.started,
                 model=reply.model,
-                cost_usd=self._prices.cost(reply.model, usage),
+                cost_usd=cost,
                 tokens_used=state.tokens,
                 iterations_used=spent.iterations,
                 **state.measured(),
@@ -342,6 +369,30 @@ class Session:
         )
         self._reply, self._last = reply.text, now
         self._tool_ids.update(reply.tool_ids)
+
+    def _cost(self, reply: Reply) -> float | None:
+        """What one call cost: at the agent's ``price=`` when it has one, else from the
+        price table. Under a cost limit, a model with no price is an error the run records
+        (once): the limit cannot count it, and only the CLI's ``max_budget_usd`` holds."""
+        if self.agent.price is not None:
+            return self.agent.price.cost(reply.usage)
+        cost = self._prices.cost(reply.model, reply.usage)
+        if not math.isnan(cost):
+            return cost
+        if self.agent.budget.max_cost_usd is not None and reply.model not in self._unpriced:
+            self._unpriced.add(reply.model)
+            self.state.emit(
+                ErrorEvent(
+                    source="budget",
+                    error_type="UnpricedModel",
+                    message=(
+                        f"no price for model {reply.model!r}: the cost limit cannot count its "
+                        "calls (the CLI's max_budget_usd still ends the session); pass "
+                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
+                    ),
+                )
+            )
+        return None
 
     def _settle_tokens(self, usage: Any) -> None:
         """The session's own total, when it is more than the replies reported as they
@@ -370,9 +421,15 @@ class Session:
             spent = SpentLimit("iterations", self.state.turn, limit)
             return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
         if subtype == "error_max_budget_usd":
-            return LoopOutcome(
-                "budget_exhausted", "the session's cost limit (max_budget_usd) was reached"
-            )
+            cap = self.agent.budget.max_cost_usd
+            if cap is None:
+                return LoopOutcome(
+                    "budget_exhausted", "the session's cost limit (max_budget_usd) was reached"
+                )
+            cost = getattr(message, "total_cost_usd", None)
+            used = max(self.state.cost_usd, cost if isinstance(cost, (int, float)) else 0.0)
+            spent = SpentLimit("cost", used, cap)
+            return LoopOutcome("budget_exhausted", spent.reason, limit=spent)
         errors = getattr(message, "errors", None) or getattr(message, "result", None) or ""
         return LoopOutcome("failed", f"the Claude Agent SDK session ended with {subtype}: {errors}")
 
