@@ -321,3 +321,19 @@ def test_events_name_the_call(make_agent: Callable[..., gr.Agent]) -> None:
     from gr_notebook.history.analysis import approvals_df
 
     assert len(approvals_df(store_events)) == 1
+
+
+def test_a_shadow_approval_policy_would_ask_and_nothing_waits(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    model = scripted(WRITE)
+    agent = make_agent(
+        model,
+        shadow=[gr.ApprovalPolicy(tools=["write_file"])],
+        self_regulation=False,
+        stuck_turns=None,
+    )
+    run = agent.run_sync("job")
+    assert run.workspace.read_text("a.txt") == "hello" and run.approvals_df().empty
+    rows = run.shadow_df()
+    assert rows[["live", "shadow"]].values.tolist() == [["allow", "ask"]]
