@@ -34,6 +34,7 @@ from gr_notebook.display import reprs as _display_reprs
 from gr_notebook.errors import ConfigError, GrNotebookError, RunError, ToolError
 from gr_notebook.events import Event
 from gr_notebook.guardrails import (
+    ApprovalPolicy,
     Budget,
     BudgetTable,
     ConfirmationRequest,
@@ -131,6 +132,7 @@ def __getattr__(name: str) -> typing.Any:
 __all__ = [
     "Agent",
     "AnthropicModel",
+    "ApprovalPolicy",
     "Budget",
     "BudgetTable",
     "ConfigError",

@@ -122,6 +122,9 @@ class Agent:
         self.regulation = _regulation_of(
             self_regulation, budget_table, confirm, confirm_above_tokens
         )
+        self.confirm = confirm
+        """Answers large assessments and, with no dashboard attending, the tool calls a
+        policy asks about (it receives an ApprovalRequest for those)."""
         own = regulation_tools(self.regulation.table) if self.regulation else ()
         self.registry = ToolRegistry([*CORE_TOOLS, *own, *flatten_tools(self.user_tools)])
         if release_after_s is not None:
@@ -183,7 +186,7 @@ class Agent:
         ``context`` is the :mod:`contextvars` context the run's task runs in; the default is
         a copy of the caller's. A notebook passes a fresh one so that output from the task
         is not attributed to the cell that launched it. ``confirm`` answers this run's large
-        assessments when the agent has no confirmer of its own.
+        assessments and approvals when the agent has no confirmer of its own.
         """
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
@@ -202,9 +205,10 @@ class Agent:
     def definition(
         self, *, confirm: ConfirmerLike | None = None, own_model: bool = True
     ) -> AgentDefinition:
-        """What a run of this agent works under; ``confirm`` answers large assessments when
-        the agent has no confirmer of its own. ``own_model=False``: the caller makes the
-        model calls (a Claude Agent SDK session), so the agent's model need no price."""
+        """What a run of this agent works under; ``confirm`` answers large assessments and
+        approvals when the agent has no confirmer of its own. ``own_model=False``: the caller
+        makes the model calls (a Claude Agent SDK session), so the agent's model need no
+        price."""
         if own_model:
             self._check_priced()
         regulation = self.regulation
@@ -229,6 +233,7 @@ class Agent:
             stuck_detector=self.stuck_detector,
             stuck_turns=self.stuck_turns,
             name=self.name,
+            confirm=self.confirm or confirm,
             shadow=None if self.shadow.empty else self.shadow,
             price=self.price,
         )
@@ -369,10 +374,10 @@ def _regulation_of(
     if above is not None:
         whole_number(above, "confirm_above_tokens")
     if not on:
-        if table is not None or confirm is not None:
+        if table is not None or above is not None:
             raise ConfigError(
-                "budget_table and confirm belong to self-regulation; drop them, or set "
-                "self_regulation=True"
+                "budget_table and confirm_above_tokens belong to self-regulation; drop them, "
+                "or set self_regulation=True"
             )
         return None
     return RegulationSettings(table or BudgetTable(), confirm, above)

@@ -70,8 +70,9 @@ class Directive:
     source: str
     """Who gave it: ``prompt:PHASE TRANSITION``, ``feedback:Redundancy``,
     ``check_resources``, ``assess_task``, ``allotment`` (an extended allotment), ``limits``
-    (the loop's own wrap-up order under a cost limit),
-    ``policy:<name>``, ``stop_refused``, ``intervention`` or ``todo_layer``."""
+    (the loop's own wrap-up order under a cost limit), ``policy:<name>``,
+    ``approval:<policy>`` (a call not approved, with a person's reason), ``stop_refused``,
+    ``intervention`` or ``todo_layer``."""
     action: Action | None = None
     """The next action it names; None for information that asks for nothing."""
     reads: tuple[str, ...] = ()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gr_notebook.engine.loop import Loop
+    from gr_notebook.guardrails.approval import ApprovalDesk
     from gr_notebook.guardrails.runtime import Guardrails
 
 __all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
@@ -284,6 +285,17 @@ class Run:
         fit this agent's guardrails."""
         self._guards("restore a snapshot").restore(snapshot)
 
+    @property
+    def approvals(self) -> ApprovalDesk:
+        """The tool calls waiting for a person: ``run.approvals.approve()``, ``.deny(reason)``,
+        ``.edit(input)``, ``.pending``; the dashboard answers here too."""
+        loop = self._loop
+        if loop is None:
+            raise RunError(
+                f"run {self.run_id} was read from the store: nothing of it waits for approval"
+            )
+        return loop.state.approvals.desk
+
     def policy_state(self, name: str) -> PolicyState:
         """What the policy called ``name`` remembers in this run."""
         return self._guards("read policy state").policy_state(name)
@@ -361,6 +373,13 @@ class Run:
         from gr_notebook.history.analysis import policy_df
 
         return policy_df(self._events)
+
+    def approvals_df(self) -> pd.DataFrame:
+        """One row per question a person was asked about a tool call, with the answer, who
+        gave it and the seconds the call waited."""
+        from gr_notebook.history.analysis import approvals_df
+
+        return approvals_df(self._events)
 
     def feedback_df(self) -> pd.DataFrame:
         from gr_notebook.history.analysis import feedback_df

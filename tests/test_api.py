@@ -32,6 +32,7 @@ def test_all_lists_every_public_name() -> None:
 ROOT = [
     "Agent",
     "AnthropicModel",
+    "ApprovalPolicy",
     "Budget",
     "BudgetTable",
     "ConfigError",

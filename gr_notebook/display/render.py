@@ -81,6 +81,8 @@ TIMELINE_ICONS = {
     "job_complete": "✔",
     "error": "✖",
     "policy_decision": "✕",
+    "approval_requested": "○",
+    "approval_answered": "✓",
     "completion_check": "↩",
     "policies_reset": "↺",
     "intervention": "⚑",

@@ -17,6 +17,8 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from gr_notebook.events import (
     AllotmentExtendedEvent,
+    ApprovalAnsweredEvent,
+    ApprovalRequestedEvent,
     CompactionEvent,
     CompletionCheckEvent,
     ConfirmationEvent,
@@ -273,6 +275,26 @@ def _policy_decision(e: PolicyDecisionEvent) -> str:
     return f"{e.tool or 'A tool call'} denied by {policy}: {e.reason or ''}"
 
 
+@_line(ApprovalRequestedEvent)
+def _approval_requested(e: ApprovalRequestedEvent) -> str:
+    who = {"desk": "the dashboard", "confirmer": "the confirmer", "nobody": "nobody"}
+    again = f" again (the edit was refused: {e.problem})" if e.problem else ""
+    return f"{e.tool} waits for a person{again}: {e.reason}; asked {who.get(e.asked, e.asked)}"
+
+
+@_line(ApprovalAnsweredEvent)
+def _approval_answered(e: ApprovalAnsweredEvent) -> str:
+    waited = f" after {e.waited_s:.1f} s" if e.waited_s > 0.05 else ""
+    if e.decision == "approve":
+        return f"{e.tool} approved by the {e.by}{waited}"
+    if e.decision == "edit":
+        refused = f", refused by its schema: {e.problem}" if e.problem else ""
+        return f"{e.tool} edited by the {e.by}{waited}{refused}"
+    why = f": {e.reason}" if e.reason else ""
+    by = {"nobody": "nobody to ask", "timeout": "no answer in time", "deadline": "time limit"}
+    return f"{e.tool} not approved ({by.get(e.by, 'by the ' + e.by)}){waited}{why}"
+
+
 @_line(PoliciesResetEvent)
 def _policies_reset(e: PoliciesResetEvent) -> str:
     return f"Policy memory reset by the {e.source or 'model'}"
@@ -389,6 +411,8 @@ TIMELINE_KINDS = frozenset(
         "job_complete",
         "error",
         "policy_decision",
+        "approval_requested",
+        "approval_answered",
         "completion_check",
         "policies_reset",
         "intervention",
@@ -410,7 +434,7 @@ TIMELINE_KINDS = frozenset(
 _NOTEWORTHY: dict[type[Event], Callable[[Any], bool]] = {
     TodosWrittenEvent: lambda e: e.source == "person",
     TodoCompletedEvent: lambda e: e.source == "person",
-    PolicyDecisionEvent: lambda e: e.allowed is False,
+    PolicyDecisionEvent: lambda e: e.allowed is False and not e.needs_approval,
     CompletionCheckEvent: lambda e: e.complete is not True,
     ConfirmationEvent: lambda e: e.approved is not True,
     TaskAssessedEvent: lambda e: e.approved is True,
@@ -421,6 +445,7 @@ _TONES: dict[type[Event], Callable[[Any], Tone]] = {
     InterventionEvent: lambda e: "alert" if e.action == "stop" else "notice",
     InterventionSkippedEvent: lambda e: "muted",
     ConfirmationEvent: lambda e: "notice",
+    ApprovalRequestedEvent: lambda e: "notice",
     ModelRetryEvent: lambda e: "notice",
     RequestOverBudgetEvent: lambda e: "alert",
 }

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.interventions import InterventionConfig
-from gr_notebook.guardrails.regulation import RegulationSettings
+from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.models.base import Model
@@ -40,6 +40,8 @@ class AgentDefinition:
     """A person's detector, used as it is; without one, ``stuck_turns`` makes one per run."""
     stuck_turns: int | None = 10
     name: str = "agent"
+    confirm: ConfirmerLike | None = None
+    """Answers a tool call a policy asks about when no dashboard attends the run."""
     shadow: ShadowSpec | None = None
     """Guardrails that decide and are recorded, and that nothing obeys."""
     price: Price | None = None

@@ -39,6 +39,7 @@ from gr_notebook.events import (
     as_typed,
     decode,
 )
+from gr_notebook.guardrails.approval import Approvals
 from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
@@ -96,6 +97,10 @@ class RunState:
         if definition.regulation is not None:
             self.regulation = SelfRegulation(definition.regulation, self)
         self.guards = Guardrails(definition.guardrails, self)
+        self.approvals = Approvals(
+            emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left
+        )
+        """Tool calls that wait for a person, and who answers them; not part of a snapshot."""
         self.shadow = Shadow(definition.shadow, self) if definition.shadow else None
         """The shadow guardrails: asked where the live ones are, and obeyed by nothing."""
         self.interventions = (
@@ -134,6 +139,11 @@ class RunState:
             elapsed_s=self.clock() - self.started_at,
             cost_usd=self.cost_usd,
         )
+
+    def time_left(self) -> float | None:
+        """Seconds until the run's deadline, or None without one."""
+        deadline = self.budget.deadline_s
+        return None if deadline is None else deadline - (self.clock() - self.started_at)
 
     def emit(self, event: Event) -> None:
         """Record ``event`` at this turn and phase; a feedback block carries its order."""

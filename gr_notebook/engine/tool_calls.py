@@ -20,15 +20,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import ErrorEvent, ToolCallEvent
+from gr_notebook.guardrails.approval import denial_order, edited_note
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.runtime import StopVerdict
+from gr_notebook.guardrails.runtime import Denial, StopVerdict
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.messages import ToolResultBlock, ToolUseBlock
 from gr_notebook.tools.base import Tool, ToolOutput
@@ -132,6 +133,8 @@ class _Turn:
     def __init__(self, state: RunState, registry: ToolRegistry, too_deep: frozenset[str]):
         self.state, self.registry, self.too_deep = state, registry, too_deep
         self.effects = _Effects()
+        self.edited: dict[str, ToolUseBlock] = {}
+        """Calls a person edited before they ran, by id."""
 
     async def call(self, use: ToolUseBlock) -> ToolResultBlock:
         state, effects = self.state, self.effects
@@ -143,6 +146,7 @@ class _Turn:
             )
         else:
             tool, output = await self._run(use)
+            use = self.edited.get(use.id, use)  # a person's edit ran: it is the call
         state.emit(
             ToolCallEvent(
                 tool=use.name,
@@ -195,7 +199,12 @@ class _Turn:
         denial = guards.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
         if state.shadow is not None:
             state.shadow.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
-        if denial is not None:
+        if denial is not None and denial.needs_approval:
+            waited = await self._approval(use, denial)
+            if isinstance(waited, ToolOutput):
+                return tool, waited
+            use = waited
+        elif denial is not None:
             text = denial.message()
             return tool, ToolOutput(
                 text, True, Directive(text, f"policy:{denial.policy}", "do_first")
@@ -218,6 +227,8 @@ class _Turn:
                 if state.shadow is not None:
                     state.shadow.after_success(tool, use.input, output, turn=state.turn)
                 self._take_effects(output)
+            if use.id in self.edited:
+                output = replace(output, content=edited_note(use.input) + output.content)
             return tool, output
         except asyncio.CancelledError:
             raise
@@ -240,6 +251,24 @@ class _Turn:
         if state.shadow is not None:
             state.shadow.judge_stop(STOP_BY_TOOL, dict(use.input))
         return verdict
+
+    async def _approval(self, use: ToolUseBlock, ask: Denial) -> ToolUseBlock | ToolOutput:
+        """Wait for a person's answer: the call to run (edited or not), or the denial the
+        model reads, as a policy's denial is."""
+        registry = self.registry
+        resolution = await self.state.approvals.decide(
+            ask,
+            use.name,
+            use.input,
+            tool_use_id=use.id,
+            check=lambda edited: _problem(registry.check_call(use.name, edited)[1]),
+        )
+        if resolution.message is not None:
+            text = resolution.message
+            return ToolOutput(text, True, denial_order(text, ask.policy))
+        if resolution.edited:
+            use = self.edited[use.id] = ToolUseBlock(use.id, use.name, resolution.input)
+        return use
 
     def _complete_job(
         self, tool: Tool, use: ToolUseBlock, output: ToolOutput, *, done_before: bool
@@ -296,3 +325,7 @@ class _Turn:
         current = self.effects.intervention
         if check.fired and (current is None or check.tier > current.tier):
             self.effects.intervention = check
+
+
+def _problem(output: ToolOutput | None) -> str | None:
+    return None if output is None else output.content

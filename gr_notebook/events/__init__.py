@@ -13,6 +13,8 @@ from typing import Final, TypeAlias, get_args
 from gr_notebook.events.base import Event, EventData, as_typed, decode, event_class, kinds
 from gr_notebook.events.guardrails import (
     AllotmentExtendedEvent,
+    ApprovalAnsweredEvent,
+    ApprovalRequestedEvent,
     CompletionCheckEvent,
     ConfirmationEvent,
     FeedbackEvent,
@@ -63,6 +65,8 @@ __all__ = [
     "CORE_EVENTS",
     "EVENT_KINDS",
     "AllotmentExtendedEvent",
+    "ApprovalAnsweredEvent",
+    "ApprovalRequestedEvent",
     "CompactionEvent",
     "CompletionCheckEvent",
     "ConfirmationEvent",
@@ -132,6 +136,8 @@ CoreEvent: TypeAlias = (
     | RunPausedEvent
     | RunResumedEvent
     | PolicyDecisionEvent
+    | ApprovalRequestedEvent
+    | ApprovalAnsweredEvent
     | PoliciesResetEvent
     | FeedbackEvent
     | CompletionCheckEvent

@@ -1,19 +1,22 @@
-"""What the guardrails decided: policy decisions, feedback, completion checks, intervention
-checks, and self-regulation's assessments and confirmations."""
+"""What the guardrails decided: policy decisions, a person's approvals, feedback, completion
+checks, intervention checks, and self-regulation's assessments and confirmations."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from gr_notebook.eventdata import clip_json
 from gr_notebook.events.base import Event
-from gr_notebook.events.schema import key
+from gr_notebook.events.schema import CLIP, key
 from gr_notebook.events.turn import GuidanceRecord
 from gr_notebook.wording import plural
 
 __all__ = [
     "AllotmentExtendedEvent",
+    "ApprovalAnsweredEvent",
+    "ApprovalRequestedEvent",
     "CompletionCheckEvent",
     "ConfirmationEvent",
     "FeedbackEvent",
@@ -29,7 +32,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class PolicyDecisionEvent(Event):
-    """The policies that govern a tool answered: allowed, or denied by ``policy``."""
+    """The policies that govern a tool answered: allowed, denied by ``policy``, or (with
+    ``needs_approval``) held by ``policy`` for a person's approval."""
 
     kind: ClassVar[Literal["policy_decision"]] = "policy_decision"
     tool: str
@@ -42,6 +46,52 @@ class PolicyDecisionEvent(Event):
     mode: Literal["shadow"] | None = None
     """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
     None when the decision was live."""
+    needs_approval: bool | None = None
+    """True when no policy denied and one asked: the call waits for a person (see the
+    approval events that follow); None otherwise."""
+
+    @property
+    def verdict(self) -> Literal["allow", "deny", "ask"]:
+        if self.allowed:
+            return "allow"
+        return "ask" if self.needs_approval else "deny"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ApprovalRequestedEvent(Event):
+    """A tool call waits for a person: who was asked (``desk``: the dashboard or code
+    through ``run.approvals``; ``confirmer``: the agent's ``confirm=``; ``nobody``), and
+    ``problem`` when the person's last edit was refused and they are asked again."""
+
+    kind: ClassVar[Literal["approval_requested"]] = "approval_requested"
+    request_id: str
+    tool: str
+    tool_use_id: str | None
+    input: Mapping[str, Any] = field(metadata={CLIP: clip_json})
+    reason: str
+    policies: Sequence[str]
+    asked: Literal["desk", "confirmer", "nobody"]
+    timeout_s: float | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ApprovalAnsweredEvent(Event):
+    """The answer to one request: ``approve``, ``deny`` (``reason`` is what the model reads)
+    or ``edit`` (``input`` is the edited input; ``problem`` when the tool's schema refused
+    it, and the person is asked again). ``by`` is who answered: ``desk``, ``confirmer``, or
+    for a denial nobody gave ``nobody``, ``timeout``, ``deadline`` or ``stop``."""
+
+    kind: ClassVar[Literal["approval_answered"]] = "approval_answered"
+    request_id: str
+    tool: str
+    tool_use_id: str | None
+    decision: Literal["approve", "deny", "edit"]
+    by: str
+    waited_s: float
+    reason: str | None = None
+    input: Mapping[str, Any] | None = field(default=None, metadata={CLIP: clip_json})
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

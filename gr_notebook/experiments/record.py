@@ -101,7 +101,7 @@ def record_of(
         if isinstance(event, InterventionCheckEvent):
             interventions += event.fired
         elif isinstance(event, PolicyDecisionEvent):
-            denials += not event.allowed
+            denials += event.verdict == "deny"
         elif isinstance(event, CompletionCheckEvent):
             refused += event.complete is False
     totals = run.summary()

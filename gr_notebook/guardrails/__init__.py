@@ -7,6 +7,12 @@ the :class:`Budget` they are bypassed or bounded by.
 
 from __future__ import annotations
 
+from gr_notebook.guardrails.approval import (
+    ApprovalAnswer,
+    ApprovalDesk,
+    ApprovalPolicy,
+    ApprovalRequest,
+)
 from gr_notebook.guardrails.budget import Budget, BudgetSuggestion, BudgetUsage, Deadline
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment, TaskBudget
 from gr_notebook.guardrails.completion import (
@@ -59,6 +65,10 @@ from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 
 __all__ = [
+    "ApprovalAnswer",
+    "ApprovalDesk",
+    "ApprovalPolicy",
+    "ApprovalRequest",
     "Budget",
     "BudgetSuggestion",
     "BudgetTable",

@@ -27,6 +27,7 @@ from gr_notebook.guardrails.feedback import (
     Feedback,
 )
 from gr_notebook.guardrails.policy import (
+    PolicyBinding,
     PolicyContext,
     PolicyDecision,
     PolicyMemory,
@@ -50,8 +51,16 @@ SNAPSHOT_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Denial:
+    """A call the policies did not allow: denied by ``policy``, or held by it for a person
+    (``needs_approval``; see :mod:`gr_notebook.guardrails.approval`)."""
+
     policy: str
     reason: str
+    needs_approval: bool = False
+    policies: tuple[str, ...] = ()
+    """The policies that asked."""
+    timeout_s: float | None = None
+    """The shortest ``timeout_s`` of the policies that asked, if any has one."""
 
     def message(self) -> str:
         return f"Denied by policy '{self.policy}': {self.reason}"
@@ -103,41 +112,47 @@ class Guardrails:
         turn: int,
         tool_use_id: str | None = None,
     ) -> Denial | None:
-        """Ask every policy that governs ``tool``; the first denial wins. Fail-closed: a
-        policy that raises, or answers with something other than a decision, denies."""
+        """Ask every policy that governs ``tool``: the first denial wins, then an ask (the
+        call waits for a person), then allow. Fail-closed: a policy that raises, or answers
+        with something other than a decision, denies."""
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return None
         now = self._clock()
+        asks: list[tuple[str, PolicyDecision, ToolPolicy]] = []
         for binding in bindings:
             context = PolicyContext(
                 self.workspace, self.memories[binding.key], turn, self.calls, now
             )
             decision = _ask(binding.policy, tool, params, context)
-            if not decision.allowed:
+            if decision.needs_approval:
+                asks.append((binding.key, decision, binding.policy))
+            elif not decision.allowed:
                 denial = Denial(binding.key, decision.reason or "denied")
-                self._emit(
-                    PolicyDecisionEvent(
-                        tool=tool.name,
-                        allowed=False,
-                        policy=denial.policy,
-                        reason=denial.reason,
-                        policies=[b.key for b in bindings],
-                        tool_use_id=tool_use_id,
-                    )
-                )
+                self._decided(tool, denial, bindings, tool_use_id)
                 return denial
+        held = _held(asks) if asks else None
+        self._decided(tool, held, bindings, tool_use_id)
+        return held
+
+    def _decided(
+        self,
+        tool: Tool,
+        denial: Denial | None,
+        bindings: tuple[PolicyBinding, ...],
+        tool_use_id: str | None,
+    ) -> None:
         self._emit(
             PolicyDecisionEvent(
                 tool=tool.name,
-                allowed=True,
-                policy=None,
-                reason=None,
+                allowed=denial is None,
+                policy=None if denial is None else denial.policy,
+                reason=None if denial is None else denial.reason,
                 policies=[b.key for b in bindings],
                 tool_use_id=tool_use_id,
+                needs_approval=True if denial is not None and denial.needs_approval else None,
             )
         )
-        return None
 
     def after_success(
         self, tool: Tool, params: Mapping[str, Any], result: ToolOutput, *, turn: int
@@ -327,6 +342,22 @@ class Guardrails:
             ) from None
         self.memories, self.refusals = memories, refusals
         apply_feedback()
+
+
+def _held(asks: list[tuple[str, PolicyDecision, ToolPolicy]]) -> Denial:
+    """The policies' asks as one question: the first asker's name, every reason, and the
+    shortest of their timeouts (a policy's ``timeout_s`` attribute, when it has one)."""
+    reasons = list(dict.fromkeys(d.reason or "a person must approve this call" for _, d, _ in asks))
+    timeouts = [
+        t for _, _, p in asks if isinstance(t := getattr(p, "timeout_s", None), int | float)
+    ]
+    return Denial(
+        asks[0][0],
+        "; ".join(reasons),
+        needs_approval=True,
+        policies=tuple(key for key, _, _ in asks),
+        timeout_s=min(timeouts) if timeouts else None,
+    )
 
 
 def _ask(

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.guardrails.approval import ApprovalPolicy
 from gr_notebook.guardrails.completion import CheckerLike, TaskCompletionChecker, as_checker
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.policies import ReadBeforeWritePolicy, SequentialDependencyPolicy
@@ -115,8 +116,10 @@ def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:
             names |= {tool, *needs}
     elif isinstance(policy, ReadBeforeWritePolicy):
         names |= {*policy.read_tools, *policy.write_tools}
+    elif isinstance(policy, ApprovalPolicy):
+        names |= set(policy.tools)
     unknown = sorted(names - known)
-    if unknown and isinstance(policy, SequentialDependencyPolicy):
+    if unknown and isinstance(policy, SequentialDependencyPolicy | ApprovalPolicy):
         raise ConfigError(
             f"policy {policy.name!r} names tools this agent does not have: "
             f"{', '.join(unknown)}. Its tools are: {', '.join(sorted(known))}"

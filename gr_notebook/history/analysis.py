@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import (
+    ApprovalAnsweredEvent,
+    ApprovalRequestedEvent,
     CompletionCheckEvent,
     Event,
     FeedbackEvent,
@@ -39,11 +41,13 @@ if TYPE_CHECKING:
     from gr_notebook.history.store import Store
 
 __all__ = [
+    "APPROVAL_COLUMNS",
     "FRAMES",
     "GUIDANCE_COLUMNS",
     "INTERVENTION_COLUMNS",
     "EventColumn",
     "EventFrame",
+    "approvals_df",
     "completion_df",
     "events_df",
     "events_of",
@@ -323,6 +327,55 @@ def thinking_df(events: Iterable[Event]) -> pd.DataFrame:
 def policy_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per governed tool call: ``allowed``, and for a denial the policy and reason."""
     return FRAMES["policy_df"].build(events)
+
+
+APPROVAL_COLUMNS = [
+    "request_id",
+    "turn",
+    "tool",
+    "tool_use_id",
+    "reason",
+    "asked",
+    "input",
+    "problem",
+    "decision",
+    "by",
+    "answer_reason",
+    "edited_input",
+    "edit_problem",
+    "waited_s",
+]
+
+
+def approvals_df(events: Iterable[Event]) -> pd.DataFrame:
+    """One row per question put to a person about a tool call: who was asked, the answer
+    (``approve``, ``deny``, ``edit``; None while it waits), who gave it, and the seconds
+    waited. A refused edit is its own row, and the question asked again is the next."""
+    import pandas as pd
+
+    rows: dict[str, dict[str, Any]] = {}
+    for e in map(as_typed, events):
+        if isinstance(e, ApprovalRequestedEvent):
+            rows[e.request_id] = {
+                "request_id": e.request_id,
+                "turn": e.turn,
+                "tool": e.tool,
+                "tool_use_id": e.tool_use_id,
+                "reason": e.reason,
+                "asked": e.asked,
+                "input": e.input,
+                "problem": e.problem,
+            }
+        elif isinstance(e, ApprovalAnsweredEvent) and e.request_id in rows:
+            rows[e.request_id].update(
+                decision=e.decision,
+                by=e.by,
+                answer_reason=e.reason,
+                edited_input=e.input,
+                edit_problem=e.problem,
+                waited_s=e.waited_s,
+            )
+    return pd.DataFrame(list(rows.values()), columns=APPROVAL_COLUMNS)
 
 
 def feedback_df(events: Iterable[Event]) -> pd.DataFrame:

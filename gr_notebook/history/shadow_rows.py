@@ -46,11 +46,12 @@ class ShadowRow:
 
     ``guardrail`` is ``policy``, ``feedback``, ``completion`` or ``intervention``; ``name``
     the shadow's (policy key, provider, checker class, ``interventions``). ``live`` and
-    ``shadow`` are the two decisions in one vocabulary per kind: ``allow``/``deny`` for a
-    call, ``accept``/``refuse`` for a stop (a stop a spent limit let through unchecked is
-    ``accept``), ``none``/``fired`` for feedback (a shadow block live did not deliver; ``fired``
-    on the live side when live delivered other blocks there), and ``none`` or the tier's action
-    (``replan``, ``rewind``, ``stop``) for an intervention check. ``reason`` says why the
+    ``shadow`` are the two decisions in one vocabulary per kind: ``allow``/``deny``/``ask``
+    for a call (``ask``: it would have waited for a person), ``accept``/``refuse`` for a
+    stop (a stop a spent limit let through unchecked is ``accept``), ``none``/``fired`` for
+    feedback (a shadow block live did not deliver; ``fired`` on the live side when live
+    delivered other blocks there), and ``none`` or the tier's action (``replan``,
+    ``rewind``, ``stop``) for an intervention check. ``reason`` says why the
     shadow decided as it did (for a call it allowed and live denied: the live reason)."""
 
     seq: int
@@ -112,8 +113,8 @@ def shadow_rows(events: Iterable[Event]) -> list[ShadowRow]:
 
 
 def _policy(e: PolicyDecisionEvent, live: PolicyDecisionEvent | None) -> ShadowRow | None:
-    live_allowed = live is None or live.allowed
-    if live_allowed == e.allowed:
+    live_verdict = "allow" if live is None else live.verdict
+    if live_verdict == e.verdict:
         return None
     reason = e.reason if not e.allowed else f"live: {live.reason}" if live else None
     name = e.policy if not e.allowed else ", ".join(e.policies)
@@ -124,8 +125,8 @@ def _policy(e: PolicyDecisionEvent, live: PolicyDecisionEvent | None) -> ShadowR
         name or "",
         e.tool,
         e.tool_use_id,
-        "allow" if live_allowed else "deny",
-        "allow" if e.allowed else "deny",
+        live_verdict,
+        e.verdict,
         reason,
     )
 

@@ -22,6 +22,7 @@ import ipywidgets as w
 from IPython import display as ipython_display
 
 from gr_notebook.errors import RunError
+from gr_notebook.guardrails.approval import ApprovalRequest
 from gr_notebook.guardrails.regulation import ConfirmationRequest
 from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.validation import seconds
@@ -36,6 +37,12 @@ _display = cast(Callable[..., None], ipython_display.display)  # IPython ships i
 def _ask(request: ConfirmationRequest, timeout: float | None) -> str:
     deadline = "" if timeout is None else f" No answer within {timeout:g} s denies."
     run = f" (run {request.run_id})" if request.run_id else ""
+    if isinstance(request, ApprovalRequest):  # a tool call, when it is the agent's confirmer
+        return (
+            f"<div><b>Approve {escape(request.tool)}{escape(run)}?</b> "
+            f"{escape(request.reason)}.{escape(deadline)}</div>"
+            f"<pre>{escape(request.input_json())}</pre>"
+        )
     return (
         f"<div><b>Confirm a large budget{escape(run)}</b></div>"
         f"<div>{escape(request.operation)}: {escape(request.description)}</div>"

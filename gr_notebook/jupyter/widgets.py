@@ -13,6 +13,7 @@ into the saved notebook. A settled dashboard carries its final state as text and
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import Event, is_shadow
+from gr_notebook.jupyter.approval import ApprovalView
 from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.run import Run
@@ -218,6 +220,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.log_panel = w.HTML()
         self.prompts = w.VBox()
         """Questions for the person, e.g. a :class:`WidgetConfirmer`'s, next to the controls."""
+        self.approvals = _approval_view(run, self.show_prompt)
+        """The tool calls waiting for the person's Approve, Deny or Edit."""
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger")
         self.pause_button = w.Button(description="Pause", icon="pause")
         self.issue = w.Text(placeholder="What is wrong? Type it, then press Rewind")
@@ -280,6 +284,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def _take(self, event: Event) -> bool:
         if event.kind in ("model_call", "run_finished"):
             self.live_turn.clear()  # the finished turn shows as every other does
+        if event.kind == "run_finished" and self.approvals is not None:
+            self.approvals.close()
         shown = self.tracker.add(event) and not is_shadow(event)  # shadows have their panel
         if shown and event.kind in ("error", "run_finished"):
             self.add_log(f"turn {event.turn}: {self.tracker.timeline[-1].text}")
@@ -407,6 +413,12 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def fork_button(self) -> w.Button:
         return self._fork_controls().button
 
+    def close(self) -> None:
+        view: ApprovalView | None = getattr(self, "approvals", None)
+        if view is not None:
+            view.close()  # a closed dashboard no longer attends the desk
+        super().close()
+
     def add_log(self, message: str) -> None:
         """A line in the dashboard's log: where a background run's messages go, not stdout."""
         self._log.append(message)
@@ -507,6 +519,19 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             data["text/plain"] = f"Dashboard of run {self.run.run_id} (a live widget)"
             data["text/html"] = f"<div class='gr-dashboard'>{escape(data['text/plain'])}</div>"
         return data
+
+
+def _approval_view(run: Run, show: Callable[[w.Widget], None]) -> ApprovalView | None:
+    """The dashboard answers the run's approvals where its clicks reach the run: on the
+    kernel's own thread. A blocking cell's dashboard lives on a worker thread whose clicks
+    arrive only after the cell, so there the agent's ``confirm=`` (or nobody) answers."""
+    if run.done or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        desk = run.approvals
+    except GrNotebookError:
+        return None
+    return ApprovalView(desk, show)
 
 
 class _ForkControls:

@@ -223,8 +223,8 @@ def _read(label: str, events: Iterable[Event]) -> _Side:
         elif isinstance(e, TodoCompletedEvent):
             tasks += 1
         elif isinstance(e, PolicyDecisionEvent):
-            denials += not e.allowed
-            denied.setdefault(e.tool, []).append(not e.allowed)
+            denials += e.verdict == "deny"  # a person's answer to an ask is an approval
+            denied.setdefault(e.tool, []).append(e.verdict == "deny")
         elif isinstance(e, PhaseTransitionEvent):
             phases += e.todo_kind == "phase" and e.outcome == "complete"
         elif isinstance(e, JobCompleteEvent):

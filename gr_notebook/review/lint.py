@@ -21,6 +21,9 @@ one kind of contradiction a model that obeys would trip over:
 ``narrow_scope_within_limits``
     An order to narrow the scope that the run's hard limits do not call for (a person's
     denied confirmation is theirs to give, and is not counted).
+
+A person's own orders (a denied confirmation, the reason given for denying a tool call,
+source ``approval:<policy>``) break none of these rules: they are the person's to give.
 """
 
 from __future__ import annotations
@@ -163,7 +166,7 @@ def _alone(d: GuidanceRecord, turn: int, wrapped_up: bool) -> list[GuidanceConfl
     action, limits = d.action, d.limits_pct
     far = limits is None or limits < FAR
     work_left = not d.job_done and ((d.tasks_left or 0) > 0 or (d.phases_left or 0) > 0)
-    if action == "wrap_up" and far and work_left:
+    if action == "wrap_up" and far and work_left and not _persons(d):
         found.append(
             _conflict(
                 "wrap_up_with_work_left",
@@ -191,12 +194,13 @@ def _alone(d: GuidanceRecord, turn: int, wrapped_up: bool) -> list[GuidanceConfl
 
 
 def _persons(d: GuidanceRecord) -> bool:
-    """A person's answer (a denied confirmation) is theirs to give, whatever the limits."""
-    return d.source == "confirmation"
+    """A person's answer (a denied confirmation, a denied tool call) is theirs to give,
+    whatever the limits and whatever the system said."""
+    return d.source == "confirmation" or d.source.startswith("approval:")
 
 
 def _clashes(orders: list[GuidanceRecord], turn: int) -> list[GuidanceConflict]:
-    actions = {o.action: o for o in orders if o.action}
+    actions = {o.action: o for o in orders if o.action and not _persons(o)}
     found = []
     for action, others in _CLASHES:
         if action not in actions:

@@ -22,7 +22,9 @@ from gr_notebook.history import analysis
 from gr_notebook.history.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
-NEWER_KINDS = frozenset({"thinking", "allotment_extended"})
+NEWER_KINDS = frozenset(
+    {"thinking", "allotment_extended", "approval_requested", "approval_answered"}
+)
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
 NEWER_COLUMNS = {
     "interventions_df": ["why", "mode"],

@@ -528,3 +528,72 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         dashboard.screenshot(path=str(shots / "resume-dashboard.png"))
         dashboard.locator(".gr-controls button", has_text="Stop").click()
         expect(state).to_have_text("cancelled", timeout=WIDGET_TIMEOUT_MS)
+
+
+APPROVAL_SETUP = """%load_ext gr_notebook
+import gr_notebook as gr
+asked = []
+
+def first_three(tool, params):
+    if tool != "write_file":
+        return False
+    asked.append(params.get("path"))
+    return len(asked) <= 3
+
+careful = gr.Agent(
+    gr.SimulatedModel(latency=0.05),
+    store=False,
+    max_iterations=400,
+    policies=[gr.ApprovalPolicy(tools=[], when=first_three)],
+)"""
+
+
+def _waiting_prompt(dashboard: Locator, index: int) -> Locator:
+    prompt = dashboard.locator(".gr-approval").nth(index)
+    expect(prompt).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    expect(prompt.locator("button", has_text="Approve")).to_be_enabled()
+    return prompt
+
+
+def test_dashboard_approve_deny_and_edit_a_tool_call(
+    lab_server: LabServer, browser: Browser, shots: Path
+) -> None:
+    """A background run waits on each call the policy asks about; the dashboard's Approve,
+    Deny (with its reason) and Edit answer it, and a refused edit is asked again."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(APPROVAL_SETUP),
+        nbformat.v4.new_code_cell(f"%%agent --background --agent careful --out bg\n{RESUME_JOB}"),
+    ]
+    with _opened(browser, lab_server, notebook, "approval.ipynb") as page:
+        _run_all(page, 2)
+        dashboard = page.locator(f"{PANEL} .gr-dashboard").first
+        expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+        state = dashboard.locator(".gr-state").first
+
+        first = _waiting_prompt(dashboard, 0)
+        expect(first).to_contain_text("Approve write_file?")
+        first.scroll_into_view_if_needed()
+        dashboard.screenshot(path=str(shots / "approval-dashboard.png"))
+        first.locator("button", has_text="Approve").click()
+        expect(first).to_contain_text("Approved")
+
+        second = _waiting_prompt(dashboard, 1)
+        second.locator("input").fill("Write the plan again, shorter")
+        second.locator("button", has_text="Deny").click()
+        expect(second).to_contain_text("Denied: Write the plan again, shorter")
+
+        third = _waiting_prompt(dashboard, 2)
+        third.locator("button", has_text="Edit…").click()
+        third.locator("textarea").fill('{"path": 1}')
+        third.locator("button", has_text="Run edited").click()
+        again = _waiting_prompt(dashboard, 3)
+        expect(again).to_contain_text("Your edit was refused")
+        again.locator("button", has_text="Approve").click()
+
+        expect(again).to_contain_text("Approved")
+        expect(state).to_have_text("completed", timeout=RUN_ALL_TIMEOUT_MS)
+        expect(dashboard.locator(".gr-approval")).to_have_count(4)  # nothing else was asked
+        for prompt in dashboard.locator(".gr-approval").all():
+            expect(prompt.locator("button", has_text="Approve")).to_be_disabled()
+        _assert_no_errors(page)

@@ -21,6 +21,10 @@ from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
+from gr_notebook.integrations.claude_agent_sdk.permission import (
+    CanUseTool,
+    check_asks_reach_a_person,
+)
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
@@ -139,6 +143,11 @@ class GuardrailHooks:
                 "the Claude Code CLI refuses permission_mode='bypassPermissions' as root; use "
                 "'acceptEdits' (file edits) with allowed_tools=[...] for the rest"
             )
+        spec = session.state.guards.spec
+        check_asks_reach_a_person(spec, fields)
+        if spec.bindings and not fields.get("permission_prompt_tool_name"):
+            # a policy may ask: the CLI asks can_use_tool, which gr answers (or passes on)
+            fields["can_use_tool"] = CanUseTool(sdk, self._callbacks, fields.get("can_use_tool"))
         fields.setdefault("max_turns", session.agent.budget.max_iterations)
         if session.agent.budget.max_cost_usd is not None:  # the CLI's own backstop
             fields.setdefault("max_budget_usd", session.agent.budget.max_cost_usd)

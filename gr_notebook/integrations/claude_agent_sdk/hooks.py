@@ -32,8 +32,10 @@ from gr_notebook.events import (
     PromptInjectedEvent,
     ToolCallEvent,
 )
+from gr_notebook.guardrails.approval import denial_order
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
+from gr_notebook.guardrails.runtime import Denial
 from gr_notebook.guidance import Directive
 from gr_notebook.integrations.claude_agent_sdk import prompts
 from gr_notebook.integrations.claude_agent_sdk.hook_input import (
@@ -63,6 +65,8 @@ class HookCallbacks:
         self._calls: dict[str, tuple[Call, float, Mapping[str, Any]]] = {}
         """The calls allowed and not yet answered, by tool use id: the call, when it was
         allowed, and its input."""
+        self._asks: dict[str, tuple[Denial, Call, float, ToolHookInput]] = {}
+        """The calls a policy asked a person about, until ``can_use_tool`` answers them."""
 
     # -- PreToolUse: the policies ---------------------------------------------------------------
 
@@ -104,9 +108,54 @@ class HookCallbacks:
         if denial is None:
             self._calls[read.tool_use_id] = (call, started, read.tool_input)
             return {}
+        if denial.needs_approval:  # the SDK's own ask: its can_use_tool hears the reason
+            self._asks[read.tool_use_id] = (denial, call, started, read)
+            reason = self.names.in_claude_terms(denial.reason, call)
+            return {"hookSpecificOutput": {**_denial(reason), "permissionDecision": "ask"}}
         text = self.names.in_claude_terms(denial.message(), call)
         order = Directive(text, f"policy:{denial.policy}", "do_first")
         return self._deny(call, read, ToolOutput(text, True, order), started)
+
+    def held(self, tool_use_id: str | None, tool_name: str) -> tuple[Denial, Call] | None:
+        """The ask of the call ``can_use_tool`` is asked about, if a policy made one; a
+        context without the tool use id takes the oldest ask of that tool."""
+        key = tool_use_id if tool_use_id in self._asks else None
+        if key is None:
+            key = next((k for k, v in self._asks.items() if v[1].sdk_name == tool_name), None)
+        if key is None:
+            return None
+        denial, call, _, _ = self._asks[key]
+        return denial, call
+
+    async def approve(
+        self, tool_use_id: str | None, tool_name: str, tool_input: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any] | None, str | None]:
+        """Ask the run's approvals about a held call: the input it runs with (None: as
+        given), or the text Claude reads when it is denied (recorded as a denied call)."""
+        key = tool_use_id if tool_use_id in self._asks else None
+        if key is None:
+            key = next(k for k, v in self._asks.items() if v[1].sdk_name == tool_name)
+        denial, call, started, read = self._asks.pop(key)
+        state = self.session.state
+        resolution = await state.approvals.decide(
+            denial,
+            call.sdk_name,
+            tool_input,
+            tool_use_id=read.tool_use_id,
+            check=lambda edited: None,  # the CLI checks the tool's own schema
+        )
+        if resolution.message is not None:
+            text = self.names.in_claude_terms(resolution.message, call)
+            output = ToolOutput(text, True, denial_order(text, denial.policy))
+            self._after(call, read, None, output, started)
+            return None, text
+        if resolution.edited:
+            edited = self.names.call(call.sdk_name, resolution.input)
+            read = replace(read, tool_input=resolution.input)
+            self._calls[read.tool_use_id] = (edited, started, resolution.input)
+            return resolution.input, None
+        self._calls[read.tool_use_id] = (call, started, read.tool_input)
+        return None, None
 
     def _deny(self, call: Call, read: ToolHookInput, output: ToolOutput, started: float) -> Reply:
         """A refused call, recorded as gr's tool step records one (``PostToolUse`` does not

@@ -36,6 +36,9 @@ _TASK_TYPES = ("codebase_audit", "multi_file_refactor", "file_edit", "exploratio
 _RECAP_ANSWER = "Your latest assess_task answer: "
 _DENIED = "Not approved"
 _ALLOTTED = re.compile(r" tokens and (\d+) iterations")
+_PERSON_SAID = re.compile(
+    r"^Not run: a person denied this \w+ call\. Their reason: (.*?)\. Follow it"
+)
 
 
 @register_profile
@@ -150,8 +153,11 @@ def without_rebuked_reads(s: Situation, response: ModelResponse) -> ModelRespons
 
 
 def _orders(text: str) -> list[str]:
-    """The orders inside a text: its feedback blocks, or a resource recommendation."""
+    """The orders inside a text: its feedback blocks, a resource recommendation, or the
+    reason a person gave for denying a call."""
     blocks = _FEEDBACK.findall(text)
+    if said := _PERSON_SAID.match(text):
+        blocks.append(said.group(1))
     if text.startswith('{"tokens_used"'):
         with contextlib.suppress(ValueError, KeyError):
             blocks.append(str(json.loads(text.split("\n\n", 1)[0])["recommendation"]))
