@@ -238,6 +238,28 @@ class ApprovalDesk:
         """The requests waiting now, oldest first."""
         return tuple(w.request for w in self._waiting.values() if not w.answer.done())
 
+    async def requested(self, timeout_s: float | None = None) -> ApprovalRequest:
+        """The oldest request waiting, once there is one: a cell awaits it, then answers.
+        The desk is attended while this waits, so the call asked meanwhile waits here."""
+        if self.pending:
+            return self.pending[0]
+        arrived: asyncio.Future[ApprovalRequest] = asyncio.get_running_loop().create_future()
+
+        def seen(request: ApprovalRequest, what: str) -> None:
+            if what == "asked" and not arrived.done():
+                arrived.set_result(request)
+
+        unwatch = self.watch(seen)
+        try:
+            return await asyncio.wait_for(arrived, timeout_s)
+        except TimeoutError:
+            raise RunError(
+                f"no tool call asked for approval within {timeout_s:g} s; a request appears "
+                "when a policy asks (see run.approvals_df())"
+            ) from None
+        finally:
+            unwatch()
+
     def answer(self, request_id: str, answer: ApprovalAnswer) -> None:
         waiting = self._waiting.get(request_id)
         if waiting is None or waiting.answer.done():

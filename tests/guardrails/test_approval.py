@@ -337,3 +337,17 @@ def test_a_shadow_approval_policy_would_ask_and_nothing_waits(
     assert run.workspace.read_text("a.txt") == "hello" and run.approvals_df().empty
     rows = run.shadow_df()
     assert rows[["live", "shadow"]].values.tolist() == [["allow", "ask"]]
+
+
+async def test_a_cell_awaits_the_next_request_then_answers_it(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    run = agent_with(make_agent, scripted(WRITE)).start("job")
+    request = await run.approvals.requested(timeout_s=10)  # nothing else attends the desk
+    assert request.tool == "write_file" and run.approvals.pending == (request,)
+    assert await run.approvals.requested() is request  # already waiting: at once
+    run.approvals.approve()
+    await run.wait()
+    assert run.workspace.read_text("a.txt") == "hello"
+    with pytest.raises(RunError, match=r"no tool call asked for approval within 0\.01 s"):
+        await run.approvals.requested(timeout_s=0.01)
