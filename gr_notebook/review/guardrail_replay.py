@@ -47,6 +47,8 @@ from gr_notebook.events import (
     ModelCallEvent,
     PoliciesResetEvent,
     PolicyDecisionEvent,
+    RewindEvent,
+    RunPausedEvent,
     RunStartedEvent,
     TodoCompletedEvent,
     TodosWrittenEvent,
@@ -605,6 +607,7 @@ class _Replayer:
         """(guardrail, path): a memory stamped while the file was not known."""
         self.feedback_tainted: set[int] = set()
         self.out: list[dict[str, Any]] = []
+        self.last_calls = _last_calls(events)
 
     def _tool_name(self, event: ToolCallEvent) -> str:
         return self.names.gr_name(event.tool) if self.names is not None else event.tool
@@ -722,6 +725,8 @@ class _Replayer:
             refused = self._stop(event, STOP_BY_TOOL, dict(params), base=base)
         succeeded = not event.is_error
         self.space.after_call(tool, params, succeeded=succeeded)
+        if event.seq in self.last_calls:
+            self.space.settle()
         if succeeded and reached and self.watched:
             for watched in self.watched:
                 key = self.keys[id(watched)]
@@ -858,6 +863,7 @@ class _Replayer:
     def _feedback(
         self, event: ToolCallEvent, tool: str, params: Mapping[str, Any], base: dict[str, Any], n: int
     ) -> None:
+        triggers = self.guards.feedback.to_json(recent=False)["triggers"]
         self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
         emitted = self.view.take()
         fired = {e.config: e for e in emitted if isinstance(e, FeedbackEvent)}
@@ -871,7 +877,7 @@ class _Replayer:
             block = fired.get(index)
             decision = "feedback fired" if block is not None else "no feedback"
             reason = block.summary if block is not None else None
-            paths = _feedback_reads(config)
+            paths = _NOTHING if triggers[index]["file_fired"] else _feedback_reads(config)
             if paths is None or paths:
                 if index in self.feedback_tainted or not self.space.knows(paths):
                     self.feedback_tainted.add(index)
@@ -995,6 +1001,22 @@ class _LiveRecord:
     def fed(self, index: int, call: int) -> bool:
         live = self._config_of.get(index)
         return live is not None and (live, call) in self._fed
+
+
+def _last_calls(events: Sequence[Event]) -> set[int]:
+    """The seqs of each turn's last tool call after which nothing but the loop touched the
+    files before the next checkpoint (no person's rewind, no pause)."""
+    last: dict[int, int] = {}
+    disturbed: set[int] = set()
+    for event in events:
+        if isinstance(event, ToolCallEvent):
+            last[event.turn] = event.seq
+            disturbed.discard(event.turn)
+        elif (isinstance(event, RewindEvent) and event.source == "person") or isinstance(
+            event, RunPausedEvent
+        ):
+            disturbed.add(event.turn)
+    return {seq for turn, seq in last.items() if turn not in disturbed}
 
 
 def _live_providers(events: Sequence[Event]) -> list[str]:

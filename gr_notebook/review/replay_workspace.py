@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,12 @@ from gr_notebook.workflow.workspace import Workspace
 if TYPE_CHECKING:
     from gr_notebook.history.checkpoint_store import Checkpoint
 
-__all__ = ["WHOLE_WRITES", "ReplayWorkspace"]
+__all__ = ["LEAVE_FILES", "WHOLE_WRITES", "ReplayWorkspace"]
+
+LEAVE_FILES = frozenset(
+    {"read_file", "list_files", "search", "check_resources", "Read", "Glob", "Grep"}
+)
+"""Tools that never change a file: a call of one leaves what the replay knows as it was."""
 
 WHOLE_WRITES = frozenset({"write_file", "Write"})
 """Tools whose input holds a file's whole new content (``path``/``file_path`` and
@@ -61,6 +66,7 @@ class ReplayWorkspace:
         """The files this turn changes."""
         self._uncertain: set[str] = set()
         self._all_uncertain = False
+        self._read: Callable[[str], bytes] = _nothing
 
     # -- turn boundaries ----------------------------------------------------------------------
 
@@ -71,6 +77,7 @@ class ReplayWorkspace:
         one for this turn), and ``following`` (the next checkpoint's files, None when there
         is none) says which files this turn changes."""
         if checkpoint is not None:
+            self._read = checkpoint.read
             self._apply(checkpoint.files, checkpoint.read)
         self.known = checkpoint is not None
         self._uncertain.clear()
@@ -96,7 +103,7 @@ class ReplayWorkspace:
     def after_call(self, tool: str, params: Mapping[str, Any], *, succeeded: bool) -> None:
         """A recorded call ran: write a whole-content write again; after any other call
         that succeeded, the turn's changing files are no longer known."""
-        if not succeeded or not self.known:
+        if not succeeded or not self.known or tool in LEAVE_FILES:
             return
         if tool in WHOLE_WRITES:
             path, content = _path_of(params), params.get("content")
@@ -115,6 +122,16 @@ class ReplayWorkspace:
         else:  # a file already as the turn leaves it was written again above: it stays known
             final = self._following
             self._uncertain |= {p for p in self._changing if self._hashes.get(p) != final.get(p)}
+
+    def settle(self) -> None:
+        """The turn's last call ran and nothing else touched the files before the next
+        checkpoint: they are the next checkpoint's, known again."""
+        following = self._following
+        if not self.known or following is None:
+            return
+        self._apply(following, self._read)
+        self._uncertain.clear()
+        self._all_uncertain = False
 
     def knows(self, paths: Iterable[str] | None) -> bool:
         """Whether the directory holds these files as they were live at this moment
@@ -161,6 +178,10 @@ class ReplayWorkspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _nothing(digest: str) -> bytes:
+    raise LookupError(f"no checkpoint to read {digest} from")
 
 
 def _path_of(params: Mapping[str, Any]) -> str | None:
