@@ -314,11 +314,15 @@ class _Watched:
 _NOTHING: tuple[str, ...] = ()
 
 
-def _policy_reads(policy: object, tool: str, params: Mapping[str, Any]) -> Sequence[str] | None:
-    """The files ``policy`` reads deciding on a call of ``tool``: a tuple of paths, or None
-    for the whole workspace (a guardrail of one's own that says ``reads_workspace = True``)."""
+def _policy_reads(
+    policy: object, tool: str, params: Mapping[str, Any], *, after: bool = False
+) -> Sequence[str] | None:
+    """The files ``policy`` reads deciding on a call of ``tool`` (``after``: recording its
+    result): a tuple of paths, or None for the whole workspace (a guardrail of one's own
+    that says ``reads_workspace = True``)."""
     if isinstance(policy, ReadBeforeWritePolicy):
-        if tool not in policy.write_tools and tool not in policy.read_tools:  # type: ignore[operator]
+        stamped = policy.write_tools if not after else policy._known  # type: ignore[attr-defined]
+        if tool not in stamped:
             return _NOTHING
         raw = policy._raw_path(params)
         return _NOTHING if raw is None else (raw,)
@@ -716,13 +720,13 @@ class _Replayer:
         reached = decision is not None or not (
             (event.result or "").startswith("Not run:") or tool in live.governed
         )
-        denied = False
+        denied = None
         if reached and self.watched:
             denied = self._policies(event, stub, params, base, decision)
         refused = False
         stops = tool == STOP_BY_TOOL or event.seq in live.stop_calls
-        if stops and not denied and self.chosen.checker is not None:
-            refused = self._stop(event, STOP_BY_TOOL, dict(params), base=base)
+        if stops and reached and self.chosen.checker is not None:
+            refused = self._stop(event, STOP_BY_TOOL, dict(params), base=base, denied_by=denied)
         succeeded = not event.is_error
         self.space.after_call(tool, params, succeeded=succeeded)
         if event.seq in self.last_calls:
@@ -730,7 +734,7 @@ class _Replayer:
         if succeeded and reached and self.watched:
             for watched in self.watched:
                 key = self.keys[id(watched)]
-                paths = _policy_reads(watched.policy, tool, params)
+                paths = _policy_reads(watched.policy, tool, params, after=True)
                 if paths is None or not self.space.knows(paths):
                     self.tainted |= {(key, p) for p in (paths or ("*",))}
                 else:
@@ -748,7 +752,8 @@ class _Replayer:
         params: Mapping[str, Any],
         base: dict[str, Any],
         live: PolicyDecisionEvent | None,
-    ) -> bool:
+    ) -> str | None:
+        """One row per policy that governs the call; returns the policy that denied it."""
         for watched in self.watched:
             watched.answer, watched.error = None, None
         denial = self.guards.check(stub, params, turn=event.turn, tool_use_id=event.tool_use_id)
@@ -795,7 +800,7 @@ class _Replayer:
                 recorded=recorded,
                 differs=differs,
             )
-        return denial is not None
+        return denial.policy if denial is not None else None
 
     # -- a stop ---------------------------------------------------------------------------------
 
@@ -806,7 +811,10 @@ class _Replayer:
         tentative: Any,
         *,
         base: dict[str, Any] | None = None,
+        denied_by: str | None = None,
     ) -> bool:
+        """The checker's row for an attempt to stop (not asked when a replayed policy
+        denied the call that stops); returns whether it refused."""
         checker = self.chosen.checker
         if checker is None:
             return False
@@ -821,20 +829,10 @@ class _Replayer:
                 "full_input": True,
                 "after_divergence": False,
             }
-        verdict = self.guards.judge_stop(kind, tentative)  # type: ignore[arg-type]
-        emitted = self.view.take()
-        check = next((e for e in emitted if isinstance(e, CompletionCheckEvent)), None)
-        error = next(
-            (f"{e.error_type}: {e.message}" for e in emitted if isinstance(e, ErrorEvent)), None
-        )
-        if verdict.bypassed:
-            decision, reason = "bypassed", verdict.bypassed
+        if denied_by is not None:
+            decision, reason, error = "not asked", f"{denied_by} denied the call first", None
         else:
-            decision = "complete" if verdict.allowed else "refuse"
-            reason = check.feedback if check is not None else verdict.feedback
-        paths = _checker_reads(checker, self.plan_file)
-        if decision != "bypassed" and (paths is None or paths) and not self.space.knows(paths):
-            decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
+            decision, reason, error = self._judge(checker, kind, tentative)
         live = self.live.stop_at(event)
         if live is None:
             recorded = "complete" if not self.live.denied(event) else "not asked"
@@ -857,6 +855,25 @@ class _Replayer:
             differs=differs,
         )
         return decision == "refuse"
+
+    def _judge(
+        self, checker: TaskCompletionChecker, kind: str, tentative: Any
+    ) -> tuple[str, str | None, str | None]:
+        """The checker's decision, its reason and its error, as the live guardrails judge."""
+        verdict = self.guards.judge_stop(kind, tentative)  # type: ignore[arg-type]
+        emitted = self.view.take()
+        check = next((e for e in emitted if isinstance(e, CompletionCheckEvent)), None)
+        error = next(
+            (f"{e.error_type}: {e.message}" for e in emitted if isinstance(e, ErrorEvent)), None
+        )
+        if verdict.bypassed:
+            return "bypassed", verdict.bypassed, error
+        decision = "complete" if verdict.allowed else "refuse"
+        reason = check.feedback if check is not None else verdict.feedback
+        paths = _checker_reads(checker, self.plan_file)
+        if (paths is None or paths) and not self.space.knows(paths):
+            return CANNOT_TELL, _why_unknown(self.space.known), error
+        return decision, reason, error
 
     # -- feedback -------------------------------------------------------------------------------
 
