@@ -396,3 +396,23 @@ def test_sweep_bad_input(reckless: gr.Run) -> None:
         gr.sweep_guardrails(42, make=lambda n: RBW, grid={"n": [1]})
     with pytest.raises(ConfigError, match="make takes a function"):
         gr.sweep_guardrails([reckless], make=RBW, grid={"n": [1]})  # type: ignore[arg-type]
+
+
+def test_an_experiments_results_replay_from_its_merged_store(tmp_path: Path) -> None:
+    agents = {
+        "bare": gr.Agent("simulated:reckless", max_iterations=120),
+        "read-first": gr.Agent("simulated:reckless", max_iterations=120, policies=[RBW]),
+    }
+    results = gr.Experiment(
+        agents, {"guide": JOB}, root=tmp_path / "exp", store=tmp_path / "store.sqlite"
+    ).run(progress=False)
+    replay = gr.replay_guardrails(results, policies=[RBW])
+    ids = results.df.set_index("agent")["run_id"]
+    assert replay.runs == tuple(results.df["run_id"])
+    assert replay.first_divergence(ids["read-first"]) is None
+    where = replay.first_divergence(ids["bare"])
+    assert where is not None and (where.decision, where.recorded) == ("deny", "allow")
+    frame = replay.df.set_index("run")
+    assert (frame.loc[ids["read-first"], "decision"] == "deny").sum() == (
+        results.df.set_index("agent").loc["read-first", "denials"]
+    )
