@@ -67,8 +67,8 @@ from gr_notebook.models import (
 )
 from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.review.compare import compare
-from gr_notebook.review.lint import lint_guidance
 from gr_notebook.review.guardrail_replay import replay_guardrails, sweep_guardrails
+from gr_notebook.review.lint import lint_guidance
 from gr_notebook.review.replay import replay_interventions, sweep_interventions
 from gr_notebook.review.timetravel import fork, resume
 from gr_notebook.review.timetravel import fork_run as _fork_run

@@ -29,6 +29,7 @@ stored run).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import ConfigError, GrNotebookError, TodoError
+from gr_notebook.eventdata import MAX_EVENT_ITEMS, MAX_EVENT_TEXT
 from gr_notebook.events import (
     CompletionCheckEvent,
     ErrorEvent,
@@ -55,7 +57,6 @@ from gr_notebook.events import (
     ToolCallEvent,
     as_typed,
 )
-from gr_notebook.eventdata import MAX_EVENT_ITEMS, MAX_EVENT_TEXT
 from gr_notebook.guardrails.budget import Budget
 from gr_notebook.guardrails.completion import (
     PLAN_FILE,
@@ -90,8 +91,8 @@ if TYPE_CHECKING:
     from gr_notebook.history.store import Store
 
 __all__ = [
-    "COLUMNS",
     "CANNOT_TELL",
+    "COLUMNS",
     "Divergence",
     "GuardrailReplay",
     "replay_guardrails",
@@ -321,10 +322,12 @@ def _policy_reads(
     result): a tuple of paths, or None for the whole workspace (a guardrail of one's own
     that says ``reads_workspace = True``)."""
     if isinstance(policy, ReadBeforeWritePolicy):
-        stamped = policy.write_tools if not after else policy._known  # type: ignore[attr-defined]
+        stamped = {*policy.write_tools, *(policy.read_tools if after else ())}
         if tool not in stamped:
             return _NOTHING
-        raw = policy._raw_path(params)
+        raw = next(
+            (v for name in policy.path_params if isinstance(v := params.get(name), str)), None
+        )
         return _NOTHING if raw is None else (raw,)
     return None if getattr(policy, "reads_workspace", False) else _NOTHING
 
@@ -429,7 +432,7 @@ def _sources(runs: object, store: object, call: str) -> Iterator[_Source]:
 
     results_store = getattr(runs, "store", None)
     if hasattr(runs, "records") and isinstance(results_store, (str, Path)):
-        ids = [r.run_id for r in runs.records if r.run_id is not None]  # type: ignore[attr-defined]
+        ids = [r.run_id for r in runs.records if r.run_id is not None]
         with reading(results_store) as opened:
             for run_id in ids:
                 yield _stored(run_id, run_id, opened)
@@ -494,9 +497,7 @@ def _open(store: object) -> Store:
     if isinstance(store, Store):
         return store
     if not isinstance(store, (str, Path)):
-        raise ConfigError(
-            f"store takes a Store or the path of one, not {type(store).__name__}"
-        )
+        raise ConfigError(f"store takes a Store or the path of one, not {type(store).__name__}")
     return Store(store, create=False)
 
 
@@ -599,13 +600,15 @@ class _Replayer:
         self.stubs = stubs
         spec = GuardrailSpec.build(
             tools=list(stubs.values()),
-            policies=self.watched,  # type: ignore[arg-type]
+            policies=self.watched,
             feedback_providers=chosen.feedback,
             checker=chosen.checker,
             max_refusals=int(config.get("max_refusals") or DEFAULT_MAX_REFUSALS),
         )
         self.keys = {id(b.policy): b.key for b in spec.bindings}
-        self.guards = Guardrails(spec, self.view, harness=CLAUDE_AGENT_SDK if self.bridge else GR_LOOP)
+        self.guards = Guardrails(
+            spec, self.view, harness=CLAUDE_AGENT_SDK if self.bridge else GR_LOOP
+        )
         self.live = _LiveRecord(events, [_provider_name(c) for c in chosen.feedback])
         self.tainted: set[tuple[str, str]] = set()
         """(guardrail, path): a memory stamped while the file was not known."""
@@ -652,13 +655,11 @@ class _Replayer:
                     phase_number=event.phase_number,
                     phase_total=view.todos.phase_total,
                     phase_name=event.name,
-                    kind=event.todo_kind,  # type: ignore[arg-type]
+                    kind=event.todo_kind,
                 )
             elif isinstance(event, TodoCompletedEvent):
-                try:
+                with contextlib.suppress(GrNotebookError, ValueError, IndexError):
                     view.todos = view.todos.complete_next()[0]
-                except (GrNotebookError, ValueError, IndexError):
-                    pass
             elif isinstance(event, PoliciesResetEvent):
                 self.guards.reset_policies()
             elif isinstance(event, ToolCallEvent):
@@ -692,10 +693,8 @@ class _Replayer:
             self.view.wrap_up = regulation.get("wrap_up") or None
         digest = now.files.get(TODOS_FILE)
         if digest is not None:
-            try:
+            with contextlib.suppress(TodoError, UnicodeDecodeError):
                 self.view.todos = TodoList.loads(now.read(digest).decode())
-            except (TodoError, UnicodeDecodeError):
-                pass
 
     # -- a tool call ----------------------------------------------------------------------------
 
@@ -774,8 +773,10 @@ class _Replayer:
                 reason = answer.reason
             paths = _policy_reads(watched.policy, stub.name, params)
             unknown = paths is None or not self.space.knows(paths)
-            if decision != "not asked" and paths != _NOTHING and (
-                unknown or any((key, p) in self.tainted for p in paths or ("*",))
+            if (
+                decision != "not asked"
+                and paths != _NOTHING
+                and (unknown or any((key, p) in self.tainted for p in paths or ("*",)))
             ):
                 decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
             recorded = happened
@@ -829,6 +830,9 @@ class _Replayer:
                 "full_input": True,
                 "after_divergence": False,
             }
+        decision: str
+        reason: str | None
+        error: str | None
         if denied_by is not None:
             decision, reason, error = "not asked", f"{denied_by} denied the call first", None
         else:
@@ -841,7 +845,9 @@ class _Replayer:
         else:
             recorded = "complete" if live.complete else "refuse"
         differs = (
-            decision in _STOPPED and recorded in _STOPPED and _STOPPED[decision] != _STOPPED[recorded]
+            decision in _STOPPED
+            and recorded in _STOPPED
+            and _STOPPED[decision] != _STOPPED[recorded]
         )
         self._row(
             {**base, "point": "stop"},
@@ -878,7 +884,12 @@ class _Replayer:
     # -- feedback -------------------------------------------------------------------------------
 
     def _feedback(
-        self, event: ToolCallEvent, tool: str, params: Mapping[str, Any], base: dict[str, Any], n: int
+        self,
+        event: ToolCallEvent,
+        tool: str,
+        params: Mapping[str, Any],
+        base: dict[str, Any],
+        n: int,
     ) -> None:
         triggers = self.guards.feedback.to_json(recent=False)["triggers"]
         self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
@@ -895,10 +906,11 @@ class _Replayer:
             decision = "feedback fired" if block is not None else "no feedback"
             reason = block.summary if block is not None else None
             paths = _NOTHING if triggers[index]["file_fired"] else _feedback_reads(config)
-            if paths is None or paths:
-                if index in self.feedback_tainted or not self.space.knows(paths):
-                    self.feedback_tainted.add(index)
-                    decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
+            if (paths is None or paths) and (
+                index in self.feedback_tainted or not self.space.knows(paths)
+            ):
+                self.feedback_tainted.add(index)
+                decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
             recorded = "feedback fired" if self.live.fed(index, n) else "no feedback"
             self._row(
                 {**base, "point": "tool call"},
@@ -926,9 +938,7 @@ class _Replayer:
             live = self.live.interventions.get(check.step)
             decision = "intervene" if check.fired else "hold off"
             reason = check.event().why
-            recorded = (
-                "no check" if live is None else "intervene" if live.fired else "hold off"
-            )
+            recorded = "no check" if live is None else "intervene" if live.fired else "hold off"
             self._row(
                 {
                     "run": self.source.label,
@@ -1176,7 +1186,9 @@ def sweep_guardrails(
     if not callable(make):
         raise ConfigError("make takes a function: make=lambda **params: gr.MyPolicy(**params)")
     if not isinstance(grid, Mapping):
-        raise ConfigError("grid maps make's parameter names to the values to try, e.g. {'n': [1, 2]}")
+        raise ConfigError(
+            "grid maps make's parameter names to the values to try, e.g. {'n': [1, 2]}"
+        )
     names = list(grid)
     values = [list(grid[n]) for n in names]
     if not names or any(not v for v in values):

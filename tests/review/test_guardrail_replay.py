@@ -209,9 +209,9 @@ def test_without_checkpoints_workspace_readers_cannot_tell(tmp_path: Path) -> No
     assert not frame.loc[frame["decision"] == CANNOT_TELL, "differs"].any()
     # its events alone replay the same
     again = gr.replay_guardrails(list(run.events), policies=[RBW, SEQUENCE])
-    assert again.df["decision"].tolist() == frame.loc[
-        frame["kind"] == "policy", "decision"
-    ].tolist()
+    assert (
+        again.df["decision"].tolist() == frame.loc[frame["kind"] == "policy", "decision"].tolist()
+    )
 
 
 def test_shadow_decisions_are_not_what_happened(reckless: gr.Run) -> None:
@@ -359,7 +359,9 @@ def test_bad_input_says_what_to_type(reckless: gr.Run, tmp_path: Path) -> None:
 # -- sweeps --------------------------------------------------------------------------------------
 
 
-def test_sweep_gives_a_row_per_run_and_setting(live_runs: dict[str, gr.Run], reckless: gr.Run) -> None:
+def test_sweep_gives_a_row_per_run_and_setting(
+    live_runs: dict[str, gr.Run], reckless: gr.Run
+) -> None:
     runs = [reckless, live_runs["read_before_write"]]
 
     def make(every: int) -> gr.FeedbackProviderConfig:
