@@ -662,6 +662,8 @@ class _Replayer:
                     view.todos = view.todos.complete_next()[0]
             elif isinstance(event, PoliciesResetEvent):
                 self.guards.reset_policies()
+            elif isinstance(event, RewindEvent) and event.source == "person":
+                steps.append(None)  # the tracker resets, as it did live
             elif isinstance(event, ToolCallEvent):
                 calls += 1
                 params, full = inputs.of(event)
@@ -785,11 +787,7 @@ class _Replayer:
                     recorded = "not asked"
                 else:
                     recorded = "allow" if live.allowed else "deny"
-            differs = (
-                decision in _EFFECT
-                and recorded in _EFFECT
-                and _EFFECT[decision] != _EFFECT[recorded]
-            )
+            differs = _acts_otherwise(_EFFECT, decision, recorded)
             self._row(
                 base,
                 order,
@@ -844,11 +842,7 @@ class _Replayer:
             recorded = "bypassed"
         else:
             recorded = "complete" if live.complete else "refuse"
-        differs = (
-            decision in _STOPPED
-            and recorded in _STOPPED
-            and _STOPPED[decision] != _STOPPED[recorded]
-        )
+        differs = _acts_otherwise(_STOPPED, decision, recorded)
         self._row(
             {**base, "point": "stop"},
             len(self.watched),
@@ -1141,6 +1135,12 @@ def _wrap_up_order(bypassed: str | None) -> str | None:
     if bypassed and bypassed.startswith(prefix) and bypassed.endswith(")"):
         return bypassed[len(prefix) : -1]
     return None
+
+
+def _acts_otherwise(effects: Mapping[str, str], decision: str, recorded: str) -> bool:
+    """Whether ``decision`` does something else to the run than ``recorded`` did; a row
+    that cannot tell, or was not asked, never differs."""
+    return decision in effects and recorded in effects and effects[decision] != effects[recorded]
 
 
 def _why_unknown(has_checkpoint: bool) -> str:
