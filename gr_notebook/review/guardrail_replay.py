@@ -742,8 +742,7 @@ class _Replayer:
                     self.tainted -= {(key, p) for p in paths}
             self.guards.after_success(stub, params, ToolOutput(event.result or ""), turn=event.turn)
             self.view.take()
-        if self.chosen.feedback:
-            self._feedback(event, tool, params, base, n)
+        self._feedback(event, tool, params, base, n)  # counts the call, as policies read it
         return refused
 
     def _policies(
@@ -885,6 +884,9 @@ class _Replayer:
         base: dict[str, Any],
         n: int,
     ) -> None:
+        if not self.chosen.feedback:
+            self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
+            return
         triggers = self.guards.feedback.to_json(recent=False)["triggers"]
         self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
         emitted = self.view.take()

@@ -9,9 +9,11 @@ size), and a file the replay did not change must keep its stamp from turn to tur
 
 Inside a turn the checkpoints say nothing, so the directory tracks what it knows: a call
 that wrote a file's whole content (``write_file``, Claude's ``Write``) is written again from
-its full input; after any other call that succeeded, the files the turn changed (the next
-checkpoint says which) are *uncertain* until the turn ends, and a guardrail that reads one
-of them gets "cannot tell" instead of a guess.
+its full input, and a call of a tool that never writes (:data:`LEAVE_FILES`) changes
+nothing; after any other call that succeeded, the files the turn changed (the next
+checkpoint says which) are *uncertain*, and a guardrail that reads one of them gets "cannot
+tell" instead of a guess. After the turn's last call the files are the next checkpoint's
+again (:meth:`ReplayWorkspace.settle`), unless a person rewound or paused in between.
 """
 
 from __future__ import annotations
