@@ -615,6 +615,8 @@ class _Replayer:
         self.feedback_tainted: set[int] = set()
         self.out: list[dict[str, Any]] = []
         self.last_calls = _last_calls(events)
+        self.winding_down = False
+        """The run was told to wrap up: the live interventions no longer observed."""
 
     def _tool_name(self, event: ToolCallEvent) -> str:
         return self.names.gr_name(event.tool) if self.names is not None else event.tool
@@ -673,7 +675,8 @@ class _Replayer:
                 refused = self._call(event, tool, params, full, calls)
                 turn_calls += 1
                 turn_refused += refused
-                steps.append((tool, params, event.result or "", bool(event.is_error)))
+                if not self.winding_down:  # told to wrap up, the live run stopped observing
+                    steps.append((tool, params, event.result or "", bool(event.is_error)))
                 call_rows[calls] = (event, tool, full)
             elif isinstance(event, CompletionCheckEvent) and event.mode is None:
                 order = _wrap_up_order(event.bypassed)
@@ -688,6 +691,10 @@ class _Replayer:
     def _begin_turn(self, turn: int, checkpoint: Callable[[int], Checkpoint | None]) -> None:
         now, following = checkpoint(turn), checkpoint(turn + 1)
         self.space.begin_turn(now, following.files if following is not None else None)
+        # the loop orders the wrap-up after a turn's checkpoint: the next one shows it
+        latest = following or now
+        phases = latest.snapshot.get("phases") if latest is not None else None
+        self.winding_down = isinstance(phases, Mapping) and bool(phases.get("wrap_up"))
         if now is None:
             return
         regulation = now.snapshot.get("regulation")

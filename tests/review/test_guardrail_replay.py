@@ -36,6 +36,22 @@ EAGER = gr.InterventionConfig(
     min_steps_before_intervention=3, check_every=2, consecutive_stuck_tolerance=1
 )
 
+
+@dataclasses.dataclass(frozen=True)
+class WritesEarly:
+    """Denies writes after the run's first 20 tool calls: it reads the call count."""
+
+    name: str = "writes_early"
+
+    def check(self, tool: Any, params: Any, *, context: Any) -> gr.PolicyDecision:
+        if tool.name == "write_file" and context.call_index >= 20:
+            return gr.PolicyDecision.deny("write in the first 20 calls only")
+        return gr.PolicyDecision.allow()
+
+    def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
+        pass
+
+
 LIVE: dict[str, tuple[str, dict[str, Any]]] = {
     "read_before_write": ("simulated:reckless", {"policies": [RBW]}),
     "sequential_dependency": ("simulated:impatient", {"policies": [SEQUENCE]}),
@@ -54,6 +70,11 @@ LIVE: dict[str, tuple[str, dict[str, Any]]] = {
         {"feedback_providers": [DEADLINE], "budget": gr.Budget(deadline_s=3600)},
     ),
     "interventions": ("simulated:impatient", {"interventions": EAGER}),
+    "interventions_wound_down": (
+        "simulated:diligent",
+        {"interventions": gr.InterventionConfig(), "max_iterations": 30},
+    ),
+    "call_count_policy": ("simulated:diligent", {"policies": [WritesEarly()]}),
 }
 REPLAYED = ("policies", "feedback_providers", "task_completion_checker", "interventions")
 
@@ -130,6 +151,11 @@ def test_the_cases_show_each_guardrail_acting(live_runs: dict[str, gr.Run]) -> N
     for case in ("static_and_file_created_feedback", "deadline_feedback"):
         assert (acted[case] == "feedback fired").any()
     assert (acted["interventions"] == "intervene").any()
+    assert (acted["call_count_policy"] == "deny").any()
+    wound_down = live_runs["interventions_wound_down"]
+    assert wound_down.status == "budget_exhausted"
+    checks = [e for e in wound_down.events if e.kind.startswith("intervention")]
+    assert len(acted["interventions_wound_down"]) == len(checks)  # none once told to wrap up
 
 
 # -- a guardrail that was not live ---------------------------------------------------------------
