@@ -444,3 +444,32 @@ def test_an_experiments_results_replay_from_its_merged_store(tmp_path: Path) -> 
     assert (frame.loc[ids["read-first"], "decision"] == "deny").sum() == (
         results.df.set_index("agent").loc["read-first", "denials"]
     )
+
+
+def test_a_clipped_input_is_read_whole_from_the_checkpoints(reckless: gr.Run) -> None:
+    """The events clip long inputs; the policies see each call's whole input."""
+    seen: list[int] = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Measures:
+        name: str = "measures"
+
+        def check(self, tool: Any, params: Any, *, context: Any) -> gr.PolicyDecision:
+            if tool.name == "write_file":
+                seen.append(len(params["content"]))
+            return gr.PolicyDecision.allow()
+
+        def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
+            pass
+
+    clipped = [
+        e
+        for e in reckless.events
+        if isinstance(e, ToolCallEvent)
+        and e.tool == "write_file"
+        and str(e.input["content"]).endswith("…")
+    ]
+    assert clipped, "the run has no write long enough to be clipped"
+    frame = gr.replay_guardrails(reckless, policies=[Measures()]).df
+    assert frame["full_input"].all()
+    assert max(seen) > len(clipped[0].input["content"])
