@@ -678,10 +678,6 @@ class _Replayer:
                 if not self.winding_down:  # told to wrap up, the live run stopped observing
                     steps.append((tool, params, event.result or "", bool(event.is_error)))
                 call_rows[calls] = (event, tool, full)
-            elif isinstance(event, CompletionCheckEvent) and event.mode is None:
-                order = _wrap_up_order(event.bypassed)
-                if order is not None:
-                    view.wrap_up = order
         if self.chosen.interventions is not None:
             self._interventions(steps, call_rows)
         self.out.sort(key=lambda r: (r["seq"], r["_order"]))
@@ -695,11 +691,11 @@ class _Replayer:
         latest = following or now
         phases = latest.snapshot.get("phases") if latest is not None else None
         self.winding_down = isinstance(phases, Mapping) and bool(phases.get("wrap_up"))
+        regulation = latest.snapshot.get("regulation") if latest is not None else None
+        if isinstance(regulation, Mapping):  # the order stands once given
+            self.view.wrap_up = regulation.get("wrap_up") or self.view.wrap_up
         if now is None:
             return
-        regulation = now.snapshot.get("regulation")
-        if isinstance(regulation, Mapping):
-            self.view.wrap_up = regulation.get("wrap_up") or None
         digest = now.files.get(TODOS_FILE)
         if digest is not None:
             with contextlib.suppress(TodoError, UnicodeDecodeError):
@@ -837,11 +833,14 @@ class _Replayer:
         decision: str
         reason: str | None
         error: str | None
+        live = self.live.stop_at(event)
+        order = _wrap_up_order(live.bypassed if live is not None else None)
+        if order is not None:  # a fact of the run, which its checker's event records
+            self.view.wrap_up = order
         if denied_by is not None:
             decision, reason, error = "not asked", f"{denied_by} denied the call first", None
         else:
             decision, reason, error = self._judge(checker, kind, tentative)
-        live = self.live.stop_at(event)
         if live is None:
             recorded = "complete" if not self.live.denied(event) else "not asked"
         elif live.bypassed:
