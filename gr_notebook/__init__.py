@@ -68,6 +68,7 @@ from gr_notebook.models import (
 )
 from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.review.compare import compare
+from gr_notebook.review.guardrail_replay import replay_guardrails, sweep_guardrails
 from gr_notebook.review.lint import lint_guidance
 from gr_notebook.review.replay import replay_interventions, sweep_interventions
 from gr_notebook.review.timetravel import fork, resume
@@ -174,9 +175,11 @@ __all__ = [
     "current_run",
     "fork",
     "lint_guidance",
+    "replay_guardrails",
     "replay_interventions",
     "resume",
     "runs_df",
+    "sweep_guardrails",
     "sweep_interventions",
     "text",
     "tool_call",

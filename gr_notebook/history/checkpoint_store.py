@@ -209,10 +209,14 @@ def _unpack(data: bytes, limit: int, base: bytes = b"") -> bytes:
     return content
 
 
-def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Checkpoint:
+def load_checkpoint(
+    store: Store, run_id: str, turn: int | None = None, *, with_history: bool = True
+) -> Checkpoint:
     """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
     StoreError when the store lacks what it names or a row is not what it should be (a
-    crafted one): the error names the turn and what is wrong."""
+    crafted one): the error names the turn and what is wrong. ``with_history=False`` reads
+    only the files and the state's own fields: ``events`` is empty, and the messages, the
+    recent tool calls and the tracker's calls are left as the hashes the row names."""
     query = "SELECT turn, seq, time, state, base FROM checkpoints WHERE run_id = ?"
     with store.transaction() as conn:
         if turn is None:
@@ -237,13 +241,13 @@ def load_checkpoint(store: Store, run_id: str, turn: int | None = None) -> Check
         if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
             raise DamagedRow("its files are not an object of paths and hashes")
         read = _Reader(store)
-        for chunked in CHUNKED:
+        for chunked in CHUNKED if with_history else ():
             _unchunk(read, snapshot, chunked)
-        for hashed in BY_HASH:
+        for hashed in BY_HASH if with_history else ():
             _expand(read, snapshot, hashed)
     except (DamagedRow, zlib.error) as exc:
         raise store.damaged(what, exc) from None
-    events = [e for e in store.events(run_id) if e.seq <= seq]
+    events = [e for e in store.events(run_id) if e.seq <= seq] if with_history else []
     return Checkpoint(
         run_id, at_turn, seq, at, snapshot, events, files, lambda digest: blob(store, digest)
     )

@@ -1,0 +1,194 @@
+"""The workspace of a recorded run as it was at each moment of a replay, rebuilt from its
+checkpoints in a temporary directory.
+
+A checkpoint holds the files as a turn began (``{path: hash}``). The first one is written
+out whole; each later one changes only the files that differ from what the directory holds,
+so a replay writes each version of a file once. Every write gets its own modification time
+from a counter, never the wall clock: ``ReadBeforeWritePolicy`` stamps a file by (mtime,
+size), and a file the replay did not change must keep its stamp from turn to turn.
+
+Inside a turn the checkpoints say nothing, so the directory tracks what it knows: a call
+that wrote a file's whole content (``write_file``, Claude's ``Write``) is written again from
+its full input, and a call of a tool that never writes (:data:`LEAVE_FILES`) changes
+nothing; after any other call that succeeded, the files the turn changed (the next
+checkpoint says which) are *uncertain*, and a guardrail that reads one of them gets "cannot
+tell" instead of a guess. After the turn's last call the files are the next checkpoint's
+again (:meth:`ReplayWorkspace.settle`), unless a person rewound or paused in between.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.digests import digest_of
+from gr_notebook.errors import WorkspaceError
+from gr_notebook.guardrails.paths import canonical_path
+from gr_notebook.workflow.workspace import Workspace
+
+if TYPE_CHECKING:
+    from gr_notebook.history.checkpoint_store import Checkpoint
+
+__all__ = ["LEAVE_FILES", "WHOLE_WRITES", "ReplayWorkspace"]
+
+LEAVE_FILES = frozenset(
+    {"read_file", "list_files", "search", "check_resources", "Read", "Glob", "Grep"}
+)
+"""Tools that never change a file: a call of one leaves what the replay knows as it was."""
+
+WHOLE_WRITES = frozenset({"write_file", "Write"})
+"""Tools whose input holds a file's whole new content (``path``/``file_path`` and
+``content``): a replay writes it again, so the file stays known inside the turn."""
+_PATH_PARAMS = ("path", "file_path")
+_TICK_NS = 1_000_000
+_EPOCH_NS = 1_600_000_000 * 1_000_000_000
+
+
+class ReplayWorkspace:
+    """A temporary directory that holds a recorded run's files as the replay goes on.
+
+    ``known`` is False until a checkpoint was applied (a run without checkpoints never
+    knows its files). Call :meth:`close` (or use it as a context manager) to delete it.
+    """
+
+    def __init__(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="gr-replay-")
+        self.workspace = Workspace(self._dir)
+        self.known = False
+        self._hashes: dict[str, str] = {}
+        """What the directory holds: path → hash of its bytes."""
+        self._ticks = 0
+        self._following: Mapping[str, str] | None = {}
+        """The files as the turn ends (the next checkpoint's; None: not known)."""
+        self._changing: frozenset[str] = frozenset()
+        """The files this turn changes."""
+        self._uncertain: set[str] = set()
+        self._all_uncertain = False
+        self._read: Callable[[str], bytes] = _nothing
+
+    # -- turn boundaries ----------------------------------------------------------------------
+
+    def begin_turn(
+        self, checkpoint: Checkpoint | None, following: Mapping[str, str] | None
+    ) -> None:
+        """The turn begins: the directory takes ``checkpoint``'s files (when the run has
+        one for this turn), and ``following`` (the next checkpoint's files, None when there
+        is none) says which files this turn changes."""
+        if checkpoint is not None:
+            self._read = checkpoint.read
+            self._apply(checkpoint.files, checkpoint.read)
+        self.known = checkpoint is not None
+        self._uncertain.clear()
+        self._all_uncertain = False
+        self._following = following
+        if following is not None:
+            self._changing = frozenset(
+                p
+                for p in set(self._hashes) | set(following)
+                if self._hashes.get(p) != following.get(p)
+            )
+
+    def _apply(self, files: Mapping[str, str], read: Any) -> None:
+        for path in [p for p in self._hashes if p not in files]:
+            self._remove(path)
+        for path, digest in files.items():
+            if self._hashes.get(path) != digest:
+                self._write(path, read(digest))
+                self._hashes[path] = digest
+
+    # -- inside a turn --------------------------------------------------------------------------
+
+    def after_call(self, tool: str, params: Mapping[str, Any], *, succeeded: bool) -> None:
+        """A recorded call ran: write a whole-content write again; after any other call
+        that succeeded, the turn's changing files are no longer known."""
+        if not succeeded or not self.known or tool in LEAVE_FILES:
+            return
+        if tool in WHOLE_WRITES:
+            path, content = _path_of(params), params.get("content")
+            if path is not None and isinstance(content, str):
+                try:
+                    name = canonical_path(self.workspace, path)
+                except WorkspaceError:
+                    return  # refused by the tool live, so nothing was written
+                data = content.encode()
+                self._write(name, data)
+                self._hashes[name] = digest_of(data)
+                self._uncertain.discard(name)
+                return
+        if self._following is None:
+            self._all_uncertain = True
+        else:  # a file already as the turn leaves it was written again above: it stays known
+            final = self._following
+            self._uncertain |= {p for p in self._changing if self._hashes.get(p) != final.get(p)}
+
+    def settle(self) -> None:
+        """The turn's last call ran and nothing else touched the files before the next
+        checkpoint: they are the next checkpoint's, known again."""
+        following = self._following
+        if not self.known or following is None:
+            return
+        self._apply(following, self._read)
+        self._uncertain.clear()
+        self._all_uncertain = False
+
+    def knows(self, paths: Iterable[str] | None) -> bool:
+        """Whether the directory holds these files as they were live at this moment
+        (``None``: any file, the whole workspace)."""
+        if not self.known:
+            return False
+        if paths is None:
+            return not (self._all_uncertain or self._uncertain)
+        if self._all_uncertain:
+            return False
+        return not any(self._name(p) in self._uncertain for p in paths)
+
+    def _name(self, raw: str) -> str:
+        try:
+            return canonical_path(self.workspace, raw)
+        except WorkspaceError:
+            return raw
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def _write(self, name: str, data: bytes) -> None:
+        path = Path(self._dir, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.is_dir():
+            self._remove(name)
+        path.write_bytes(data)
+        self._ticks += 1
+        stamp = _EPOCH_NS + self._ticks * _TICK_NS
+        os.utime(path, ns=(stamp, stamp))
+
+    def _remove(self, name: str) -> None:
+        path = Path(self._dir, name)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        self._hashes.pop(name, None)
+
+    def close(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> ReplayWorkspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _nothing(digest: str) -> bytes:
+    raise LookupError(f"no checkpoint to read {digest} from")
+
+
+def _path_of(params: Mapping[str, Any]) -> str | None:
+    for name in _PATH_PARAMS:
+        value = params.get(name)
+        if isinstance(value, str):
+            return value
+    return None
