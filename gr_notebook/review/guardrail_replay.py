@@ -1206,9 +1206,8 @@ def sweep_guardrails(
         )
     combos = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
     sets = [(combo, _made(make, combo)) for combo in combos]
-    sources = list(_sources(runs, store, "sweep_guardrails"))
     rows: list[dict[str, Any]] = []
-    for source in sources:
+    for source in _sources(runs, store, "sweep_guardrails"):  # read while its store is open
         for combo, chosen in sets:
             replay = _replay([source], chosen)
             frame = replay.df

@@ -444,6 +444,8 @@ def test_an_experiments_results_replay_from_its_merged_store(tmp_path: Path) -> 
     assert (frame.loc[ids["read-first"], "decision"] == "deny").sum() == (
         results.df.set_index("agent").loc["read-first", "denials"]
     )
+    swept = gr.sweep_guardrails(results, make=lambda on: [RBW] if on else [], grid={"on": [1]})
+    assert list(swept["run"]) == list(results.df["run_id"])  # read while the store is open
 
 
 def test_a_clipped_input_is_read_whole_from_the_checkpoints(reckless: gr.Run) -> None:
