@@ -22,7 +22,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import loop_is_running, run_blocking
-from gr_notebook.errors import GrNotebookError, ModelSpecError
+from gr_notebook.errors import GrNotebookError, ModelSpecError, RunError
 from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS
 from gr_notebook.guardrails.regulation import DEFAULT_CONFIRM_ABOVE
 from gr_notebook.jupyter.cells import TopLevelAwait
@@ -477,7 +477,23 @@ def status_line(run: Run) -> str:
         cost = f"; {usd(spent)}/{usd(cap)} spent{share}"
     return (
         f"Run {run.run_id}: {run.status}{reason}; {turns}; {where}; {tokens}{cost}; "
-        f"context {summary['context_tokens']:,}/{limits.context_window:,}"
+        f"context {summary['context_tokens']:,}/{limits.context_window:,}{_waiting(run)}"
+    )
+
+
+def _waiting(run: Run) -> str:
+    """The calls waiting for a person, and how to answer them: a run that waits looks
+    stalled in every other field of the status line."""
+    try:
+        pending = run.approvals.pending
+    except RunError:  # read from the store: nothing of it waits
+        return ""
+    if not pending:
+        return ""
+    calls = "; ".join(f"{r.tool} ({r.reason})" for r in pending)
+    return (
+        f". Waiting for approval: {calls}. Answer with run.approvals.approve(), "
+        ".deny('reason') or .edit({...}), or with the dashboard's buttons"
     )
 
 

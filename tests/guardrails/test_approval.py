@@ -13,6 +13,7 @@ import gr_notebook as gr
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ApprovalAnsweredEvent, ApprovalRequestedEvent, ToolCallEvent
 from gr_notebook.guardrails import ApprovalAnswer, ApprovalRequest, ConfirmationRequest
+from gr_notebook.jupyter.magics import status_line
 
 WRITE = ("write_file", {"path": "a.txt", "content": "hello"})
 
@@ -346,8 +347,11 @@ async def test_a_cell_awaits_the_next_request_then_answers_it(
     request = await run.approvals.requested(timeout_s=10)  # nothing else attends the desk
     assert request.tool == "write_file" and run.approvals.pending == (request,)
     assert await run.approvals.requested() is request  # already waiting: at once
+    line = status_line(run)
+    assert "Waiting for approval: write_file (" in line and "run.approvals.approve()" in line
     run.approvals.approve()
     await run.wait()
     assert run.workspace.read_text("a.txt") == "hello"
+    assert "Waiting for approval" not in status_line(run)
     with pytest.raises(RunError, match=r"no tool call asked for approval within 0\.01 s"):
         await run.approvals.requested(timeout_s=0.01)
