@@ -40,6 +40,7 @@ from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
+from gr_notebook.tools.mcp import MCPServer, check_servers
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workflow.prompts import system_prompt
 from gr_notebook.workflow.workspace import Workspace, relative_path
@@ -88,9 +89,11 @@ class Agent:
         checkpoints: bool = True,
         shadow: Iterable[object] = (),
         price: Price | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         options = {k: v for k, v in locals().items() if k != "self"}
-        for key in ("tools", "policies", "feedback_providers", "shadow"):  # a generator reads once
+        # a generator reads once
+        for key in ("tools", "policies", "feedback_providers", "shadow", "mcp_servers"):
             if isinstance(options[key], Iterator):
                 options[key] = tuple(options[key])
         tools, policies, feedback_providers = (
@@ -127,6 +130,10 @@ class Agent:
         policy asks about (it receives an ApprovalRequest for those)."""
         own = regulation_tools(self.regulation.table) if self.regulation else ()
         self.registry = ToolRegistry([*CORE_TOOLS, *own, *flatten_tools(self.user_tools)])
+        self.mcp_servers = check_servers(options["mcp_servers"])
+        """The MCP servers each run connects to when it starts; their tools are named
+        ``mcp__<server>__<tool>``, and a policy may name them before they are known."""
+        pending = [server.prefix for server in self.mcp_servers]
         if release_after_s is not None:
             seconds(release_after_s, "release_after_s", minimum=0, above=True)
         self.release_after_s = release_after_s
@@ -137,9 +144,10 @@ class Agent:
             feedback_providers=feedback_providers,
             checker=task_completion_checker,
             max_refusals=max_refusals,
+            pending=pending,
         )
         self.shadow = ShadowSpec.build(
-            options["shadow"], tools=list(self.registry), max_refusals=max_refusals
+            options["shadow"], tools=list(self.registry), max_refusals=max_refusals, pending=pending
         )
         """Guardrails that decide on every call, stop and check, recorded with
         ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
@@ -236,6 +244,7 @@ class Agent:
             confirm=self.confirm or confirm,
             shadow=None if self.shadow.empty else self.shadow,
             price=self.price,
+            mcp_servers=self.mcp_servers,
         )
 
     def config(self) -> dict[str, Any]:
@@ -257,6 +266,7 @@ class Agent:
             "interventions": self.interventions.describe() if self.interventions else None,
             "self_regulation": self.regulation is not None,
             "shadow": self.shadow.describe(),
+            **({"mcp_servers": [s.name for s in self.mcp_servers]} if self.mcp_servers else {}),
         }
 
     @property

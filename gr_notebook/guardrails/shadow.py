@@ -80,6 +80,7 @@ class ShadowSpec:
         *,
         tools: Sequence[Tool],
         max_refusals: int = DEFAULT_MAX_REFUSALS,
+        pending: Sequence[str] = (),
     ) -> ShadowSpec:
         """Sort ``shadow`` by kind: one ConfigError for anything that is no guardrail, a
         class given for an instance, or a second checker or intervention configuration."""
@@ -131,13 +132,14 @@ class ShadowSpec:
             interventions=interventions[0] if interventions else None,
             max_refusals=max_refusals,
         )
-        return spec.bound_to(tools)
+        return spec.bound_to(tools, pending=pending)
 
-    def bound_to(self, tools: Sequence[Tool]) -> ShadowSpec:
+    def bound_to(self, tools: Sequence[Tool], *, pending: Sequence[str] = ()) -> ShadowSpec:
         """The same shadows, their policies governing ``tools`` (every one, as an agent-wide
-        policy does)."""
+        policy does); ``pending`` as :meth:`GuardrailSpec.build` takes it."""
         guardrails = GuardrailSpec.build(
             tools=tools,
+            pending=pending,
             policies=self.policies,
             feedback_providers=self.feedback,
             checker=self.checker,

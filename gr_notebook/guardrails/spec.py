@@ -7,7 +7,7 @@ its own tools), so a tool call finds its policies with one dictionary lookup.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.approval import ApprovalPolicy
@@ -31,6 +31,8 @@ class GuardrailSpec:
     feedback: tuple[FeedbackProviderConfig, ...] = ()
     checker: TaskCompletionChecker | None = None
     max_refusals: int = DEFAULT_MAX_REFUSALS
+    agent_wide: tuple[PolicyBinding, ...] = ()
+    """The policies that govern every tool, those added once the run started too."""
 
     @classmethod
     def build(
@@ -42,7 +44,11 @@ class GuardrailSpec:
         feedback_providers: Iterable[FeedbackProviderConfig] = (),
         checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
+        pending: Sequence[str] = (),
     ) -> GuardrailSpec:
+        """``pending``: the prefixes of tool names known only when a run starts (an MCP
+        server's ``mcp__<server>__``); a policy naming one is checked then, by
+        :meth:`with_tools`."""
         agent_wide = [checked_policy(p) for p in _items(policies, "policies")]
         scoped: list[tuple[ToolPolicy, tuple[str, ...]]] = []
         for item in toolsets:
@@ -52,7 +58,7 @@ class GuardrailSpec:
         bound = bind_policies([*agent_wide, *(p for p, _ in scoped)])
         known = {t.name for t in tools}
         for policy in bound.values():
-            _check_tool_names(policy.policy, known)
+            _check_tool_names(policy.policy, known, tuple(pending))
         by_tool: dict[str, list[PolicyBinding]] = {}
         for tool in tools:
             chosen = [bound[id(p)] for p in agent_wide]
@@ -75,7 +81,22 @@ class GuardrailSpec:
             feedback=tuple(configs),
             checker=None if checker is None else as_checker(checker),
             max_refusals=max_refusals,
+            agent_wide=tuple(bound[id(p)] for p in agent_wide),
         )
+
+    def with_tools(self, added: Sequence[Tool], *, known: Iterable[str]) -> GuardrailSpec:
+        """These guardrails once the run has tools it learnt when it started (``added``):
+        the agent-wide policies govern them too, and every policy's tool names are checked
+        against all the run's tools (``known``)."""
+        names = {*known, *(t.name for t in added)}
+        for binding in self.bindings:
+            _check_tool_names(binding.policy, names, ())
+        if not self.agent_wide:
+            return self
+        by_tool = dict(self.by_tool)
+        for tool in added:
+            by_tool[tool.name] = self.agent_wide
+        return replace(self, by_tool=by_tool)
 
     def describe(self) -> dict[str, object]:
         """The guardrails as plain data, for the run's recorded configuration."""
@@ -108,8 +129,9 @@ def checked_policy(policy: object) -> ToolPolicy:
     return policy  # type: ignore[return-value]
 
 
-def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:
-    """A built-in policy that names a tool the agent does not have is a typo, caught now."""
+def _check_tool_names(policy: ToolPolicy, known: set[str], pending: tuple[str, ...]) -> None:
+    """A built-in policy that names a tool the agent does not have is a typo, caught now;
+    one a ``pending`` prefix covers is checked when the run knows its tools."""
     names: set[str] = set()
     if isinstance(policy, SequentialDependencyPolicy):
         for tool, needs in policy.dependencies.items():
@@ -118,7 +140,7 @@ def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:
         names |= {*policy.read_tools, *policy.write_tools}
     elif isinstance(policy, ApprovalPolicy):
         names |= set(policy.tools)
-    unknown = sorted(names - known)
+    unknown = sorted(n for n in names - known if not (pending and n.startswith(pending)))
     if unknown and isinstance(policy, SequentialDependencyPolicy | ApprovalPolicy):
         raise ConfigError(
             f"policy {policy.name!r} names tools this agent does not have: "
