@@ -40,7 +40,7 @@ from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
-from gr_notebook.tools.mcp import MCPServer, check_servers
+from gr_notebook.tools.mcp import MCP_PREFIX, MCPServer, check_servers
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workflow.prompts import system_prompt
 from gr_notebook.workflow.workspace import Workspace, relative_path
@@ -133,7 +133,7 @@ class Agent:
         self.mcp_servers = check_servers(options["mcp_servers"])
         """The MCP servers each run connects to when it starts; their tools are named
         ``mcp__<server>__<tool>``, and a policy may name them before they are known."""
-        pending = [server.prefix for server in self.mcp_servers]
+        pending = [MCP_PREFIX]  # an MCP tool's name is checked when a run has its tools
         if release_after_s is not None:
             seconds(release_after_s, "release_after_s", minimum=0, above=True)
         self.release_after_s = release_after_s

@@ -240,7 +240,7 @@ async def execute(
     servers = AsyncExitStack()
     try:
         try:
-            if failure is None and engine.definition.mcp_servers:
+            if failure is None:  # the MCP servers' tools, and the policies naming them
                 _add_tools(run, engine, await connect(engine.definition.mcp_servers, servers))
             go = engine.go_on() if resumed else engine.run(kickoff_prompt())
             outcome = failure or await go

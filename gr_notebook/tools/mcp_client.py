@@ -79,27 +79,31 @@ class _Connection:
             async with asyncio.timeout(server.connect_timeout_s):
                 await self._start(own)
                 listed = await self._list()
-        except TimeoutError:
-            await own.aclose()
-            raise MCPServerError(
+        except BaseException as exc:
+            failure: BaseException = exc
+            try:
+                await own.aclose()
+            except Exception as cause:  # what made the SDK's task group cancel the start
+                if not isinstance(exc, Exception):
+                    failure = cause
+            if isinstance(failure, MCPServerError) or not isinstance(failure, Exception):
+                raise failure from None
+            raise self._not_started(failure) from None
+        stack.push_async_exit(own)
+        self.tools = [mcp_tool(server, item, self.call) for item in listed]
+
+    def _not_started(self, exc: Exception) -> MCPServerError:
+        server = self.server
+        if isinstance(exc, TimeoutError):
+            return MCPServerError(
                 f"MCP server {server.name!r} ({server.where}) did not answer initialize and "
                 f"list its tools within connect_timeout_s={server.connect_timeout_s:g}"
                 f"{self._said()}; check that it is an MCP server, or raise the timeout"
-            ) from None
-        except MCPServerError:
-            await own.aclose()
-            raise
-        except Exception as exc:
-            await own.aclose()
-            raise MCPServerError(
-                f"MCP server {server.name!r} ({server.where}) could not start: "
-                f"{_what(exc)}{self._said()}"
-            ) from None
-        except BaseException:
-            await own.aclose()
-            raise
-        stack.push_async_exit(own)
-        self.tools = [mcp_tool(server, item, self.call) for item in listed]
+            )
+        return MCPServerError(
+            f"MCP server {server.name!r} ({server.where}) could not start: "
+            f"{_what(exc)}{self._said()}"
+        )
 
     async def _start(self, stack: AsyncExitStack) -> None:
         mcp = load_mcp()
@@ -154,7 +158,7 @@ class _Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            self.noise = _what(message)
+            self.noise = _what(message).splitlines()[0][:160]
 
     async def call(self, tool: str, params: Mapping[str, Any]) -> ToolOutput:
         """Call ``tool``; any failure of the server is an error result, never a crash."""

@@ -1,10 +1,11 @@
 """A small MCP server for the tests, built with the SDK's own server API.
 
-``python mcp_server.py [--http PORT] [--count FILE] [--no-start]``: over stdio by default,
+``python mcp_server.py [--http PORT] [--count FILE] [--exit-at-once]``: over stdio by default,
 over streamable HTTP on 127.0.0.1:PORT with ``--http``. Every tool call appends its tool's
 name to ``--count`` (a file per server), so a test can prove a denied call never ran. Some
 tools misbehave on purpose: ``crash`` exits the process, ``hang`` never answers, ``fail``
-raises, ``malformed`` writes a line that is not JSON-RPC.
+raises, ``malformed`` writes a line that is not JSON-RPC. Over HTTP, the end of a session
+(the client's DELETE) is counted too, with the Authorization header it carried.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ if options.exit_at_once:
     sys.exit(3)
 
 server = MCPServer(options.name)
+WIRE = os.dup(1)
+"""The protocol's own channel: the SDK sends fd 1 (and print) to stderr once it serves."""
 
 
 def counted(name: str) -> None:
@@ -74,8 +77,7 @@ def hang() -> str:
 def malformed() -> str:
     """Writes a line that is not JSON-RPC, then answers nothing."""
     counted("malformed")
-    sys.stdout.write("this is not json\n")
-    sys.stdout.flush()
+    os.write(WIRE, b"this is not json\n")
     time.sleep(3600)
     return "never"
 
@@ -88,6 +90,17 @@ def pid() -> int:
 
 
 if options.http:
-    server.run("streamable-http", host="127.0.0.1", port=options.http)
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def recorded(scope, receive, send):  # type: ignore[no-untyped-def]
+        """The app, noting each session the client ends (its DELETE) and its headers."""
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            headers = dict(scope["headers"])
+            counted(f"DELETE auth={headers.get(b'authorization', b'').decode()}")
+        await app(scope, receive, send)
+
+    uvicorn.run(recorded, host="127.0.0.1", port=options.http, log_level="warning")
 else:
     server.run()

@@ -35,6 +35,7 @@ from gr_notebook.limits import SpentLimit
 from gr_notebook.models.catalog import facts_of
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
+from gr_notebook.tools.mcp import MCP_PREFIX
 from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
@@ -128,6 +129,7 @@ class Session:
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
+                pending=() if checked else (MCP_PREFIX,),
             )
         except ConfigError as exc:
             raise ConfigError(
@@ -151,7 +153,9 @@ class Session:
         if shadow.empty:
             return None
         try:
-            return shadow.bound_to(self._stubs(sdk_tools, checked=checked))
+            return shadow.bound_to(
+                self._stubs(sdk_tools, checked=checked), pending=() if checked else (MCP_PREFIX,)
+            )
         except ConfigError as exc:
             raise ConfigError(
                 f"shadow: {exc}. This Claude Agent SDK session's tools are "
