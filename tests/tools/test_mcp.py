@@ -3,6 +3,7 @@ built with the SDK's own server API): over stdio and streamable HTTP, well-behav
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
+from gr_notebook.tools import ToolOutput
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
@@ -337,3 +339,73 @@ def test_a_missing_extra_is_one_line_with_the_install_line(
     with pytest.raises(ConfigError) as caught:
         mcp_client.load_mcp()
     assert str(caught.value) == "mcp_servers= needs the MCP SDK: pip install 'gr-notebook[mcp]'"
+
+
+async def test_a_run_stopped_mid_call_closes_its_server(tmp_path: Path) -> None:
+    """Stopped while a call hangs: the run ends cancelled and the server's process is gone."""
+    count = tmp_path / "count"
+    script = [gr.tool_call("mcp__demo__pid"), gr.tool_call("mcp__demo__hang"), gr.text("Done.")]
+    run = agent(tmp_path, script, stdio(count, call_timeout_s=60)).start("Go.")
+    deadline = time.monotonic() + 20
+    while "hang" not in ran(count):
+        assert time.monotonic() < deadline and not run.done, run.reason
+        await asyncio.sleep(0.05)
+    run.cancel("stop now")
+    await run.wait()
+    assert run.status == "cancelled"
+    [(_, _, pid)] = results(run)
+    assert gone(int(pid))
+
+
+# -- results and names, without a server -------------------------------------------------------
+
+
+def test_an_mcp_result_becomes_what_the_model_reads() -> None:
+    from mcp import types
+
+    from gr_notebook.tools.mcp import tool_output
+
+    mixed = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="a chart:"),
+            types.ImageContent(type="image", data="aGk=", mime_type="image/png"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///n.txt", text="notes"),
+            ),
+        ]
+    )
+    out = tool_output(mixed, name="mcp__s__t")
+    assert not out.is_error
+    assert (
+        out.content == "a chart:\n[image (image/png) returned by the tool; not shown here]\nnotes"
+    )
+    only_data = types.CallToolResult(content=[], structured_content={"total": 3})
+    assert tool_output(only_data, name="mcp__s__t").content == '{"total": 3}'
+    failed = types.CallToolResult(
+        content=[types.TextContent(type="text", text="no such row")], is_error=True
+    )
+    out = tool_output(failed, name="mcp__s__t")
+    assert out.is_error and out.content.startswith("Error: mcp__s__t failed: no such row.")
+    assert tool_output(types.CallToolResult(content=[]), name="x").content == (
+        "(the tool returned nothing)"
+    )
+
+
+def test_a_server_tool_whose_name_a_model_api_refuses_is_named_in_the_error() -> None:
+    from mcp import types
+
+    from gr_notebook.tools.mcp import mcp_tool
+
+    server = gr.MCPServer("files", command="x")
+
+    async def call(tool: str, params: object) -> ToolOutput:
+        raise AssertionError
+
+    for bad in ("read file", "x" * 60, "naïve"):
+        listed = types.Tool(name=bad, input_schema={"type": "object"})
+        with pytest.raises(ConfigError, match="the model APIs refuse") as caught:
+            mcp_tool(server, listed, call)  # type: ignore[arg-type]
+        assert "'files'" in str(caught.value) and repr(bad) in str(caught.value)
+    tool = mcp_tool(server, types.Tool(name="read-file", input_schema={"type": "object"}), call)  # type: ignore[arg-type]
+    assert tool.name == "mcp__files__read-file"
