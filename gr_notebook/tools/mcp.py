@@ -201,7 +201,7 @@ def mcp_tool(server: MCPServer, listed: Any, call: Call) -> Tool:
             f"MCP server {server.name!r} describes tool {own!r} with an input schema that is "
             "not a JSON object schema; the model APIs take only those"
         )
-    schema = {k: v for k, v in schema.items() if k != "title"} | {"type": "object"}
+    schema = _inlined({k: v for k, v in schema.items() if k != "title"} | {"type": "object"})
     description = (listed.description or listed.title or "").strip()
     first = description.split("\n\n", 1)[0].strip() or f"The {own} tool of MCP server"
     summary = f"{first} (MCP server {server.name!r})" if description else f"{first} {server.name!r}"
@@ -210,6 +210,38 @@ def mcp_tool(server: MCPServer, listed: Any, call: Call) -> Tool:
         return await call(own, params)
 
     return Tool(name, summary, schema, handler, docs=description)
+
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its local ``$ref``s (``#/$defs/Name``, as pydantic writes a model
+    argument) replaced by what they name, so gr's validator checks the nested arguments
+    too; a recursive definition keeps its ``$ref`` and the ``$defs`` stay for it."""
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+    if not isinstance(defs, Mapping) or not defs:
+        return schema
+    kept = False
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        nonlocal kept
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            name = ref.rsplit("/", 1)[-1]
+            target = defs.get(name) if ref.startswith(("#/$defs/", "#/definitions/")) else None
+            if isinstance(target, Mapping) and name not in seen:
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**target, **rest}, (*seen, name))
+            kept = True
+            return dict(node)
+        return {k: walk(v, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    inlined: dict[str, Any] = walk(schema, ())
+    if kept:
+        inlined["$defs" if "$defs" in schema else "definitions"] = defs
+    return inlined
 
 
 def tool_output(result: Any, *, name: str) -> ToolOutput:

@@ -16,6 +16,7 @@ import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int, default=0)
@@ -80,6 +81,19 @@ def malformed() -> str:
     os.write(WIRE, b"this is not json\n")
     time.sleep(3600)
     return "never"
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@server.tool()
+def manhattan(point: Point, origin: Point | None = None) -> int:
+    """The Manhattan distance of a point from the origin (a pydantic model argument)."""
+    counted("manhattan")
+    zero = origin or Point(x=0, y=0)
+    return abs(point.x - zero.x) + abs(point.y - zero.y)
 
 
 @server.tool()

@@ -409,3 +409,43 @@ def test_a_server_tool_whose_name_a_model_api_refuses_is_named_in_the_error() ->
         assert "'files'" in str(caught.value) and repr(bad) in str(caught.value)
     tool = mcp_tool(server, types.Tool(name="read-file", input_schema={"type": "object"}), call)  # type: ignore[arg-type]
     assert tool.name == "mcp__files__read-file"
+
+
+def test_a_model_argument_is_validated_through_its_schema_definitions(tmp_path: Path) -> None:
+    """FastMCP writes a pydantic argument as a ``$ref`` into ``$defs``: gr checks inside it."""
+    count = tmp_path / "count"
+    model = gr.ScriptedModel(
+        [
+            gr.tool_call("mcp__demo__manhattan", point={"x": 3, "y": "four"}),
+            gr.tool_call("mcp__demo__manhattan", point={"x": 3, "y": -4}, origin=None),
+            gr.text("Done."),
+        ]
+    )
+    run = gr.Agent(
+        model, workspace=tmp_path / "ws", store=False, mcp_servers=[stdio(count)]
+    ).run_sync("Measure.")
+    refused, measured = results(run)
+    assert refused[1] and "'point.y' must be an integer" in refused[2]
+    assert measured == ("mcp__demo__manhattan", False, "7")
+    assert ran(count) == ["manhattan"]
+    schema = {s.name: s for s in model.requests[0].tools}["mcp__demo__manhattan"].input_schema
+    assert "$defs" not in schema and schema["properties"]["point"]["properties"]["x"]["type"]
+
+
+def test_a_recursive_definition_keeps_its_ref() -> None:
+    from gr_notebook.tools.mcp import _inlined
+
+    tree = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            }
+        },
+    }
+    inlined = _inlined(tree)
+    root = inlined["properties"]["root"]
+    assert root["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert inlined["$defs"] == tree["$defs"]
