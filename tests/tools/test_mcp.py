@@ -449,3 +449,43 @@ def test_a_recursive_definition_keeps_its_ref() -> None:
     root = inlined["properties"]["root"]
     assert root["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert inlined["$defs"] == tree["$defs"]
+
+
+def test_feedback_and_the_guidance_lint_read_the_mcp_names(tmp_path: Path) -> None:
+    advice = gr.FeedbackProviderConfig(
+        gr.StaticFeedbackProvider("Check the sum before you use it."),
+        gr.FeedbackTrigger(every_n_calls=1),
+    )
+    script = [gr.tool_call("mcp__demo__add", a=1, b=2), gr.text("Done.")]
+    run = agent(tmp_path, script, stdio(tmp_path / "c"), feedback_providers=[advice]).run_sync(
+        "Add."
+    )
+    [(_, is_error, text)] = results(run)
+    assert (is_error, text) == (False, "3")
+    feedback = run.feedback_df()
+    assert list(feedback["tool"]) == ["mcp__demo__add"]
+    assert "Check the sum" in feedback["text"][0]
+    assert gr.lint_guidance(run) == []
+
+
+@pytest.mark.parametrize("end", ["budget_exhausted", "failed", "interrupted"])
+async def test_the_server_is_closed_however_the_run_ends(tmp_path: Path, end: str) -> None:
+    count = tmp_path / "count"
+    script: list[object] = [gr.tool_call("mcp__demo__pid")]
+    options: dict[str, object] = {}
+    if end == "budget_exhausted":
+        options["max_iterations"] = 1
+    elif end == "interrupted":  # Ctrl-C in a kernel, while a call is in flight
+        script.append(gr.tool_call("mcp__demo__hang"))
+    # "failed": the script runs dry after the first call
+    run = agent(tmp_path, script, stdio(count), **options).start("Go.")
+    if end == "interrupted":
+        deadline = time.monotonic() + 20
+        while "hang" not in ran(count):
+            assert time.monotonic() < deadline and not run.done, run.reason
+            await asyncio.sleep(0.05)
+        run.cancel("KeyboardInterrupt", interrupted=True)
+    await run.wait()
+    assert run.status == end, run.reason
+    [(_, _, pid), *_] = results(run)
+    assert gone(int(pid))
