@@ -177,8 +177,12 @@ class Loop:
                 "of that name: rename the agent's tool (mcp__<server>__<tool> names belong "
                 "to MCP servers)"
             )
-        registry = self.registry.extended(tools)
         guardrails = self.definition.guardrails.with_tools(tools, known=known)
+        if not tools:  # only the check: a policy naming an MCP tool the run lacks
+            if self.state.shadow is not None:
+                self.state.shadow.spec.bound_to(list(self.registry))
+            return
+        registry = self.registry.extended(tools)
         self.definition = replace(self.definition, registry=registry, guardrails=guardrails)
         self.registry = registry
         self.state.guards.spec = guardrails  # the same bindings: their memories carry over

@@ -22,6 +22,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
@@ -65,7 +66,7 @@ class MCPServer:
     name: str
     command: str | None = None
     args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] | None = field(default=None, repr=False)
@@ -151,10 +152,12 @@ class MCPServer:
 
     @property
     def where(self) -> str:
-        """The server as a person configured it, for messages."""
-        if self.url is not None:
-            return self.url
-        return " ".join([self.command or "", *self.args])
+        """The command or the address, for messages: no arguments, credentials or query,
+        which may hold secrets (env and headers are never shown)."""
+        if self.url is None:
+            return repr(self.command)
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def mcp_tool_name(server: str, tool: str) -> str:

@@ -489,3 +489,15 @@ async def test_the_server_is_closed_however_the_run_ends(tmp_path: Path, end: st
     assert run.status == end, run.reason
     [(_, _, pid), *_] = results(run)
     assert gone(int(pid))
+
+
+def test_a_policy_naming_an_mcp_tool_of_an_agent_without_servers_fails_at_the_start(
+    tmp_path: Path,
+) -> None:
+    """Accepted when the agent is built (a Claude Agent SDK session may bring the server),
+    refused when gr's own loop starts a run that can never call the tool."""
+    asks = gr.ApprovalPolicy(tools=["mcp__files__delete"])
+    model = gr.ScriptedModel([gr.text("Done.")])
+    run = gr.Agent(model, workspace=tmp_path / "ws", store=False, policies=[asks]).run_sync("Go.")
+    assert run.status == "failed" and "mcp__files__delete" in run.reason
+    assert list(model.requests) == []
