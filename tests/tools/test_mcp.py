@@ -501,3 +501,56 @@ def test_a_policy_naming_an_mcp_tool_of_an_agent_without_servers_fails_at_the_st
     run = gr.Agent(model, workspace=tmp_path / "ws", store=False, policies=[asks]).run_sync("Go.")
     assert run.status == "failed" and "mcp__files__delete" in run.reason
     assert list(model.requests) == []
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])
+def test_the_vendor_adapters_send_the_servers_schemas_and_call_the_tools(
+    tmp_path: Path, vendor: str
+) -> None:
+    """The Messages API and chat-completions servers check the request as the APIs do."""
+    from gr_notebook.models.retry import RetryPolicy
+    from gr_notebook.testing import ChatServer, MessagesServer
+
+    count = tmp_path / "count"
+    script = [
+        gr.tool_call("mcp__demo__manhattan", point={"x": 1, "y": 2}),
+        gr.tool_call("mcp__demo__greet", name="Ann"),
+        gr.text("Done."),
+    ]
+    if vendor == "anthropic":
+        import anthropic
+
+        from gr_notebook.models.anthropic_model import AnthropicModel
+
+        server = MessagesServer(script).start()
+        client = anthropic.AsyncAnthropic(api_key="k", base_url=server.url, max_retries=0)
+        model: object = AnthropicModel(
+            "claude-sonnet-4-6", client=client, retry=RetryPolicy(base_s=0)
+        )
+    else:
+        from gr_notebook.models.openai_model import OpenAIModel
+
+        server = ChatServer(script).start()
+        model = OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(base_s=0))
+    try:
+        run = gr.Agent(
+            model,  # type: ignore[arg-type]
+            workspace=tmp_path / "ws",
+            store=False,
+            mcp_servers=[stdio(count)],
+        ).run_sync("Measure and greet.")
+        sent = server.requests[0].body["tools"]
+    finally:
+        server.close()
+    assert [r[:3] for r in results(run)] == [
+        ("mcp__demo__manhattan", False, "3"),
+        ("mcp__demo__greet", False, "Hello, Ann!"),
+    ]
+    assert ran(count) == ["manhattan", "greet"]
+    if vendor == "anthropic":
+        schemas = {t["name"]: t["input_schema"] for t in sent}
+    else:
+        schemas = {t["function"]["name"]: t["function"]["parameters"] for t in sent}
+    greet = schemas["mcp__demo__greet"]
+    assert greet["properties"]["title"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+    assert schemas["mcp__demo__manhattan"]["properties"]["point"]["required"] == ["x", "y"]
