@@ -59,8 +59,10 @@ class MCPServer:
 
     ``connect_timeout_s`` bounds the start (spawn or connect, ``initialize``, the tool list);
     ``call_timeout_s`` bounds each tool call, which past it is an error result the model
-    reads. ``env`` is added to the usual environment of a stdio server; ``headers`` go with
-    every HTTP request (an ``Authorization`` header, say).
+    reads. ``env`` is added to the environment the MCP SDK gives a stdio server (``PATH``,
+    ``HOME`` and a few more: not the whole of yours, so pass what it needs, an API key say);
+    ``headers`` go with every HTTP request (an ``Authorization`` header, say). ``env`` and
+    ``headers`` are never shown in a repr or a message.
     """
 
     name: str

@@ -127,7 +127,11 @@ class _Connection:
 
             client = httpx2.AsyncClient(
                 headers=dict(server.headers or {}),
-                timeout=httpx2.Timeout(server.connect_timeout_s, read=server.call_timeout_s),
+                # reads wait as long as a call may (the SDK's default, 300 s, at least): an
+                # idle stream of the server's messages is no failure; calls have their own
+                timeout=httpx2.Timeout(
+                    server.connect_timeout_s, read=max(300.0, server.call_timeout_s + 5)
+                ),
             )
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(
