@@ -28,6 +28,7 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -306,8 +307,12 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if resolution.message is not None:
             return self._step.not_approved(ask, resolution.message), request, params
         if resolution.edited:
-            edited = {**request.tool_call, "args": dict(resolution.input)}
-            return None, request.override(tool_call=edited), resolution.input  # type: ignore[typeddict-item]
+            edited = ToolCall(
+                name=request.tool_call["name"],
+                args=dict(resolution.input),
+                id=request.tool_call.get("id"),
+            )
+            return None, request.override(tool_call=edited), resolution.input
         return None, request, params
 
     def _execute(
@@ -392,8 +397,10 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 def _call_of(request: ToolCallRequest) -> tuple[str, Mapping[str, Any], str]:
     call = request.tool_call
     args = call.get("args")
-    return str(call.get("name") or ""), dict(args) if isinstance(args, Mapping) else {}, str(
-        call.get("id") or ""
+    return (
+        str(call.get("name") or ""),
+        dict(args) if isinstance(args, Mapping) else {},
+        str(call.get("id") or ""),
     )
 
 

@@ -29,11 +29,11 @@ from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import LANGCHAIN
 from gr_notebook.history.store import Store
+from gr_notebook.integrations.langchain.view import SessionView
 from gr_notebook.messages import Usage
 from gr_notebook.models.catalog import facts_of
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
-from gr_notebook.integrations.langchain.view import SessionView
 from gr_notebook.tools.base import Tool, ToolOutput
 from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace

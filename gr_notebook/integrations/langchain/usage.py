@@ -18,7 +18,7 @@ CHARS_PER_TOKEN = 4
 
 
 def usage_of(reply: AIMessage, sent: Sequence[BaseMessage]) -> Usage:
-    meta: Mapping[str, Any] | None = reply.usage_metadata  # type: ignore[assignment]
+    meta: Mapping[str, Any] | None = reply.usage_metadata
     if not meta:
         read = sum(len(str(m.content)) for m in sent) // CHARS_PER_TOKEN
         return Usage(input_tokens=read, output_tokens=len(str(reply.content)) // CHARS_PER_TOKEN)
