@@ -16,6 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 
 import gr_notebook as gr
+from gr_notebook.display.render import render_run_card, text_dashboard
+from gr_notebook.display.state import RunTracker
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.langchain import EXTRA, guardrail_middleware
@@ -90,6 +92,28 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     assert stored == kinds
     runs = gr.runs_df(tmp_path / "store.sqlite")
     assert runs.loc[runs.run_id == run.run_id, "status"].item() == "ended"
+    assert await run.wait() is run
+    # the dashboard shows what ran the model, and none of gr's todo list
+    tracker = RunTracker()
+    for event in run.events:
+        tracker.add(event)
+    state = tracker.snapshot(run)
+    assert "a LangChain agent" in render_run_card(state, turns=4, phases_completed=0)
+    shown = text_dashboard(state)
+    assert "Tool calls" in shown and "todo" not in shown.lower()
+
+
+async def test_a_live_policy_replays_to_its_live_decisions(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    first_read = gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
+    session = await langchain_session(agent_at(ws, policies=[first_read]), SCRIPT, ws)
+    live = session.run.policy_df()["allowed"].astype(bool).tolist()
+    assert live == [False, True, False]  # the read of a file not yet written failed
+    replay = gr.replay_guardrails(
+        [session.run.run_id], store=tmp_path / "store.sqlite", policies=[first_read]
+    )
+    assert replay.df["tool"].tolist() == ["write_file", "read_file", "write_file"]
+    assert (replay.df["decision"] == replay.df["recorded"]).all()
 
 
 async def test_tokens_come_from_usage_metadata(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ the store and the dashboard read a LangChain session exactly as they read a nati
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -124,6 +125,7 @@ class Session:
         self._store: Store | None = None
         self._workspace_lock: WorkspaceLock | None = None
         self._started = False
+        self._done: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self._prices = PriceTable()
         self._unpriced: set[str] = set()
 
@@ -244,7 +246,23 @@ class Session:
                 config=config,
             )
         )
-        self.run.attach(self.loop, None)  # LangChain runs the session, not a task of gr's
+        self.run.attach(self.loop, self._watch())
+
+    def _watch(self) -> asyncio.Task[Run] | None:
+        """A task that ends with the session, so ``await run.wait()`` works as for a native
+        run; None when the session runs outside an event loop (a plain ``invoke``)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        done = asyncio.Event()
+        self._done = (loop, done)
+
+        async def wait() -> Run:
+            await done.wait()
+            return self.run
+
+        return loop.create_task(wait(), name=f"gr-langchain-{self.run_id}")
 
     def finish(self, outcome: LoopOutcome) -> None:
         """End the run once: status, ``run_finished``, the store's rows, the lock."""
@@ -257,6 +275,9 @@ class Session:
         finally:
             if self._workspace_lock is not None:
                 self._workspace_lock.release()
+            if self._done is not None:
+                loop, done = self._done
+                loop.call_soon_threadsafe(done.set)
 
     def end_with(self, outcome: LoopOutcome) -> None:
         """What a guardrail decided about the end; the first decision stands."""
