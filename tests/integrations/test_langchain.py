@@ -326,6 +326,26 @@ async def test_a_model_that_cannot_call_tools(tmp_path: Path) -> None:
     assert mw.run.status == "failed"
 
 
+async def test_a_failing_model_ends_the_run_failed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+
+    class Broken(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise TimeoutError("the provider timed out")
+
+    mw = guardrail_middleware(agent_at(ws, store=False), cwd=ws)
+    app = create_agent(Broken(messages=iter([])), middleware=[mw])
+    with pytest.raises(TimeoutError):
+        await app.ainvoke({"messages": [HumanMessage("go")]})
+    assert mw.run.status == "failed" and "the provider timed out" in (mw.run.reason or "")
+    # the workspace lock was released: the next session in it starts
+    again = await langchain_session(agent_at(ws, store=False), [gr.text("Done.")], ws)
+    assert again.run.status == "ended"
+
+
 def test_a_policy_names_a_tool_the_agent_does_not_have(tmp_path: Path) -> None:
     needs_read = gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
     agent = agent_at(tmp_path / "ws", policies=[needs_read], store=False)
