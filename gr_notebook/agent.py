@@ -137,9 +137,13 @@ class Agent:
             feedback_providers=feedback_providers,
             checker=task_completion_checker,
             max_refusals=max_refusals,
+            check_names=False,  # checked when it runs: a bridge's tools are not these
         )
         self.shadow = ShadowSpec.build(
-            options["shadow"], tools=list(self.registry), max_refusals=max_refusals
+            options["shadow"],
+            tools=list(self.registry),
+            max_refusals=max_refusals,
+            check_names=False,
         )
         """Guardrails that decide on every call, stop and check, recorded with
         ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
@@ -207,10 +211,13 @@ class Agent:
     ) -> AgentDefinition:
         """What a run of this agent works under; ``confirm`` answers large assessments and
         approvals when the agent has no confirmer of its own. ``own_model=False``: the caller
-        makes the model calls (a Claude Agent SDK session), so the agent's model need no
-        price."""
+        makes the model calls and holds the tools (a Claude Agent SDK session, a LangChain
+        app), so the agent's model need no price, and the caller checks the tools policies
+        name against its own."""
         if own_model:
             self._check_priced()
+            self.guardrails.check_tool_names(self.registry)
+            self.shadow.guardrails.check_tool_names(self.registry)
         regulation = self.regulation
         if confirm is not None and regulation is not None and regulation.confirm is None:
             regulation = replace(regulation, confirm=confirm)
