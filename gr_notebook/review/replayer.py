@@ -12,6 +12,7 @@ from gr_notebook.errors import GrNotebookError, TodoError
 from gr_notebook.events import (
     CompletionCheckEvent,
     ErrorEvent,
+    Event,
     FeedbackEvent,
     ModelCallEvent,
     PoliciesResetEvent,
@@ -30,7 +31,7 @@ from gr_notebook.guardrails.interventions import (
     replay_steps,
 )
 from gr_notebook.guardrails.policy import PolicyDecision
-from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.runtime import Denial, Guardrails
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK, GR_LOOP
 from gr_notebook.review.replay_guardrail_set import (
@@ -104,11 +105,17 @@ class Replayer:
         self.last_calls = last_calls(events)
         self.winding_down = False
         """The run was told to wrap up: the live interventions no longer observed."""
+        self._turn: int | None = None
+        self._calls = self._turn_calls = self._turn_refused = 0
+        self._steps: list[tuple[str, Mapping[str, Any], str, bool] | None] = []
+        """The calls as the interventions observe them; None where a person rewound."""
+        self._call_rows: dict[int, tuple[ToolCallEvent, str, bool]] = {}
 
     def _tool_name(self, event: ToolCallEvent) -> str:
         return self.names.gr_name(event.tool) if self.names is not None else event.tool
 
     def rows(self) -> list[dict[str, Any]]:
+        """Walk the record once and return the rows, in the order the run reached them."""
         try:
             self._walk()
         finally:
@@ -118,55 +125,70 @@ class Replayer:
     # -- the walk -----------------------------------------------------------------------------
 
     def _walk(self) -> None:
-        source, view = self.source, self.view
-        checkpoint = source.checkpoints()
-        inputs = FullInputs(source)
-        turn = None
-        calls = 0
-        turn_calls = turn_refused = 0
-        steps: list[tuple[str, Mapping[str, Any], str, bool] | None] = []
-        call_rows: dict[int, tuple[ToolCallEvent, str, bool]] = {}
-        for event in source.events:
-            view.now = event.time
-            if event.turn != turn:
-                if turn is not None and turn_calls and turn_refused < turn_calls:
-                    self.guards.note_work()
-                turn_calls = turn_refused = 0
-                turn = event.turn
-                self._begin_turn(turn, checkpoint)
-            if isinstance(event, ModelCallEvent):
-                view.tokens, view.iterations = event.tokens_used, event.iterations_used
-                if event.tool_calls == 0 and event.stop_reason not in ("max_tokens", "refusal"):
-                    self._stop(event, "end_turn", event.text)
-            elif isinstance(event, TodosWrittenEvent):
-                view.todos = TodoList.of(
-                    event.titles,
-                    phase_number=event.phase_number,
-                    phase_total=view.todos.phase_total,
-                    phase_name=event.name,
-                    kind=event.todo_kind,
-                )
-            elif isinstance(event, TodoCompletedEvent):
-                with contextlib.suppress(GrNotebookError, ValueError, IndexError):
-                    view.todos = view.todos.complete_next()[0]
-            elif isinstance(event, PoliciesResetEvent):
-                self.guards.reset_policies()
-            elif isinstance(event, RewindEvent) and event.source == "person":
-                steps.append(None)  # the tracker resets, as it did live
-            elif isinstance(event, ToolCallEvent):
-                calls += 1
-                params, full = inputs.of(event)
-                tool = self._tool_name(event)
-                if self.names is not None:
-                    params = dict(self.names.call(event.tool, params).params)
-                refused = self._call(event, tool, params, full, calls)
-                turn_calls += 1
-                turn_refused += refused
-                if not self.winding_down:  # told to wrap up, the live run stopped observing
-                    steps.append((tool, params, event.result or "", bool(event.is_error)))
-                call_rows[calls] = (event, tool, full)
+        """Move the view along the record, then replay the interventions over the calls."""
+        self._checkpoint = self.source.checkpoints()
+        self._inputs = FullInputs(self.source)
+        for event in self.source.events:
+            self.view.now = event.time
+            if event.turn != self._turn:
+                self._next_turn(event.turn)
+            self._on_event(event)
         if self.chosen.interventions is not None:
-            self._interventions(steps, call_rows)
+            self._interventions(self._steps, self._call_rows)
+        self._put_rows_in_order()
+
+    def _next_turn(self, turn: int) -> None:
+        """Close the turn that ended (the guardrails count a turn with work done, as live)
+        and set the files and the state the new one began with."""
+        if self._turn is not None and self._turn_calls and self._turn_refused < self._turn_calls:
+            self.guards.note_work()
+        self._turn_calls = self._turn_refused = 0
+        self._turn = turn
+        self._begin_turn(turn, self._checkpoint)
+
+    def _on_event(self, event: Event) -> None:
+        """Move the view as the event moved the live run, and ask the guardrails where the
+        event is a point they decide on (a stop, a tool call)."""
+        view = self.view
+        if isinstance(event, ModelCallEvent):
+            view.tokens, view.iterations = event.tokens_used, event.iterations_used
+            if event.tool_calls == 0 and event.stop_reason not in ("max_tokens", "refusal"):
+                self._stop(event, "end_turn", event.text)
+        elif isinstance(event, TodosWrittenEvent):
+            view.todos = TodoList.of(
+                event.titles,
+                phase_number=event.phase_number,
+                phase_total=view.todos.phase_total,
+                phase_name=event.name,
+                kind=event.todo_kind,
+            )
+        elif isinstance(event, TodoCompletedEvent):
+            with contextlib.suppress(GrNotebookError, ValueError, IndexError):
+                view.todos = view.todos.complete_next()[0]
+        elif isinstance(event, PoliciesResetEvent):
+            self.guards.reset_policies()
+        elif isinstance(event, RewindEvent) and event.source == "person":
+            self._steps.append(None)  # the tracker resets, as it did live
+        elif isinstance(event, ToolCallEvent):
+            self._on_tool_call(event)
+
+    def _on_tool_call(self, event: ToolCallEvent) -> None:
+        """Replay one call with its whole input under gr's tool names, and keep it as a
+        step for the interventions."""
+        self._calls += 1
+        params, full = self._inputs.of(event)
+        tool = self._tool_name(event)
+        if self.names is not None:
+            params = dict(self.names.call(event.tool, params).params)
+        refused = self._call(event, tool, params, full, self._calls)
+        self._turn_calls += 1
+        self._turn_refused += refused
+        if not self.winding_down:  # told to wrap up, the live run stopped observing
+            self._steps.append((tool, params, event.result or "", bool(event.is_error)))
+        self._call_rows[self._calls] = (event, tool, full)
+
+    def _put_rows_in_order(self) -> None:
+        """Sort the rows as the run reached them: by event, then guardrail kind."""
         self.out.sort(key=lambda r: (r["seq"], r["_order"]))
         for row in self.out:
             del row["_order"]
@@ -197,20 +219,11 @@ class Replayer:
         feedback; returns whether the replayed checker refused the stop."""
         stub = self.stubs.get(tool) or _stub(tool)
         live = self.live
-        base = {
-            "run": self.source.label,
-            "turn": event.turn,
-            "seq": event.seq,
-            "point": "tool call",
-            "tool": event.tool,
-            "tool_use_id": event.tool_use_id,
-            "full_input": full,
-            "after_divergence": False,
-        }
+        base = self._base(event, "tool call", event.tool, event.tool_use_id, full)
         decision = live.policy.get(event.tool_use_id) or live.policy_by_seq.get(event.seq)
         reached = decision is not None or not (
             (event.result or "").startswith("Not run:") or tool in live.governed
-        )
+        )  # a call a live guardrail stopped unseen was never asked of the others
         denied = None
         if reached and self.watched:
             denied = self._policies(event, stub, params, base, decision)
@@ -223,17 +236,42 @@ class Replayer:
         if event.seq in self.last_calls:
             self.space.settle()
         if succeeded and reached and self.watched:
-            for watched in self.watched:
-                key = self.keys[id(watched)]
-                paths = policy_reads(watched.policy, tool, params, after=True)
-                if paths is None or not self.space.knows(paths):
-                    self.tainted |= {(key, p) for p in (paths or ("*",))}
-                else:
-                    self.tainted -= {(key, p) for p in paths}
-            self.guards.after_success(stub, params, ToolOutput(event.result or ""), turn=event.turn)
-            self.view.take()
+            self._after_success(event, stub, params)
         self._feedback(event, tool, params, base, n)  # counts the call, as policies read it
         return refused
+
+    def _base(
+        self,
+        event: ToolCallEvent | ModelCallEvent,
+        point: str,
+        tool: str | None,
+        tool_use_id: str | None,
+        full: bool,
+    ) -> dict[str, Any]:
+        """The columns a point's rows share, whichever guardrail they are of."""
+        return {
+            "run": self.source.label,
+            "turn": event.turn,
+            "seq": event.seq,
+            "point": point,
+            "tool": tool,
+            "tool_use_id": tool_use_id,
+            "full_input": full,
+            "after_divergence": False,
+        }
+
+    def _after_success(self, event: ToolCallEvent, stub: Tool, params: Mapping[str, Any]) -> None:
+        """Let the policies record the result (on_result), noting the memories they stamp
+        from files the replay does not know, so their later decisions can say so."""
+        for watched in self.watched:
+            key = self.keys[id(watched)]
+            paths = policy_reads(watched.policy, stub.name, params, after=True)
+            if paths is None or not self.space.knows(paths):
+                self.tainted |= {(key, p) for p in (paths or ("*",))}
+            else:
+                self.tainted -= {(key, p) for p in paths}
+        self.guards.after_success(stub, params, ToolOutput(event.result or ""), turn=event.turn)
+        self.view.take()
 
     def _policies(
         self,
@@ -251,17 +289,10 @@ class Replayer:
         happened = "allow" if live is None or live.allowed else "deny"
         for order, watched in enumerate(self.watched):
             key = self.keys[id(watched)]
-            answer, error = watched.answer, watched.error
+            error = watched.error
             if key not in {b.key for b in self.guards.spec.by_tool.get(stub.name, ())}:
                 continue
-            if answer is None and error is None:
-                decision, reason = "not asked", f"{denial.policy} denied first" if denial else None
-            elif error is not None or not isinstance(answer, PolicyDecision):
-                decision = "deny"
-                reason = denial.reason if denial is not None and denial.policy == key else error
-            else:
-                decision = {"allow": "allow", "deny": "deny", "ask": "would ask"}[answer.verdict]
-                reason = answer.reason
+            decision, reason = self._policy_decision(watched, key, denial)
             paths = policy_reads(watched.policy, stub.name, params)
             unknown = paths is None or not self.space.knows(paths)
             if (
@@ -270,12 +301,7 @@ class Replayer:
                 and (unknown or any((key, p) in self.tainted for p in paths or ("*",)))
             ):
                 decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
-            recorded = happened
-            if live is not None and key in live.policies:
-                if not live.allowed and live.policy != key:
-                    recorded = "not asked"
-                else:
-                    recorded = "allow" if live.allowed else "deny"
+            recorded = _policy_recorded(key, live, happened)
             differs = _acts_otherwise(_EFFECT, decision, recorded)
             self._row(
                 base,
@@ -289,6 +315,20 @@ class Replayer:
                 differs=differs,
             )
         return denial.policy if denial is not None else None
+
+    @staticmethod
+    def _policy_decision(
+        watched: WatchedPolicy, key: str, denial: Denial | None
+    ) -> tuple[str, str | None]:
+        """A policy's decision in the row's words and its reason: one that raised denies,
+        as live; one another denied before it was not asked."""
+        answer, error = watched.answer, watched.error
+        if answer is None and error is None:
+            return "not asked", f"{denial.policy} denied first" if denial else None
+        if error is not None or not isinstance(answer, PolicyDecision):
+            return "deny", denial.reason if denial is not None and denial.policy == key else error
+        decision = {"allow": "allow", "deny": "deny", "ask": "would ask"}[answer.verdict]
+        return decision, answer.reason
 
     # -- a stop ---------------------------------------------------------------------------------
 
@@ -307,16 +347,7 @@ class Replayer:
         if checker is None:
             return False
         if base is None:
-            base = {
-                "run": self.source.label,
-                "turn": event.turn,
-                "seq": event.seq,
-                "point": "stop",
-                "tool": None,
-                "tool_use_id": None,
-                "full_input": True,
-                "after_divergence": False,
-            }
+            base = self._base(event, "stop", None, None, True)
         decision: str
         reason: str | None
         error: str | None
@@ -328,12 +359,7 @@ class Replayer:
             decision, reason, error = "not asked", f"{denied_by} denied the call first", None
         else:
             decision, reason, error = self._judge(checker, kind, tentative)
-        if live is None:
-            recorded = "complete" if not self.live.denied(event) else "not asked"
-        elif live.bypassed:
-            recorded = "bypassed"
-        else:
-            recorded = "complete" if live.complete else "refuse"
+        recorded = self._stop_recorded(event, live)
         differs = _acts_otherwise(_STOPPED, decision, recorded)
         self._row(
             {**base, "point": "stop"},
@@ -347,6 +373,17 @@ class Replayer:
             differs=differs,
         )
         return decision == "refuse"
+
+    def _stop_recorded(
+        self, event: ToolCallEvent | ModelCallEvent, live: CompletionCheckEvent | None
+    ) -> str:
+        """What the live checker did at this stop, in the row's words; with no live
+        check the stop went through, unless a live policy denied the call."""
+        if live is None:
+            return "complete" if not self.live.denied(event) else "not asked"
+        if live.bypassed:
+            return "bypassed"
+        return "complete" if live.complete else "refuse"
 
     def _judge(
         self, checker: TaskCompletionChecker, kind: str, tentative: Any
@@ -484,6 +521,16 @@ def _wrap_up_order(bypassed: str | None) -> str | None:
     if bypassed and bypassed.startswith(prefix) and bypassed.endswith(")"):
         return bypassed[len(prefix) : -1]
     return None
+
+
+def _policy_recorded(key: str, live: PolicyDecisionEvent | None, happened: str) -> str:
+    """What the live policy ``key`` did to the call: not asked when another denied first;
+    a policy that was not live is set beside what happened to the call."""
+    if live is None or key not in live.policies:
+        return happened
+    if not live.allowed and live.policy != key:
+        return "not asked"
+    return "allow" if live.allowed else "deny"
 
 
 def _acts_otherwise(effects: Mapping[str, str], decision: str, recorded: str) -> bool:
