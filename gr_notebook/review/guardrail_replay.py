@@ -276,26 +276,32 @@ def sweep_guardrails(
         )
     combos = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
     sets = [(combo, made_guardrail_set(make, combo)) for combo in combos]
-    rows: list[dict[str, Any]] = []
-    for source in recorded_runs(runs, store, "sweep_guardrails"):  # read while its store is open
-        for combo, chosen in sets:
-            replay = _replay([source], chosen)
-            frame = replay.df
-            where = replay.divergences[source.label]
-            decisions = frame["decision"]
-            rows.append(
-                {
-                    "run": source.label,
-                    **combo,
-                    "decisions": len(frame),
-                    "denials": int((decisions == "deny").sum()),
-                    "asks": int((decisions == "would ask").sum()),
-                    "feedback": int((decisions == "feedback fired").sum()),
-                    "refusals": int((decisions == "refuse").sum()),
-                    "interventions": int((decisions == "intervene").sum()),
-                    "cannot_tell": int((decisions == CANNOT_TELL).sum()),
-                    "differs": int(frame["differs"].sum()),
-                    "first_divergence_turn": where.turn if where is not None else None,
-                }
-            )
+    rows = [
+        _sweep_row(source, combo, chosen)
+        for source in recorded_runs(runs, store, "sweep_guardrails")  # read while it is open
+        for combo, chosen in sets
+    ]
     return pd.DataFrame(rows, columns=["run", *names, *_SWEEP_COUNTS])
+
+
+def _sweep_row(
+    source: RecordedRun, combo: Mapping[str, Any], chosen: GuardrailSet
+) -> dict[str, Any]:
+    """One run replayed with one combination's guardrails, counted."""
+    replay = _replay([source], chosen)
+    frame = replay.df
+    where = replay.divergences[source.label]
+    decisions = frame["decision"]
+    return {
+        "run": source.label,
+        **combo,
+        "decisions": len(frame),
+        "denials": int((decisions == "deny").sum()),
+        "asks": int((decisions == "would ask").sum()),
+        "feedback": int((decisions == "feedback fired").sum()),
+        "refusals": int((decisions == "refuse").sum()),
+        "interventions": int((decisions == "intervene").sum()),
+        "cannot_tell": int((decisions == CANNOT_TELL).sum()),
+        "differs": int(frame["differs"].sum()),
+        "first_divergence_turn": where.turn if where is not None else None,
+    }

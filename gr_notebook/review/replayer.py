@@ -83,20 +83,9 @@ class Replayer:
             started_at=events[0].time if events else 0.0,
         )
         self.watched = [WatchedPolicy(p) for p in chosen.policies]
-        tools = sorted({self._tool_name(e) for e in events if isinstance(e, ToolCallEvent)})
-        stubs = {name: _stub(name) for name in [*tools, *map(str, config.get("tools") or [])]}
-        self.stubs = stubs
-        spec = GuardrailSpec.build(
-            tools=list(stubs.values()),
-            policies=self.watched,
-            feedback_providers=chosen.feedback,
-            checker=chosen.checker,
-            max_refusals=int(config.get("max_refusals") or DEFAULT_MAX_REFUSALS),
-        )
-        self.keys = {id(b.policy): b.key for b in spec.bindings}
-        self.guards = Guardrails(
-            spec, self.view, harness=CLAUDE_AGENT_SDK if self.bridge else GR_LOOP
-        )
+        self.stubs: dict[str, Tool] = {}
+        self.keys: dict[int, str] = {}
+        self.guards = self._guardrails(config)
         self.live = LiveRecord(events, [provider_name(c) for c in chosen.feedback])
         self.tainted: set[tuple[str, str]] = set()
         """(guardrail, path): a memory stamped while the file was not known."""
@@ -110,6 +99,24 @@ class Replayer:
         self._steps: list[tuple[str, Mapping[str, Any], str, bool] | None] = []
         """The calls as the interventions observe them; None where a person rewound."""
         self._call_rows: dict[int, tuple[ToolCallEvent, str, bool]] = {}
+
+    def _guardrails(self, config: Mapping[str, Any]) -> Guardrails:
+        """The real guardrails over stubs of the recorded tools (a replay runs none), the
+        policies watched so each one's answer can be read for its row."""
+        events = self.source.events
+        tools = sorted({self._tool_name(e) for e in events if isinstance(e, ToolCallEvent)})
+        names = [*tools, *map(str, config.get("tools") or [])]
+        self.stubs = {name: _stub(name) for name in names}
+        spec = GuardrailSpec.build(
+            tools=list(self.stubs.values()),
+            policies=self.watched,
+            feedback_providers=self.chosen.feedback,
+            checker=self.chosen.checker,
+            max_refusals=int(config.get("max_refusals") or DEFAULT_MAX_REFUSALS),
+        )
+        self.keys = {id(b.policy): b.key for b in spec.bindings}
+        harness = CLAUDE_AGENT_SDK if self.bridge else GR_LOOP
+        return Guardrails(spec, self.view, harness=harness)
 
     def _tool_name(self, event: ToolCallEvent) -> str:
         return self.names.gr_name(event.tool) if self.names is not None else event.tool
