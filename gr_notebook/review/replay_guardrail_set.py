@@ -41,6 +41,8 @@ KEYWORDS = ("policies", "feedback_providers", "task_completion_checker", "interv
 
 @dataclass(frozen=True)
 class GuardrailSet:
+    """The guardrails one replay drives; ``names`` labels them in the result."""
+
     policies: tuple[ToolPolicy, ...] = ()
     feedback: tuple[FeedbackProviderConfig, ...] = ()
     checker: TaskCompletionChecker | None = None

@@ -43,18 +43,7 @@ class LiveRecord:
             if getattr(event, "mode", None) is not None:
                 continue
             if isinstance(event, ToolCallEvent):
-                for before in pending:
-                    if isinstance(before, PolicyDecisionEvent):
-                        self.policy_by_seq[event.seq] = before
-                        if before.tool_use_id is not None:
-                            self.policy[before.tool_use_id] = before
-                        if not before.allowed:
-                            self.denials.add(event.seq)
-                    elif isinstance(before, CompletionCheckEvent):
-                        self.stop_calls.add(event.seq)
-                        self.stops[event.seq] = before
-                    elif isinstance(before, JobCompleteEvent):
-                        self.stop_calls.add(event.seq)
+                self._decided_before(event, pending)
                 pending = []
             elif isinstance(event, PolicyDecisionEvent):
                 self.governed.add(event.tool)
@@ -73,6 +62,21 @@ class LiveRecord:
                 "intervention_skipped",
             ):
                 self.interventions[event.step] = event
+
+    def _decided_before(self, call: ToolCallEvent, pending: Sequence[Event]) -> None:
+        """File the decisions recorded before ``call`` under it: they were made on it."""
+        for before in pending:
+            if isinstance(before, PolicyDecisionEvent):
+                self.policy_by_seq[call.seq] = before
+                if before.tool_use_id is not None:
+                    self.policy[before.tool_use_id] = before
+                if not before.allowed:
+                    self.denials.add(call.seq)
+            elif isinstance(before, CompletionCheckEvent):
+                self.stop_calls.add(call.seq)
+                self.stops[call.seq] = before
+            elif isinstance(before, JobCompleteEvent):
+                self.stop_calls.add(call.seq)
 
     def stop_at(self, event: Event) -> CompletionCheckEvent | None:
         return self.stops.get(event.seq)

@@ -23,6 +23,9 @@ __all__ = ["FullInputs", "RecordedRun", "recorded_runs"]
 
 @dataclass
 class RecordedRun:
+    """One run to replay: its label in the result, its id, its events, and the store
+    that holds its checkpoints (None for events given alone)."""
+
     label: str
     run_id: str
     events: list[Event]
@@ -78,6 +81,8 @@ _RUNS_HELP = (
 
 
 def recorded_runs(runs: object, store: object, call: str) -> Iterator[RecordedRun]:
+    """Each run ``runs`` names, read as it is reached; a store opened here (from a path)
+    is closed when the last one is done. ``call`` names the function in errors."""
     from gr_notebook.history.store import reading
 
     results_store = getattr(runs, "store", None)
@@ -87,6 +92,26 @@ def recorded_runs(runs: object, store: object, call: str) -> Iterator[RecordedRu
             for run_id in ids:
                 yield _stored(run_id, run_id, opened)
         return
+    items = _labelled(runs, call)
+    ids = [run for _, run in items if isinstance(run, str)]
+    if ids and store is None:
+        raise ConfigError(
+            f"{call}: run ids need the store that holds them: {call}([{ids[0]!r}, ...], "
+            "store='gr_runs/store.sqlite')"
+        )
+    opened_store = None
+    try:
+        if ids:
+            opened_store = _open(store)
+        for label, run in items:
+            yield _recorded(label, run, opened_store, call)
+    finally:
+        if opened_store is not None and not _is_store(store):
+            opened_store.close()
+
+
+def _labelled(runs: object, call: str) -> list[tuple[str | None, object]]:
+    """The runs as (label or None, run) pairs; a run is a Run, a run id or its events."""
     if _is_run(runs) or isinstance(runs, str):
         items: list[tuple[str | None, object]] = [(None, runs)]
     elif isinstance(runs, Mapping):
@@ -99,36 +124,26 @@ def recorded_runs(runs: object, store: object, call: str) -> Iterator[RecordedRu
         raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(runs).__name__}")
     if not items:
         raise ConfigError(f"{call}: no runs given; {_RUNS_HELP}")
-    ids = [run for _, run in items if isinstance(run, str)]
-    if ids and store is None:
-        raise ConfigError(
-            f"{call}: run ids need the store that holds them: {call}([{ids[0]!r}, ...], "
-            "store='gr_runs/store.sqlite')"
-        )
-    opened_store = None
-    try:
-        if ids:
-            opened_store = _open(store)
-        for label, run in items:
-            if isinstance(run, str):
-                assert opened_store is not None
-                yield _stored(label or run, run, opened_store)
-            elif _is_run(run):
-                run_id = str(run.run_id)  # type: ignore[attr-defined]
-                events = [as_typed(e) for e in run.events]  # type: ignore[attr-defined]
-                yield RecordedRun(label or run_id, run_id, events, getattr(run, "store", None))
-            elif isinstance(run, Iterable) and not isinstance(run, (str, bytes, Mapping)):
-                events = [as_typed(e) for e in run]
-                if not events or not all(isinstance(e, Event) for e in events):
-                    raise ConfigError(f"{call}: {_RUNS_HELP}; got a list that holds no events")
-                started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
-                run_id = started.run_id if started is not None else ""
-                yield RecordedRun(label or run_id or "run", run_id, events, None)
-            else:
-                raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(run).__name__}")
-    finally:
-        if opened_store is not None and not _is_store(store):
-            opened_store.close()
+    return items
+
+
+def _recorded(label: str | None, run: object, store: Store | None, call: str) -> RecordedRun:
+    """One run, from a run id in ``store``, a live or stored Run, or a list of its events."""
+    if isinstance(run, str):
+        assert store is not None
+        return _stored(label or run, run, store)
+    if _is_run(run):
+        run_id = str(run.run_id)  # type: ignore[attr-defined]
+        events = [as_typed(e) for e in run.events]  # type: ignore[attr-defined]
+        return RecordedRun(label or run_id, run_id, events, getattr(run, "store", None))
+    if isinstance(run, Iterable) and not isinstance(run, (str, bytes, Mapping)):
+        events = [as_typed(e) for e in run]
+        if not events or not all(isinstance(e, Event) for e in events):
+            raise ConfigError(f"{call}: {_RUNS_HELP}; got a list that holds no events")
+        started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
+        run_id = started.run_id if started is not None else ""
+        return RecordedRun(label or run_id or "run", run_id, events, None)
+    raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(run).__name__}")
 
 
 def _is_run(value: object) -> bool:
