@@ -201,6 +201,7 @@ class Replayer:
             del row["_order"]
 
     def _begin_turn(self, turn: int, checkpoint: Callable[[int], Checkpoint | None]) -> None:
+        """Set the files, the wrap-up order and the todo list from the turn's checkpoints."""
         now, following = checkpoint(turn), checkpoint(turn + 1)
         self.space.begin_turn(now, following.files if following is not None else None)
         # the loop orders the wrap-up after a turn's checkpoint: the next one shows it
@@ -421,6 +422,8 @@ class Replayer:
         base: dict[str, Any],
         n: int,
     ) -> None:
+        """Count the call for the feedback triggers, and one row per provider: whether
+        it fired, or "cannot tell" where it reads files the replay does not know."""
         if not self.chosen.feedback:
             self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
             return
@@ -464,6 +467,8 @@ class Replayer:
         steps: list[tuple[str, Mapping[str, Any], str, bool] | None],
         calls: Mapping[int, tuple[ToolCallEvent, str, bool]],
     ) -> None:
+        """Replay the intervention engine over the calls as it observed them live, one
+        row per check."""
         config = self.chosen.interventions
         checks: list[InterventionCheck] = replay_steps(InterventionEngine(config), steps)
         for check in checks:
