@@ -128,6 +128,7 @@ class Session:
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
+                check_names=checked,  # else when the session names its tools
             )
         except ConfigError as exc:
             raise ConfigError(
@@ -151,7 +152,7 @@ class Session:
         if shadow.empty:
             return None
         try:
-            return shadow.bound_to(self._stubs(sdk_tools, checked=checked))
+            return shadow.bound_to(self._stubs(sdk_tools, checked=checked), check_names=checked)
         except ConfigError as exc:
             raise ConfigError(
                 f"shadow: {exc}. This Claude Agent SDK session's tools are "
