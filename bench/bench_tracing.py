@@ -1,8 +1,8 @@
 """OpenTelemetry tracing: its cost per tool call next to gr's native guardrails alone.
 
-One agent's guardrails (a read-before-write policy, a sequential dependency ``edit_file``
-needs ``read_file``, a static feedback provider every 50 calls, a file trigger on
-``DONE.md`` that never fires, and the default intervention engine) judge the call pattern
+The agent of ``bench_sdk_hooks.py`` (a read-before-write policy, a sequential dependency
+``edit_file`` needs ``read_file``, a static feedback provider every 50 calls, a file trigger
+on ``DONE.md`` that never fires, and the default intervention engine) judges the call pattern
 read f, write f, read g, edit g, ... over 20 files on ``/dev/shm``, at the points of gr's
 tool step (``guards.check``, ``guards.after_success``, the ``tool_call`` event, the
 intervention engine, ``guards.after_call``), on a run state of the agent:
@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import _util
+from bench_sdk_hooks import FILES, make_agent
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-import gr_notebook as gr
 from gr_notebook.engine.state import RunState
 from gr_notebook.events import RunStartedEvent, ToolCallEvent
 from gr_notebook.integrations.opentelemetry.spans import TraceBuilder
@@ -42,7 +42,6 @@ from gr_notebook.integrations.opentelemetry.writer import SpanWriter
 from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.workspace import Workspace
 
-FILES = 20
 SIZES = (100, 5_000)
 BATCH = 400
 REPEATS = 3
@@ -58,28 +57,6 @@ class Dropping(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self.spans += len(spans)
         return SpanExportResult.SUCCESS
-
-
-def make_agent(ws: Path) -> gr.Agent:
-    return gr.Agent(
-        workspace=ws,
-        store=False,
-        self_regulation=False,
-        policies=[
-            gr.ReadBeforeWritePolicy(),
-            gr.SequentialDependencyPolicy({"edit_file": {"read_file"}}),
-        ],
-        feedback_providers=[
-            gr.FeedbackProviderConfig(
-                gr.StaticFeedbackProvider("Keep the style guide."),
-                gr.FeedbackTrigger(every_n_calls=50),
-            ),
-            gr.FeedbackProviderConfig(
-                gr.StaticFeedbackProvider("Done file seen."),
-                gr.FeedbackTrigger(on_file_created=gr.FileCreatedTrigger("DONE.md")),
-            ),
-        ],
-    )
 
 
 def pattern(n: int) -> list[tuple[str, dict[str, Any]]]:
