@@ -430,8 +430,20 @@ def test_other_wrong_arguments_say_what_to_pass(tmp_path: Path) -> None:
 def test_a_missing_extra_names_the_install_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "opentelemetry.semconv._incubating.attributes", None)
+    conventions = "opentelemetry.semconv._incubating.attributes.gen_ai_attributes"
+    monkeypatch.setitem(sys.modules, conventions, None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "gr_notebook.integrations.opentelemetry.names", raising=False)
     agent = gr.Agent(gr.ScriptedModel([]), workspace=tmp_path, store=False)
     for call in (lambda: instrument(agent), lambda: export_run([])):
         with pytest.raises(ConfigError, match=r"pip install 'gr-notebook\[otel\]'"):
             call()
+
+
+def test_conventions_too_old_to_name_the_cache_tokens_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(semconv, "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS")
+    monkeypatch.delitem(sys.modules, "gr_notebook.integrations.opentelemetry.names", raising=False)
+    agent = gr.Agent(gr.ScriptedModel([]), workspace=tmp_path, store=False)
+    with pytest.raises(ConfigError, match=r"0\.63b1 or later.*pip install 'gr-notebook\[otel\]'"):
+        instrument(agent)

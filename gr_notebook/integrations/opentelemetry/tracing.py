@@ -4,6 +4,7 @@ one from its events. Both build the spans with one
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,13 +30,12 @@ def load_otel() -> ModuleType:
     """The ``opentelemetry.trace`` module, or a one-line error that names the extra."""
     try:
         from opentelemetry import trace
-        from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
-        gen_ai_attributes.GEN_AI_PROVIDER_NAME  # noqa: B018 (the oldest conventions lack it)
-    except (ImportError, AttributeError):
+        importlib.import_module("gr_notebook.integrations.opentelemetry.names")  # every name
+    except ImportError:
         raise ConfigError(
-            "OpenTelemetry (with its GenAI semantic conventions) is not installed; it is an "
-            f"optional extra: {EXTRA}"
+            "OpenTelemetry with its GenAI semantic conventions (0.63b1 or later, which name "
+            f"the cache tokens) is not installed; it is an optional extra: {EXTRA}"
         ) from None
     return trace
 
@@ -129,11 +129,11 @@ def export_run(
     ``run`` is a Run, its events, or a run id with ``store=`` (a Store or its path); works
     for runs of gr's loop and for Claude Agent SDK sessions alike. Returns the trace id (32
     hex digits). The provider is flushed, so the spans have left when this returns."""
+    tracer = _tracer(tracer_provider, "export_run")
+    _check_content(capture_content, "export_run")
     from gr_notebook.integrations.opentelemetry.spans import TraceBuilder, own_events
     from gr_notebook.integrations.opentelemetry.writer import SpanWriter
 
-    tracer = _tracer(tracer_provider, "export_run")
-    _check_content(capture_content, "export_run")
     run_id, events, config = _recorded(run, store)
     writer = SpanWriter(tracer)
     builder = TraceBuilder(writer, run_id=run_id, config=config, capture_content=capture_content)
