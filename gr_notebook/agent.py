@@ -262,8 +262,8 @@ class Agent:
 
     def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:
         """Call ``callback(run)`` with every run this agent starts from now on (its resumes
-        and forks, and its Claude Agent SDK sessions too), before the run's first event, so a
-        ``run.subscribe`` there misses none of them; returns a function that stops it. A
+        and forks, its Claude Agent SDK and LangChain sessions too), before the run's first
+        event, so a ``run.subscribe`` there misses none of them; returns a function that stops it. A
         callback that raises stops the run from starting. ``agent.replace()`` makes an agent
         without them."""
         self._watchers.append(callback)

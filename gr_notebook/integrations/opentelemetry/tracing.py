@@ -43,12 +43,12 @@ def load_otel() -> ModuleType:
 def instrument(
     agent: Agent, tracer_provider: TracerProvider | None = None, *, capture_content: bool = False
 ) -> Instrumentation:
-    """Trace every run ``agent`` starts from now on (its resumes, forks and Claude Agent SDK
-    sessions too): a span for the run, one per model call and one per tool call, with every
-    guardrail decision as a span event. ``tracer_provider`` defaults to the global one
-    (``opentelemetry.trace.get_tracer_provider()``). Prompts, replies, tool input and output
-    are exported only with ``capture_content=True``. Returns a handle whose
-    ``uninstrument()`` (or the end of its ``with`` block) stops tracing new runs."""
+    """Trace every run ``agent`` starts from now on (its resumes, forks, and Claude Agent SDK
+    and LangChain sessions too): a span for the run, one per model call and one per tool
+    call, with every guardrail decision as a span event. ``tracer_provider`` defaults to
+    the global one (``opentelemetry.trace.get_tracer_provider()``). Prompts, replies, tool
+    input and output are exported only with ``capture_content=True``. Returns a handle
+    whose ``uninstrument()`` (or the end of its ``with`` block) stops tracing new runs."""
     if not isinstance(agent, Agent):
         raise ConfigError(f"instrument takes a gr.Agent, not {type(agent).__name__}")
     tracer = _tracer(tracer_provider, "instrument")
@@ -127,8 +127,9 @@ def export_run(
     """Export a recorded run as the spans live tracing gives it, timed by its events.
 
     ``run`` is a Run, its events, or a run id with ``store=`` (a Store or its path); works
-    for runs of gr's loop and for Claude Agent SDK sessions alike. Returns the trace id (32
-    hex digits). The provider is flushed, so the spans have left when this returns."""
+    for runs of gr's loop and for Claude Agent SDK and LangChain sessions alike. Returns the
+    trace id (32 hex digits). The provider is flushed, so the spans have left when this
+    returns."""
     tracer = _tracer(tracer_provider, "export_run")
     _check_content(capture_content, "export_run")
     from gr_notebook.integrations.opentelemetry.spans import TraceBuilder, own_events
