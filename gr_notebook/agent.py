@@ -167,6 +167,7 @@ class Agent:
             raise ConfigError(f"checkpoints takes True or False, got {checkpoints!r}")
         self.checkpoints = checkpoints
         """A checkpoint at every turn, in the store (none without one): resume and fork."""
+        self._watchers: list[Callable[[Run], object]] = []
 
     # -- running ----------------------------------------------------------------------------
 
@@ -265,6 +266,25 @@ class Agent:
             "self_regulation": self.regulation is not None,
             "shadow": self.shadow.describe(),
         }
+
+    def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:
+        """Call ``callback(run)`` with every run this agent starts from now on (its resumes
+        and forks, its Claude Agent SDK and LangChain sessions too), before the run's first
+        event, so a ``run.subscribe`` there misses none of them; returns a function that stops it. A
+        callback that raises stops the run from starting. ``agent.replace()`` makes an agent
+        without them."""
+        self._watchers.append(callback)
+
+        def stop() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return stop
+
+    @property
+    def run_watchers(self) -> tuple[Callable[[Run], object], ...]:
+        """The callbacks :meth:`on_run` registered, in order."""
+        return tuple(self._watchers)
 
     @property
     def max_iterations(self) -> int:

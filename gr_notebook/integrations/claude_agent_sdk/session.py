@@ -94,6 +94,7 @@ class Session:
                 cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
+        runner.announce(agent, self.run)
         self.session_id: str | None = None
         self.outcome: LoopOutcome | None = None
         """How the hooks ended the session, when they did (a stop, a limit, stuck)."""

@@ -119,6 +119,7 @@ class Session:
                 cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
+        runner.announce(agent, self.run)
         self.outcome: LoopOutcome | None = None
         """How the guardrails ended the session, when they did (a limit, stuck, a stop)."""
         self.wrap_up_told = False
