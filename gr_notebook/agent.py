@@ -40,7 +40,7 @@ from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
-from gr_notebook.tools.mcp import MCP_PREFIX, MCPServer, check_servers
+from gr_notebook.tools.mcp import MCPServer, check_servers
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workflow.prompts import system_prompt
 from gr_notebook.workflow.workspace import Workspace, relative_path
@@ -132,8 +132,8 @@ class Agent:
         self.registry = ToolRegistry([*CORE_TOOLS, *own, *flatten_tools(self.user_tools)])
         self.mcp_servers = check_servers(options["mcp_servers"])
         """The MCP servers each run connects to when it starts; their tools are named
-        ``mcp__<server>__<tool>``, and a policy may name them before they are known."""
-        pending = [MCP_PREFIX]  # an MCP tool's name is checked when a run has its tools
+        ``mcp__<server>__<tool>``; the tools policies name are checked against theirs too,
+        once the run has them."""
         if release_after_s is not None:
             seconds(release_after_s, "release_after_s", minimum=0, above=True)
         self.release_after_s = release_after_s
@@ -144,10 +144,13 @@ class Agent:
             feedback_providers=feedback_providers,
             checker=task_completion_checker,
             max_refusals=max_refusals,
-            pending=pending,
+            check_names=False,  # checked when it runs: a bridge's tools are not these
         )
         self.shadow = ShadowSpec.build(
-            options["shadow"], tools=list(self.registry), max_refusals=max_refusals, pending=pending
+            options["shadow"],
+            tools=list(self.registry),
+            max_refusals=max_refusals,
+            check_names=False,
         )
         """Guardrails that decide on every call, stop and check, recorded with
         ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
@@ -171,6 +174,7 @@ class Agent:
             raise ConfigError(f"checkpoints takes True or False, got {checkpoints!r}")
         self.checkpoints = checkpoints
         """A checkpoint at every turn, in the store (none without one): resume and fork."""
+        self._watchers: list[Callable[[Run], object]] = []
 
     # -- running ----------------------------------------------------------------------------
 
@@ -215,10 +219,14 @@ class Agent:
     ) -> AgentDefinition:
         """What a run of this agent works under; ``confirm`` answers large assessments and
         approvals when the agent has no confirmer of its own. ``own_model=False``: the caller
-        makes the model calls (a Claude Agent SDK session), so the agent's model need no
-        price."""
+        makes the model calls and holds the tools (a Claude Agent SDK session, a LangChain
+        app), so the agent's model need no price, and the caller checks the tools policies
+        name against its own."""
         if own_model:
             self._check_priced()
+            if not self.mcp_servers:  # else when the run has the servers' tools too
+                self.guardrails.check_tool_names(self.registry)
+                self.shadow.guardrails.check_tool_names(self.registry)
         regulation = self.regulation
         if confirm is not None and regulation is not None and regulation.confirm is None:
             regulation = replace(regulation, confirm=confirm)
@@ -268,6 +276,25 @@ class Agent:
             "shadow": self.shadow.describe(),
             **({"mcp_servers": [s.name for s in self.mcp_servers]} if self.mcp_servers else {}),
         }
+
+    def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:
+        """Call ``callback(run)`` with every run this agent starts from now on (its resumes
+        and forks, its Claude Agent SDK and LangChain sessions too), before the run's first
+        event, so a ``run.subscribe`` there misses none of them; returns a function that stops it. A
+        callback that raises stops the run from starting. ``agent.replace()`` makes an agent
+        without them."""
+        self._watchers.append(callback)
+
+        def stop() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return stop
+
+    @property
+    def run_watchers(self) -> tuple[Callable[[Run], object], ...]:
+        """The callbacks :meth:`on_run` registered, in order."""
+        return tuple(self._watchers)
 
     @property
     def max_iterations(self) -> int:

@@ -46,6 +46,7 @@ __all__ = [
     "INSTRUCTIONS_FILE",
     "RunOrigin",
     "Runnable",
+    "announce",
     "execute",
     "finish",
     "launch",
@@ -66,6 +67,8 @@ class Runnable(Protocol):
     def checkpoints(self) -> bool: ...
     @property
     def release_after_s(self) -> float | None: ...
+    @property
+    def run_watchers(self) -> tuple[Callable[[Run], object], ...]: ...
     def definition(self, *, confirm: ConfirmerLike | None = None) -> AgentDefinition: ...
     def config(self) -> dict[str, Any]: ...
     def open_store(self) -> Store | None: ...
@@ -148,6 +151,7 @@ def launch(
                 cost_limit_usd=definition.budget.max_cost_usd,
             ),
         )
+        announce(agent, run)
         store = store or agent.open_store()
         if store is not None:
             _open_record(agent, run, engine, store, origin)
@@ -166,6 +170,12 @@ def launch(
         raise
     run.attach(engine, task, agent=agent, store=store)
     return run
+
+
+def announce(agent: Runnable, run: Run) -> None:
+    """Hand a new run to the agent's watchers (``agent.on_run``), before its first event."""
+    for watch in agent.run_watchers:
+        watch(run)
 
 
 def _open_record(
@@ -240,7 +250,7 @@ async def execute(
     servers = AsyncExitStack()
     try:
         try:
-            if failure is None:  # the MCP servers' tools, and the policies naming them
+            if failure is None and engine.definition.mcp_servers:
                 _add_tools(run, engine, await connect(engine.definition.mcp_servers, servers))
             go = engine.go_on() if resumed else engine.run(kickoff_prompt())
             outcome = failure or await go

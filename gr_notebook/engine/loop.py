@@ -177,11 +177,7 @@ class Loop:
                 "of that name: rename the agent's tool (mcp__<server>__<tool> names belong "
                 "to MCP servers)"
             )
-        guardrails = self.definition.guardrails.with_tools(tools, known=known)
-        if not tools:  # only the check: a policy naming an MCP tool the run lacks
-            if self.state.shadow is not None:
-                self.state.shadow.spec.bound_to(list(self.registry))
-            return
+        guardrails = self.definition.guardrails.with_tools(tools, known=list(self.registry))
         registry = self.registry.extended(tools)
         self.definition = replace(self.definition, registry=registry, guardrails=guardrails)
         self.registry = registry

@@ -32,7 +32,7 @@ class GuardrailSpec:
     checker: TaskCompletionChecker | None = None
     max_refusals: int = DEFAULT_MAX_REFUSALS
     agent_wide: tuple[PolicyBinding, ...] = ()
-    """The policies that govern every tool, those added once the run started too."""
+    """The policies that govern every tool, those a run adds when it starts too."""
 
     @classmethod
     def build(
@@ -44,11 +44,11 @@ class GuardrailSpec:
         feedback_providers: Iterable[FeedbackProviderConfig] = (),
         checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
-        pending: Sequence[str] = (),
+        check_names: bool = True,
     ) -> GuardrailSpec:
-        """``pending``: the prefixes of tool names known only when a run starts (an MCP
-        server's ``mcp__<server>__``); a policy naming one is checked then, by
-        :meth:`with_tools`."""
+        """``check_names=False`` leaves the check of the tools policies name for later
+        (:meth:`check_tool_names`): an agent whose tools live in another runtime (a
+        LangChain app, a Claude Agent SDK session) learns them only when a bridge binds it."""
         agent_wide = [checked_policy(p) for p in _items(policies, "policies")]
         scoped: list[tuple[ToolPolicy, tuple[str, ...]]] = []
         for item in toolsets:
@@ -56,9 +56,8 @@ class GuardrailSpec:
                 names = tuple(t.name for t in item.tools)
                 scoped += [(checked_policy(p), names) for p in item.policies]
         bound = bind_policies([*agent_wide, *(p for p, _ in scoped)])
-        known = {t.name for t in tools}
-        for policy in bound.values():
-            _check_tool_names(policy.policy, known, tuple(pending))
+        if check_names:
+            _check_names(bound.values(), tools)
         by_tool: dict[str, list[PolicyBinding]] = {}
         for tool in tools:
             chosen = [bound[id(p)] for p in agent_wide]
@@ -84,19 +83,21 @@ class GuardrailSpec:
             agent_wide=tuple(bound[id(p)] for p in agent_wide),
         )
 
-    def with_tools(self, added: Sequence[Tool], *, known: Iterable[str]) -> GuardrailSpec:
-        """These guardrails once the run has tools it learnt when it started (``added``):
-        the agent-wide policies govern them too, and every policy's tool names are checked
-        against all the run's tools (``known``)."""
-        names = {*known, *(t.name for t in added)}
-        for binding in self.bindings:
-            _check_tool_names(binding.policy, names, ())
-        if not self.agent_wide:
+    def with_tools(self, added: Sequence[Tool], *, known: Iterable[Tool]) -> GuardrailSpec:
+        """These guardrails once a run has the tools it learnt as it started (``added``, an
+        MCP server's): the agent-wide policies govern them too, and the tools every policy
+        names are checked against all the run's tools (``known`` and ``added``)."""
+        self.check_tool_names([*known, *added])
+        if not self.agent_wide or not added:
             return self
         by_tool = dict(self.by_tool)
         for tool in added:
             by_tool[tool.name] = self.agent_wide
         return replace(self, by_tool=by_tool)
+
+    def check_tool_names(self, tools: Iterable[Tool]) -> None:
+        """A ConfigError if a built-in policy names a tool not among ``tools``."""
+        _check_names(self.bindings, tools)
 
     def describe(self) -> dict[str, object]:
         """The guardrails as plain data, for the run's recorded configuration."""
@@ -129,9 +130,14 @@ def checked_policy(policy: object) -> ToolPolicy:
     return policy  # type: ignore[return-value]
 
 
-def _check_tool_names(policy: ToolPolicy, known: set[str], pending: tuple[str, ...]) -> None:
-    """A built-in policy that names a tool the agent does not have is a typo, caught now;
-    one a ``pending`` prefix covers is checked when the run knows its tools."""
+def _check_names(bindings: Iterable[PolicyBinding], tools: Iterable[Tool]) -> None:
+    known = {t.name for t in tools}
+    for binding in bindings:
+        _check_tool_names(binding.policy, known)
+
+
+def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:
+    """A built-in policy that names a tool the agent does not have is a typo, caught now."""
     names: set[str] = set()
     if isinstance(policy, SequentialDependencyPolicy):
         for tool, needs in policy.dependencies.items():
@@ -140,7 +146,7 @@ def _check_tool_names(policy: ToolPolicy, known: set[str], pending: tuple[str, .
         names |= {*policy.read_tools, *policy.write_tools}
     elif isinstance(policy, ApprovalPolicy):
         names |= set(policy.tools)
-    unknown = sorted(n for n in names - known if not (pending and n.startswith(pending)))
+    unknown = sorted(names - known)
     if unknown and isinstance(policy, SequentialDependencyPolicy | ApprovalPolicy):
         raise ConfigError(
             f"policy {policy.name!r} names tools this agent does not have: "

@@ -498,8 +498,9 @@ def test_a_policy_naming_an_mcp_tool_of_an_agent_without_servers_fails_at_the_st
     refused when gr's own loop starts a run that can never call the tool."""
     asks = gr.ApprovalPolicy(tools=["mcp__files__delete"])
     model = gr.ScriptedModel([gr.text("Done.")])
-    run = gr.Agent(model, workspace=tmp_path / "ws", store=False, policies=[asks]).run_sync("Go.")
-    assert run.status == "failed" and "mcp__files__delete" in run.reason
+    agent = gr.Agent(model, workspace=tmp_path / "ws", store=False, policies=[asks])
+    with pytest.raises(ConfigError, match="mcp__files__delete"):
+        agent.run_sync("Go.")
     assert list(model.requests) == []
 
 

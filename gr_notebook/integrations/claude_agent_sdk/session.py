@@ -12,7 +12,6 @@ the store and the dashboard read an SDK session exactly as they read a native ru
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -24,24 +23,26 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
+from gr_notebook.integrations.session_record import (
+    Pricing,
+    agent_wide_policies,
+    record_model_call,
+    record_start,
+    toolsets_on,
+)
 from gr_notebook.limits import SpentLimit
 from gr_notebook.models.catalog import facts_of
-from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
-from gr_notebook.tools.mcp import MCP_PREFIX
-from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.tools.base import Tool
 
 __all__ = ["Session"]
@@ -63,7 +64,6 @@ class Session:
         instructions: str,
     ) -> None:
         self.agent, self.names, self.model = agent, names, model
-        self.toolsets = tuple(t for t in agent.user_tools if isinstance(t, Toolset))
         self.tools = tuple(tools) if tools is not None else None
         spec = self._spec(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None)
         definition = replace(
@@ -94,6 +94,7 @@ class Session:
                 cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
+        runner.announce(agent, self.run)
         self.session_id: str | None = None
         self.outcome: LoopOutcome | None = None
         """How the hooks ended the session, when they did (a stop, a limit, stuck)."""
@@ -111,8 +112,7 @@ class Session:
         self._reply = ""
         """The text of the latest reply of the main thread."""
         self._last = time.perf_counter()
-        self._prices = PriceTable()
-        self._unpriced: set[str] = set()
+        self._pricing = Pricing(agent, " (the CLI's max_budget_usd still ends the session)")
 
     # -- the guardrails' tools ------------------------------------------------------------------
 
@@ -124,12 +124,12 @@ class Session:
         try:
             return GuardrailSpec.build(
                 tools=stubs,
-                toolsets=[self._scoped(t) for t in self.toolsets],
-                policies=self._agent_wide(),
+                toolsets=toolsets_on(agent, self.names.stub),
+                policies=agent_wide_policies(agent),
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
-                pending=() if checked else (MCP_PREFIX,),
+                check_names=checked,  # else when the session names its tools
             )
         except ConfigError as exc:
             raise ConfigError(
@@ -153,26 +153,12 @@ class Session:
         if shadow.empty:
             return None
         try:
-            return shadow.bound_to(
-                self._stubs(sdk_tools, checked=checked), pending=() if checked else (MCP_PREFIX,)
-            )
+            return shadow.bound_to(self._stubs(sdk_tools, checked=checked), check_names=checked)
         except ConfigError as exc:
             raise ConfigError(
                 f"shadow: {exc}. This Claude Agent SDK session's tools are "
                 f"{', '.join(sorted(sdk_tools))}"
             ) from None
-
-    def _agent_wide(self) -> list[ToolPolicy]:
-        """The agent's own policies (not a toolset's), in declaration order: those that
-        govern a tool no toolset holds, such as the built-in todo tools."""
-        scoped = {t.name for toolset in self.toolsets for t in toolset.tools}
-        free = next((t.name for t in self.agent.registry if t.name not in scoped), None)
-        return [b.policy for b in self.agent.guardrails.by_tool.get(free or "", ())]
-
-    def _scoped(self, toolset: Toolset) -> Toolset:
-        """The toolset with stand-ins under its tools' names, so its policies bind to them."""
-        stubs: list[Tool] = [self.names.stub(t.name) for t in toolset.tools]
-        return replace(toolset, tools=tuple(stubs))
 
     def bind_tools(self, sdk_tools: Iterable[str]) -> None:
         """The session named its tools (its ``init`` message): bind the policies to them."""
@@ -211,27 +197,8 @@ class Session:
         self._lock = WorkspaceLock.acquire(root, LockOwner.this_process(self.run_id, agent.clock()))
         self._done = asyncio.Event()
         self._observed = asyncio.Event()
-        config = {**agent.config(), "model": self.model, "harness": CLAUDE_AGENT_SDK.name}
-        config.update(self.state.guards.spec.describe(), self_regulation=False)
-        store = self._store = agent.open_store()
-        if store is not None:
-            store.record_run_started(
-                self.run_id,
-                started_at=agent.clock(),
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions,
-                config=config,
-            )
-            state.events.subscribe(lambda event: store.record_event(self.run_id, event))
-        state.emit(
-            RunStartedEvent(
-                run_id=self.run_id,
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions[:400],
-                config=config,
-            )
+        self._store = record_start(
+            agent, state, self.run, model=self.model, harness=CLAUDE_AGENT_SDK
         )
         task = asyncio.get_running_loop().create_task(self._wait(), name=f"gr-sdk-{self.run_id}")
         self.run.attach(self.loop, task)
@@ -342,61 +309,20 @@ class Session:
         state = self.state
         state.turn += 1
         state.tokens += reply.prompt_tokens + reply.usage.output_tokens
-        usage, now = reply.usage, time.perf_counter()
-        cost = self._cost(reply)
-        if cost is not None:
-            state.cost_usd += cost
-        spent = state.usage()
-        state.emit(
-            ModelCallEvent(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-                context_tokens=reply.prompt_tokens,
-                layer1_tokens=0,
-                layer2_tokens=0,
-                layer3_tokens=0,
-                layer4_tokens=0,
-                layer5_tokens=0,
-                messages=0,
-                stop_reason=reply.stop_reason or ("tool_use" if reply.tool_ids else "end_turn"),
-                tool_calls=len(reply.tool_ids),
-                text=reply.text,
-                duration_s=now - reply.started,
-                model=reply.model,
-                cost_usd=cost,
-                tokens_used=state.tokens,
-                iterations_used=spent.iterations,
-                **state.measured(),
-            )
+        now = time.perf_counter()
+        record_model_call(
+            state,
+            reply.usage,
+            cost=self._pricing.cost(state, reply.model, reply.usage),
+            context_tokens=reply.prompt_tokens,
+            stop_reason=reply.stop_reason or ("tool_use" if reply.tool_ids else "end_turn"),
+            tool_calls=len(reply.tool_ids),
+            text=reply.text,
+            duration_s=now - reply.started,
+            model=reply.model,
         )
         self._reply, self._last = reply.text, now
         self._tool_ids.update(reply.tool_ids)
-
-    def _cost(self, reply: Reply) -> float | None:
-        """What one call cost: at the agent's ``price=`` when it has one, else from the
-        price table. Under a cost limit, a model with no price is an error the run records
-        (once): the limit cannot count it, and only the CLI's ``max_budget_usd`` holds."""
-        if self.agent.price is not None:
-            return self.agent.price.cost(reply.usage)
-        cost = self._prices.cost(reply.model, reply.usage)
-        if not math.isnan(cost):
-            return cost
-        if self.agent.budget.max_cost_usd is not None and reply.model not in self._unpriced:
-            self._unpriced.add(reply.model)
-            self.state.emit(
-                ErrorEvent(
-                    source="budget",
-                    error_type="UnpricedModel",
-                    message=(
-                        f"no price for model {reply.model!r}: the cost limit cannot count its "
-                        "calls (the CLI's max_budget_usd still ends the session); pass "
-                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
-                    ),
-                )
-            )
-        return None
 
     def _settle_tokens(self, usage: Any) -> None:
         """The session's own total, when it is more than the replies reported as they

@@ -1,0 +1,153 @@
+"""What every bridge's session shares with a run of gr's loop: the agent's guardrails
+rebound to the session's tools, the record of the run's start (the store's row, the events
+that follow it there, ``run_started``), and of each model call the harness made (its cost,
+``model_call``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gr_notebook.engine.state import RunState
+from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.harness import Harness
+from gr_notebook.history.store import Store
+from gr_notebook.messages import Usage
+from gr_notebook.models.pricing import PriceTable
+from gr_notebook.run import Run
+from gr_notebook.tools.base import Tool
+from gr_notebook.tools.toolset import Toolset
+
+if TYPE_CHECKING:
+    from gr_notebook.agent import Agent
+    from gr_notebook.guardrails.policy import ToolPolicy
+
+__all__ = ["Pricing", "agent_wide_policies", "record_model_call", "record_start", "toolsets_on"]
+
+
+def agent_wide_policies(agent: Agent) -> list[ToolPolicy]:
+    """The agent's own policies (not a toolset's), in declaration order: those that govern a
+    tool no toolset holds, such as the built-in todo tools."""
+    toolsets = [t for t in agent.user_tools if isinstance(t, Toolset)]
+    scoped = {t.name for toolset in toolsets for t in toolset.tools}
+    free = next((t.name for t in agent.registry if t.name not in scoped), None)
+    return [b.policy for b in agent.guardrails.by_tool.get(free or "", ())]
+
+
+def toolsets_on(agent: Agent, tool: Callable[[str], Tool]) -> list[Toolset]:
+    """The agent's toolsets with the session's tools under their tools' names (``tool``
+    gives the one for a name), so each toolset's policies bind to them."""
+    return [
+        replace(toolset, tools=tuple(tool(t.name) for t in toolset.tools))
+        for toolset in agent.user_tools
+        if isinstance(toolset, Toolset)
+    ]
+
+
+def record_start(
+    agent: Agent, state: RunState, run: Run, *, model: str, harness: Harness, **config: Any
+) -> Store | None:
+    """The run starts in the record: the store's row (when the agent has a store), the
+    run's events to the store from now on, and ``run_started``. Returns the store."""
+    root = state.workspace.root
+    recorded = {**agent.config(), "model": model, "harness": harness.name, **config}
+    recorded.update(state.guards.spec.describe(), self_regulation=False)
+    store = agent.open_store()
+    if store is not None:
+        store.record_run_started(
+            run.run_id,
+            started_at=agent.clock(),
+            model=model,
+            workspace=str(root),
+            instructions=run.instructions,
+            config=recorded,
+        )
+        state.events.subscribe(lambda event: store.record_event(run.run_id, event))
+    state.emit(
+        RunStartedEvent(
+            run_id=run.run_id,
+            model=model,
+            workspace=str(root),
+            instructions=run.instructions[:400],
+            config=recorded,
+        )
+    )
+    return store
+
+
+@dataclass
+class Pricing:
+    """What a session's model calls cost: at the agent's ``price=`` when it has one, else
+    from the price table. Under a cost limit, a model with no price is an error the run
+    records (once): the limit cannot count it. ``backstop`` says what still holds then."""
+
+    agent: Agent
+    backstop: str = ""
+    table: PriceTable = field(default_factory=PriceTable)
+    unpriced: set[str] = field(default_factory=set)
+
+    def cost(self, state: RunState, model: str, usage: Usage) -> float | None:
+        if self.agent.price is not None:
+            return self.agent.price.cost(usage)
+        cost = self.table.cost(model, usage)
+        if not math.isnan(cost):
+            return cost
+        if self.agent.budget.max_cost_usd is not None and model not in self.unpriced:
+            self.unpriced.add(model)
+            state.emit(
+                ErrorEvent(
+                    source="budget",
+                    error_type="UnpricedModel",
+                    message=(
+                        f"no price for model {model!r}: the cost limit cannot count its "
+                        f"calls{self.backstop}; pass "
+                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
+                    ),
+                )
+            )
+        return None
+
+
+def record_model_call(
+    state: RunState,
+    usage: Usage,
+    *,
+    cost: float | None,
+    context_tokens: int,
+    stop_reason: str,
+    tool_calls: int,
+    text: str,
+    duration_s: float,
+    model: str,
+) -> None:
+    """One model call the session made (its tokens already counted): its cost, and the
+    ``model_call`` event, with no context layers (the harness assembles the request)."""
+    if cost is not None:
+        state.cost_usd += cost
+    spent = state.usage()
+    state.emit(
+        ModelCallEvent(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens,
+            context_tokens=context_tokens,
+            layer1_tokens=0,
+            layer2_tokens=0,
+            layer3_tokens=0,
+            layer4_tokens=0,
+            layer5_tokens=0,
+            messages=0,
+            stop_reason=stop_reason,
+            tool_calls=tool_calls,
+            text=text,
+            duration_s=duration_s,
+            model=model,
+            cost_usd=cost,
+            tokens_used=state.tokens,
+            iterations_used=spent.iterations,
+            **state.measured(),
+        )
+    )
