@@ -409,3 +409,10 @@ async def test_a_built_in_policy_governs_langchain_only_tools(tmp_path: Path) ->
     assert runs_of(ws) == 1 and runs_of(ws, "run_tests") == 1
     with pytest.raises(ConfigError, match="does not have: deploy, run_tests"):
         agent.run_sync("job")  # on gr's own loop these tools do not exist
+
+
+def test_an_agents_mcp_servers_are_refused_not_ignored(tmp_path: Path) -> None:
+    server = gr.MCPServer("files", command=sys.executable, args=["server.py"])
+    agent = agent_at(tmp_path / "ws", mcp_servers=[server], store=False)
+    with pytest.raises(ConfigError, match=r"does not connect the agent's MCP servers \(files\)"):
+        guardrail_middleware(agent)

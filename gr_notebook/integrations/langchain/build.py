@@ -67,6 +67,14 @@ def guardrail_middleware(
         raise ConfigError(
             f"guardrail_middleware takes a gr.Agent (its guardrails), not {type(agent).__name__}"
         )
+    if agent.mcp_servers:  # ignored in silence, they would look connected and guarded
+        names = ", ".join(s.name for s in agent.mcp_servers)
+        raise ConfigError(
+            f"guardrail_middleware does not connect the agent's MCP servers ({names}): load "
+            "their tools in LangChain (langchain-mcp-adapters) and give them to "
+            "create_agent(tools=[...]), then build the gr.Agent without mcp_servers=; its "
+            "policies read the tools under the names LangChain gives them"
+        )
     from gr_notebook.integrations.langchain.middleware import GuardrailMiddleware
     from gr_notebook.integrations.langchain.session import Session
     from gr_notebook.integrations.langchain.tools import as_langchain
