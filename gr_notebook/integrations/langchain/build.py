@@ -68,9 +68,9 @@ def guardrail_middleware(
             f"guardrail_middleware takes a gr.Agent (its guardrails), not {type(agent).__name__}"
         )
     if agent.mcp_servers:  # ignored in silence, they would look connected and guarded
-        names = ", ".join(s.name for s in agent.mcp_servers)
+        servers = ", ".join(s.name for s in agent.mcp_servers)
         raise ConfigError(
-            f"guardrail_middleware does not connect the agent's MCP servers ({names}): load "
+            f"guardrail_middleware does not connect the agent's MCP servers ({servers}): load "
             "their tools in LangChain (langchain-mcp-adapters) and give them to "
             "create_agent(tools=[...]), then build the gr.Agent without mcp_servers=; its "
             "policies read the tools under the names LangChain gives them"
