@@ -23,11 +23,17 @@ class AnthropicBackend:
 
         with MessagesServer(script) as server:
             self._server = server
-            client = anthropic.AsyncAnthropic(api_key="test-key", base_url=server.url, max_retries=0)
+            client = anthropic.AsyncAnthropic(
+                api_key="test-key", base_url=server.url, max_retries=0
+            )
             yield AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy(base_s=0))
 
     def told(self) -> Mapping[str, str]:
-        bodies = [r.body for r in self._server.requests if r.path == "/v1/messages"] if self._server else []
+        bodies = (
+            [r.body for r in self._server.requests if r.path == "/v1/messages"]
+            if self._server
+            else []
+        )
         return results_in_messages(m for body in bodies for m in body.get("messages", ()))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from gr_notebook.models import ModelResponse
 from gr_notebook.testing import MessagesServer
 from tests.enforcement.counting import LOCAL_TOOLS, MCP_SERVER, SCHEMA, Counter, gr_tools
 from tests.enforcement.driver import KnownGap, NotApplicable, Played, decisions_of
-from tests.enforcement.gr_loop import FINAL, MCP_SCRIPT, responses, results_in_messages
+from tests.enforcement.gr_loop import FINAL, MCP_SCRIPT, results_in_messages
 from tests.enforcement.scenarios import Scenario, Turn, policy_for
 
 MODEL = "claude-sonnet-4-6"

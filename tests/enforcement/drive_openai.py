@@ -21,7 +21,9 @@ class OpenAIBackend:
     def model(self, script: Sequence[ModelResponse]) -> Iterator[OpenAIModel]:
         with ChatServer(script) as server:
             self._server = server
-            yield OpenAIModel("qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(base_s=0))
+            yield OpenAIModel(
+                "qwen2.5:7b", base_url=f"{server.url}/v1", retry=RetryPolicy(base_s=0)
+            )
 
     def told(self) -> Mapping[str, str]:
         found: dict[str, str] = {}
