@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CLAUDE_AGENT_SDK", "GR_LOOP", "Harness"]
+__all__ = ["CLAUDE_AGENT_SDK", "GR_LOOP", "LANGCHAIN", "Harness"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +31,4 @@ class Harness:
 
 GR_LOOP = Harness("gr", phased=True, label="gr's agent loop")
 CLAUDE_AGENT_SDK = Harness("claude-agent-sdk", phased=False, label="a Claude Agent SDK session")
+LANGCHAIN = Harness("langchain", phased=False, label="a LangChain agent")

@@ -477,7 +477,7 @@ class Run:
     def attach(
         self,
         loop: Loop,
-        task: asyncio.Task[Run],
+        task: asyncio.Task[Run] | None,
         *,
         agent: object = None,
         store: Store | None = None,

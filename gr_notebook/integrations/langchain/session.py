@@ -1,0 +1,348 @@
+"""One LangChain agent session as a gr run: the same run state, event log, store rows and
+``Run`` handle as a run of gr's own loop, fed by the middleware's hooks.
+
+LangChain's ``create_agent`` makes the model calls and runs the tools; the middleware sees
+each model call (``wrap_model_call``: a turn, its tokens from ``usage_metadata``) and each
+tool call (``wrap_tool_call``), and judges them with the same
+:class:`~gr_notebook.engine.state.RunState` a native run has, so every DataFrame, the lint,
+the store and the dashboard read a LangChain session exactly as they read a native run.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from gr_notebook import runner
+from gr_notebook.agent import Agent
+from gr_notebook.engine.loop import Loop
+from gr_notebook.engine.outcome import LoopOutcome
+from gr_notebook.engine.state import RunState
+from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
+from gr_notebook.guardrails.spec import GuardrailSpec
+from gr_notebook.harness import LANGCHAIN
+from gr_notebook.history.store import Store
+from gr_notebook.integrations.langchain.view import SessionView
+from gr_notebook.messages import Usage
+from gr_notebook.models.catalog import facts_of
+from gr_notebook.models.pricing import PriceTable
+from gr_notebook.run import Limits, Run
+from gr_notebook.tools.base import Tool, ToolOutput
+from gr_notebook.tools.toolset import Toolset
+from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
+
+if TYPE_CHECKING:
+    from gr_notebook.guardrails.policy import ToolPolicy
+
+__all__ = ["ModelCall", "Session"]
+
+
+class ModelCall:
+    """What one model call reported: its usage (as gr counts it), text and tool calls."""
+
+    __slots__ = ("duration_s", "model", "stop_reason", "text", "tool_calls", "usage")
+
+    def __init__(
+        self,
+        usage: Usage,
+        *,
+        text: str,
+        tool_calls: int,
+        model: str,
+        stop_reason: str,
+        duration_s: float,
+    ) -> None:
+        self.usage, self.text, self.tool_calls = usage, text, tool_calls
+        self.model, self.stop_reason, self.duration_s = model, stop_reason, duration_s
+
+
+class Session:
+    """The run behind one LangChain agent session; built by ``guardrail_middleware``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        workspace: Workspace,
+        offered: Sequence[Tool],
+        *,
+        tools: Iterable[str] | None,
+        model: str,
+        instructions: str,
+    ) -> None:
+        self.agent, self.model = agent, model
+        self.offered = {t.name: t for t in offered}
+        """gr's own tools the middleware offers to LangChain, by name."""
+        self.toolsets = tuple(t for t in agent.user_tools if isinstance(t, Toolset))
+        self.tools = tuple(tools) if tools is not None else None
+        checked = self.tools is not None
+        names = self.tools if self.tools is not None else tuple(self.offered)
+        definition = replace(
+            agent.definition(own_model=False),  # LangChain makes the calls
+            guardrails=self._spec(names, checked=checked),
+            shadow=self._shadow(names, checked=checked),
+            regulation=None,  # self-regulation is gr's own tools and todo list
+            stuck_detector=None,
+            stuck_turns=None,  # seed 000's progress check watches gr's todo list
+        )
+        self.definition = definition
+        self.run_id = runner.new_run_id(agent.clock)
+        self.state = state = RunState(
+            definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
+        )
+        self.view = view = SessionView(state)
+        state.guards = Guardrails(definition.guardrails, view, harness=LANGCHAIN)
+        if state.shadow is not None:
+            state.shadow = Shadow(state.shadow.spec, view, harness=LANGCHAIN)
+        self.loop = Loop(definition, state)  # never run: it holds the person's controls
+        self.run = Run(
+            self.run_id,
+            workspace=workspace,
+            events=state.events,
+            phases=state.phases,
+            instructions=instructions or "(a LangChain agent session)",
+            harness=LANGCHAIN,
+            limits=Limits(
+                max_iterations=agent.budget.max_iterations,
+                context_window=facts_of(model).context_window,
+                token_budget=agent.budget.max_tokens,
+                cost_limit_usd=agent.budget.max_cost_usd,
+            ),
+        )
+        self.outcome: LoopOutcome | None = None
+        """How the guardrails ended the session, when they did (a limit, stuck, a stop)."""
+        self.wrap_up_told = False
+        self.lock = threading.RLock()
+        """Held while the run state changes: LangChain runs a turn's tool calls in parallel."""
+        self._store: Store | None = None
+        self._workspace_lock: WorkspaceLock | None = None
+        self._started = False
+        self._prices = PriceTable()
+        self._unpriced: set[str] = set()
+
+    # -- the guardrails' tools ------------------------------------------------------------------
+
+    def _tools(self, names: Iterable[str], *, checked: bool) -> list[Tool]:
+        """The session's tools as policies read them: gr's own where the middleware offers
+        them, stand-ins for LangChain's (under their own names)."""
+        wanted = set(names)
+        if not checked:  # before the session names its tools, assume what policies name
+            wanted |= {t.name for t in self.agent.registry}
+        return [self.offered.get(n) or _stub(n) for n in sorted(wanted)]
+
+    def _spec(self, names: Iterable[str], *, checked: bool) -> GuardrailSpec:
+        names = tuple(names)
+        agent = self.agent
+        try:
+            return GuardrailSpec.build(
+                tools=self._tools(names, checked=checked),
+                toolsets=[self._scoped(t) for t in self.toolsets],
+                policies=self._agent_wide(),
+                feedback_providers=agent.guardrails.feedback,
+                checker=agent.guardrails.checker,
+                max_refusals=agent.guardrails.max_refusals,
+            )
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{exc}. This LangChain agent's tools are {', '.join(sorted(names)) or 'none'}: "
+                "give create_agent(tools=[...]) the tool, or let the middleware offer gr's "
+                "file tools (guardrail_middleware(agent, gr_tools=True), the default)"
+            ) from None
+
+    def _shadow(self, names: Iterable[str], *, checked: bool) -> ShadowSpec | None:
+        shadow = self.agent.shadow
+        if shadow.empty:
+            return None
+        names = tuple(names)
+        try:
+            return shadow.bound_to(self._tools(names, checked=checked))
+        except ConfigError as exc:
+            raise ConfigError(
+                f"shadow: {exc}. This LangChain agent's tools are {', '.join(sorted(names))}"
+            ) from None
+
+    def _agent_wide(self) -> list[ToolPolicy]:
+        """The agent's own policies (not a toolset's), in declaration order."""
+        scoped = {t.name for toolset in self.toolsets for t in toolset.tools}
+        free = next((t.name for t in self.agent.registry if t.name not in scoped), None)
+        return [b.policy for b in self.agent.guardrails.by_tool.get(free or "", ())]
+
+    def _scoped(self, toolset: Toolset) -> Toolset:
+        tools = [self.offered.get(t.name) or _stub(t.name) for t in toolset.tools]
+        return replace(toolset, tools=tuple(tools))
+
+    def tool(self, name: str) -> Tool:
+        """The tool a call names, as the policies read it."""
+        return self.offered.get(name) or _stub(name)
+
+    def bind_tools(self, names: Sequence[str]) -> None:
+        """The agent named its tools (its first model request): bind the policies to them;
+        a policy naming a tool the agent lacks is a ConfigError."""
+        names = tuple(names)
+        if self.tools == names:
+            return
+        self.state.guards.spec = self._spec(names, checked=True)
+        if self.state.shadow is not None:
+            self.state.shadow.rebind(self._tools(names, checked=True))
+        self.tools = names
+
+    # -- the run's life ------------------------------------------------------------------------
+
+    def ended(self) -> str | None:
+        """Why the middleware records nothing more, once the run has ended."""
+        if not self.run.done:
+            return None
+        return (
+            f"run {self.run_id} has finished ({self.run.status}) and records nothing more; a "
+            "guardrail middleware records one session: build the agent again with "
+            "middleware=[guardrail_middleware(agent)] for the next one"
+        )
+
+    def begin(self, instructions: str) -> None:
+        """The first hook of the session: the run starts (lock, store row, first event)."""
+        ended = self.ended()
+        if ended is not None:
+            raise RunError(ended)
+        if self._started:
+            return
+        self._started = True
+        if instructions:
+            self.run.instructions = instructions
+        agent, state = self.agent, self.state
+        root = state.workspace.root
+        self._workspace_lock = WorkspaceLock.acquire(
+            root, LockOwner.this_process(self.run_id, agent.clock())
+        )
+        config = {**agent.config(), "model": self.model, "harness": LANGCHAIN.name}
+        if self.tools is not None:
+            config["tools"] = list(self.tools)
+        config.update(state.guards.spec.describe(), self_regulation=False)
+        store = self._store = agent.open_store()
+        if store is not None:
+            store.record_run_started(
+                self.run_id,
+                started_at=agent.clock(),
+                model=self.model,
+                workspace=str(root),
+                instructions=self.run.instructions,
+                config=config,
+            )
+            state.events.subscribe(lambda event: store.record_event(self.run_id, event))
+        state.emit(
+            RunStartedEvent(
+                run_id=self.run_id,
+                model=self.model,
+                workspace=str(root),
+                instructions=self.run.instructions[:400],
+                config=config,
+            )
+        )
+        self.run.attach(self.loop, None)  # LangChain runs the session, not a task of gr's
+
+    def finish(self, outcome: LoopOutcome) -> None:
+        """End the run once: status, ``run_finished``, the store's rows, the lock."""
+        if self.run.done or not self._started:
+            return
+        try:
+            # a finished run's conversation is LangChain's to keep: nothing to release
+            ending = SimpleNamespace(clock=self.agent.clock, release_after_s=None)
+            runner.finish(ending, self.run, self.loop, self._store, outcome)
+        finally:
+            if self._workspace_lock is not None:
+                self._workspace_lock.release()
+
+    def end_with(self, outcome: LoopOutcome) -> None:
+        """What a guardrail decided about the end; the first decision stands."""
+        if self.outcome is None:
+            self.outcome = outcome
+
+    def pending_end(self) -> LoopOutcome | None:
+        """Why the session must end before the next model call: a person's stop, an end a
+        guardrail decided, or a spent limit."""
+        loop = self.loop
+        if loop.stop_reason is not None:
+            self.end_with(LoopOutcome(loop.stop_status, loop.stop_reason))
+        spent = self.state.usage().spent
+        if spent is not None:
+            self.end_with(LoopOutcome("budget_exhausted", spent.reason, limit=spent))
+        return self.outcome
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    def model_call(self, call: ModelCall) -> None:
+        """One model call: its tokens and cost, and a ``model_call`` event."""
+        state, usage = self.state, call.usage
+        state.tokens += (
+            usage.input_tokens
+            + usage.cache_creation_input_tokens
+            + usage.cache_read_input_tokens
+            + usage.output_tokens
+        )
+        cost = self._cost(call)
+        if cost is not None:
+            state.cost_usd += cost
+        spent = state.usage()
+        state.emit(
+            ModelCallEvent(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                cache_write_tokens=usage.cache_creation_input_tokens,
+                context_tokens=usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens,
+                layer1_tokens=0,
+                layer2_tokens=0,
+                layer3_tokens=0,
+                layer4_tokens=0,
+                layer5_tokens=0,
+                messages=0,
+                stop_reason=call.stop_reason,
+                tool_calls=call.tool_calls,
+                text=call.text,
+                duration_s=call.duration_s,
+                model=call.model,
+                cost_usd=cost,
+                tokens_used=state.tokens,
+                iterations_used=spent.iterations,
+                **state.measured(),
+            )
+        )
+
+    def _cost(self, call: ModelCall) -> float | None:
+        """At the agent's ``price=`` when it has one, else from the price table; under a
+        cost limit, a model with no price is an error the run records (once)."""
+        if self.agent.price is not None:
+            return self.agent.price.cost(call.usage)
+        cost = self._prices.cost(call.model, call.usage)
+        if not math.isnan(cost):
+            return cost
+        if self.agent.budget.max_cost_usd is not None and call.model not in self._unpriced:
+            self._unpriced.add(call.model)
+            self.state.emit(
+                ErrorEvent(
+                    source="budget",
+                    error_type="UnpricedModel",
+                    message=(
+                        f"no price for model {call.model!r}: the cost limit cannot count its "
+                        "calls; pass price=gr.Price(input, output, cache_write, cache_read) "
+                        "to gr.Agent(...)"
+                    ),
+                )
+            )
+        return None
+
+
+def _stub(name: str) -> Tool:
+    return Tool(name, f"a LangChain tool, as gr's {name}", {}, _not_run_here)
+
+
+def _not_run_here(_context: object, _params: object) -> ToolOutput:
+    raise RuntimeError("a LangChain tool runs in LangChain, not in gr")
