@@ -11,7 +11,6 @@ the hook, and the allowed one, run once, shows that the permissions let calls th
 from __future__ import annotations
 
 import sys
-import warnings
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,10 +108,14 @@ class ClaudeAgentSDKDriver:
                 router = Router([*claude_turns(scenario.resumed), gr.text(FINAL)])
                 for entry in router.script():
                     server.add(entry)
+                before = len(server.requests)
                 again, resumed_id = await self._session(
                     scenario, root, counter, server, resume=session_id
                 )
                 assert resumed_id == session_id, (resumed_id, session_id)
+                turn = next(r.body for r in server.requests[before:] if r.body.get("tools"))
+                earlier = {c.id for t in scenario.turns for c in t}
+                assert earlier <= set(results_in_messages(turn["messages"])), "it restarted"
                 runs.append(again)
         bodies = [r.body for r in server.requests if r.path == "/v1/messages"]
         told = results_in_messages(m for b in bodies for m in b.get("messages", ()))
@@ -159,19 +162,17 @@ class ClaudeAgentSDKDriver:
                     tools=[claude_name(t) for t in LOCAL_TOOLS],
                 )
             }
-        with warnings.catch_warnings():
-            # pre-approved on purpose, so that the hook alone stands between a call and its
-            # run (the SDK warns that can_use_tool is then never asked; no policy here asks)
-            warnings.simplefilter("ignore")
-            options = hooks.options(
-                permission_mode="acceptEdits",
-                model=MODEL,
-                env=local_env(server.url, root / "claude-config"),
-                tools=[DELEGATE] if scenario.delegated else [],
-                mcp_servers=servers,
-                allowed_tools=allowed,
-                **fields,
-            )
+        # every tool pre-approved on purpose: the hook alone stands between a call and its
+        # run (the SDK warns that can_use_tool is then never asked; no policy here asks)
+        options = hooks.options(
+            permission_mode="acceptEdits",
+            model=MODEL,
+            env=local_env(server.url, root / "claude-config"),
+            tools=[DELEGATE] if scenario.delegated else [],
+            mcp_servers=servers,
+            allowed_tools=allowed,
+            **fields,
+        )
         messages = [m async for m in hooks.query("Do the job.", options=options)]
         result = messages[-1]
         assert type(result).__name__ == "ResultMessage" and not result.is_error, result

@@ -15,47 +15,28 @@ import pytest
 from tests.enforcement import (
     drive_anthropic,
     drive_claude_sdk,
+    drive_langchain,
     drive_openai,
     drive_scripted,
 )
-from tests.enforcement.driver import Driver, KnownGap, NotApplicable, Played
-from tests.enforcement.scenarios import SCENARIOS, TOLD, Scenario
-from tests.enforcement.table import DOC, enforced, limited, render, table_in, with_table
+from tests.enforcement.driver import Driver, KnownGap, NotApplicable
+from tests.enforcement.proof import observe
+from tests.enforcement.scenarios import SCENARIOS, Scenario
+from tests.enforcement.table import DOC, limited, render, table_in, with_table
 
 DRIVERS: tuple[Driver, ...] = (
     drive_scripted.DRIVER,
     drive_anthropic.DRIVER,
     drive_openai.DRIVER,
     drive_claude_sdk.DRIVER,
+    drive_langchain.DRIVER,
 )
+
+# the SDK sessions pre-approve every tool, so that only the guardrails' hook can stop a call
+pytestmark = pytest.mark.filterwarnings("ignore:can_use_tool will not be invoked")
 
 OBSERVED: dict[tuple[str, str], str] = {}
 """Each cell as this session saw it, by (scenario key, runtime name)."""
-
-
-def check(played: Played, scenario: Scenario) -> None:
-    """The proof, for one cell."""
-    assert played.runs == {scenario.denied: 0, scenario.allowed: 1}, played.runs
-    for call in scenario.denied_calls:  # the model read the denial as that call's result
-        assert TOLD[scenario.policy] in played.told.get(call.id, ""), played.told
-    denied = [tool for tool, allowed in played.decisions if not allowed]
-    assert len(denied) == len(scenario.denied_calls), played.decisions
-    assert all(tool.endswith(scenario.denied) for tool in denied), played.decisions
-    assert any(ok and tool.endswith(scenario.allowed) for tool, ok in played.decisions)
-
-
-async def observe(driver: Driver, scenario: Scenario, root: Path) -> str:
-    """Play one cell and prove it; the cell's text is recorded before the proof, so that a
-    known gap (whose proof fails) is in the table too."""
-    limit = driver.limit(scenario)
-    key = (scenario.key, driver.name)
-    if isinstance(limit, NotApplicable):
-        OBSERVED[key] = limited(limit)
-        return OBSERVED[key]
-    played = await driver.play(scenario, root)
-    OBSERVED[key] = limited(limit) if limit is not None else enforced(played, scenario)
-    check(played, scenario)
-    return OBSERVED[key]
 
 
 def cells() -> Iterator[Any]:
@@ -70,7 +51,7 @@ def cells() -> Iterator[Any]:
 
 @pytest.mark.parametrize(("driver", "scenario"), list(cells()))
 async def test_a_denied_call_never_runs(driver: Driver, scenario: Scenario, tmp_path: Path) -> None:
-    text = await observe(driver, scenario, tmp_path)
+    text = await observe(driver, scenario, tmp_path, OBSERVED)
     if isinstance(driver.limit(scenario), NotApplicable):
         assert text.startswith("n/a: ")  # recorded in the table with its reason, not skipped
 
@@ -80,7 +61,7 @@ async def test_the_table_in_the_docs_is_the_matrix(tmp_path: Path) -> None:
         for scenario in SCENARIOS:
             if (scenario.key, driver.name) not in OBSERVED:
                 try:
-                    await observe(driver, scenario, tmp_path / driver.key / scenario.key)
+                    await observe(driver, scenario, tmp_path / driver.key / scenario.key, OBSERVED)
                 except AssertionError:
                     if not isinstance(driver.limit(scenario), KnownGap):
                         raise
