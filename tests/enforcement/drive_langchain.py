@@ -76,8 +76,9 @@ class LangChainDriver:
         app = create_agent(
             model, tools=langchain_tools(counter), middleware=[middleware], checkpointer=saver
         )
-        prompt = {"messages": [{"role": "user", "content": "Do the job."}]}
-        await app.ainvoke(prompt, config=THREAD if saver is not None else None)
+        prompt: Any = {"messages": [{"role": "user", "content": "Do the job."}]}
+        config: Any = THREAD if saver is not None else None
+        await app.ainvoke(prompt, config=config)
         assert middleware.run.status == "ended", (middleware.run.status, middleware.run.reason)
         return middleware, model
 

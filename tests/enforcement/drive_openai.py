@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from gr_notebook.models import ModelResponse
 from gr_notebook.models.openai_model import OpenAIModel
 from gr_notebook.models.retry import RetryPolicy
-from gr_notebook.testing import ChatServer
+from gr_notebook.testing import ChatServer, MessagesServer
 from tests.enforcement.gr_loop import GrLoopDriver, text_of
 
 
 class OpenAIBackend:
     def __init__(self) -> None:
-        self._server: ChatServer | None = None
+        self._server: MessagesServer | None = None  # a ChatServer
 
     @contextmanager
     def model(self, script: Sequence[ModelResponse]) -> Iterator[OpenAIModel]:

@@ -59,7 +59,8 @@ class GrLoopDriver:
     async def play(self, scenario: Scenario, root: Path) -> Played:
         counter = Counter(root / "counts")
         told: dict[str, str] = {}
-        store = root / "store.sqlite" if scenario.resumed else False
+        path = root / "store.sqlite"
+        store = path if scenario.resumed else False
         runs: list[gr.Run] = []
         # a resumed scenario: the first session's model fails after its turns (a resumable
         # end, as a dead connection would be), and a new agent resumes the run
@@ -74,7 +75,7 @@ class GrLoopDriver:
             with backend.model(responses(scenario.resumed)) as model:
                 agent = self._agent(scenario, model, root, counter, store)
                 # live on this loop (the adapters' clients belong to it), then awaited
-                resumed = await gr.resume(first.run_id, store, agent=agent, wait=False).wait()
+                resumed = await gr.resume(first.run_id, path, agent=agent, wait=False).wait()
             told.update(backend.told())
             assert resumed.status == "ended", (resumed.status, resumed.reason)
             assert any(e.kind == "run_resumed" for e in resumed.events)
@@ -89,7 +90,7 @@ class GrLoopDriver:
     ) -> gr.Agent:
         fields: dict[str, Any] = {}
         if scenario.mcp:
-            server = gr.MCPServer(  # type: ignore[attr-defined]
+            server = gr.MCPServer(
                 MCP_SERVER, command=sys.executable, args=[str(MCP_SCRIPT), str(counter.root)]
             )
             fields["mcp_servers"] = [server]
