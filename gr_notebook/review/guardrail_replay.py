@@ -78,7 +78,7 @@ from gr_notebook.guardrails.policies import ReadBeforeWritePolicy
 from gr_notebook.guardrails.policy import PolicyContext, PolicyDecision, ToolPolicy
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
-from gr_notebook.harness import CLAUDE_AGENT_SDK, GR_LOOP
+from gr_notebook.harness import CLAUDE_AGENT_SDK, GR_LOOP, LANGCHAIN
 from gr_notebook.review.replay_view import ReplayView
 from gr_notebook.review.replay_workspace import ReplayWorkspace
 from gr_notebook.tools.base import Tool, ToolOutput
@@ -584,6 +584,8 @@ class _Replayer:
         config: Mapping[str, Any] = dict(started.config) if started is not None else {}
         self.bridge = config.get("harness") == CLAUDE_AGENT_SDK.name
         self.names = _bridge_names(started, config) if self.bridge else None
+        harnesses = {h.name: h for h in (CLAUDE_AGENT_SDK, LANGCHAIN)}
+        self.harness = harnesses.get(str(config.get("harness")), GR_LOOP)
         self.plan_file = str(config.get("plan_file") or PLAN_FILE)
         self.space = ReplayWorkspace()
         self.view = ReplayView(
@@ -606,9 +608,7 @@ class _Replayer:
             max_refusals=int(config.get("max_refusals") or DEFAULT_MAX_REFUSALS),
         )
         self.keys = {id(b.policy): b.key for b in spec.bindings}
-        self.guards = Guardrails(
-            spec, self.view, harness=CLAUDE_AGENT_SDK if self.bridge else GR_LOOP
-        )
+        self.guards = Guardrails(spec, self.view, harness=self.harness)
         self.live = _LiveRecord(events, [_provider_name(c) for c in chosen.feedback])
         self.tainted: set[tuple[str, str]] = set()
         """(guardrail, path): a memory stamped while the file was not known."""

@@ -16,6 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 
 import gr_notebook as gr
+from gr_notebook.display.render import render_run_card, text_dashboard
+from gr_notebook.display.state import RunTracker
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.langchain import EXTRA, guardrail_middleware
@@ -90,6 +92,28 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     assert stored == kinds
     runs = gr.runs_df(tmp_path / "store.sqlite")
     assert runs.loc[runs.run_id == run.run_id, "status"].item() == "ended"
+    assert await run.wait() is run
+    # the dashboard shows what ran the model, and none of gr's todo list
+    tracker = RunTracker()
+    for event in run.events:
+        tracker.add(event)
+    state = tracker.snapshot(run)
+    assert "a LangChain agent" in render_run_card(state, turns=4, phases_completed=0)
+    shown = text_dashboard(state)
+    assert "Tool calls" in shown and "todo" not in shown.lower()
+
+
+async def test_a_live_policy_replays_to_its_live_decisions(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    first_read = gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
+    session = await langchain_session(agent_at(ws, policies=[first_read]), SCRIPT, ws)
+    live = session.run.policy_df()["allowed"].astype(bool).tolist()
+    assert live == [False, True, False]  # the read of a file not yet written failed
+    replay = gr.replay_guardrails(
+        [session.run.run_id], store=tmp_path / "store.sqlite", policies=[first_read]
+    )
+    assert replay.df["tool"].tolist() == ["write_file", "read_file", "write_file"]
+    assert (replay.df["decision"] == replay.df["recorded"]).all()
 
 
 async def test_tokens_come_from_usage_metadata(tmp_path: Path) -> None:
@@ -300,6 +324,26 @@ async def test_a_model_that_cannot_call_tools(tmp_path: Path) -> None:
         await app.ainvoke({"messages": [HumanMessage("go")]})
     assert "init_chat_model" in str(caught.value) and "\n" not in str(caught.value)
     assert mw.run.status == "failed"
+
+
+async def test_a_failing_model_ends_the_run_failed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+
+    class Broken(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise TimeoutError("the provider timed out")
+
+    mw = guardrail_middleware(agent_at(ws, store=False), cwd=ws)
+    app = create_agent(Broken(messages=iter([])), middleware=[mw])
+    with pytest.raises(TimeoutError):
+        await app.ainvoke({"messages": [HumanMessage("go")]})
+    assert mw.run.status == "failed" and "the provider timed out" in (mw.run.reason or "")
+    # the workspace lock was released: the next session in it starts
+    again = await langchain_session(agent_at(ws, store=False), [gr.text("Done.")], ws)
+    assert again.run.status == "ended"
 
 
 def test_a_policy_names_a_tool_the_agent_does_not_have(tmp_path: Path) -> None:

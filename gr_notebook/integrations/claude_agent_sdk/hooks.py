@@ -27,8 +27,6 @@ from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
 from gr_notebook.errors import RunError
 from gr_notebook.events import (
     ErrorEvent,
-    InterventionEvent,
-    InterventionSkippedEvent,
     PromptInjectedEvent,
     ToolCallEvent,
 )
@@ -48,6 +46,7 @@ from gr_notebook.integrations.claude_agent_sdk.hook_input import (
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
+from gr_notebook.integrations.session_interventions import as_recorded, session_intervention
 from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.prompts import directive, marker_of
 
@@ -240,7 +239,7 @@ class HookCallbacks:
                 call.tool.name, call.params, output.content, is_error=output.is_error
             )
             if check is not None:
-                state.emit(_as_recorded(check))
+                state.emit(as_recorded(check))
         self.view.call = call
         try:
             blocks = state.guards.after_call(
@@ -253,7 +252,7 @@ class HookCallbacks:
                     output.content,
                     is_error=output.is_error,
                     turn=state.turn,
-                    recorded=_as_recorded,
+                    recorded=as_recorded,
                 )
         finally:
             self.view.call = None
@@ -265,16 +264,12 @@ class HookCallbacks:
     def _intervene(self, check: InterventionCheck) -> list[str]:
         """Seed 004's tiers: a strategy check, a second one (gr would rewind its todo list),
         or the end of the session, ``stuck``."""
-        steps = check.steps_since_progress
-        if check.action == "replan":
-            text = prompts.strategy_check(steps, check.stuck_counter)
-        elif check.action == "rewind":
-            text = prompts.second_strategy_check(steps, check.recent_tools)
-        else:
-            self.session.end_with(LoopOutcome("stuck", prompts.stuck_reason(steps, check.step)))
+        order = session_intervention(check)
+        if isinstance(order, LoopOutcome):
+            self.session.end_with(order)
             return []
-        self._inject(text)
-        return [text]
+        self._inject(order)
+        return [order]
 
     # -- Stop: the completion checker ----------------------------------------------------------
 
@@ -380,17 +375,6 @@ class HookCallbacks:
             return None
         self.session.end_with(LoopOutcome(loop.stop_status, reason))
         return {"continue_": False, "stopReason": reason}
-
-
-#: A tier the session meets otherwise than gr's loop, recorded as what the session did: gr's
-#: loop rewinds its todo list at tier 2, a session (no todo list) has a second strategy check.
-SESSION_ACTIONS = {"rewind": "second_strategy_check"}
-
-
-def _as_recorded(check: InterventionCheck) -> InterventionEvent | InterventionSkippedEvent:
-    event = check.event()
-    action = SESSION_ACTIONS.get(event.action or "")
-    return event if action is None else replace(event, action=action)
 
 
 def _denial(reason: str) -> dict[str, Any]:

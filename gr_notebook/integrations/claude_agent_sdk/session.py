@@ -24,23 +24,26 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.events import ErrorEvent, ModelCallEvent
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
+from gr_notebook.integrations.session_record import (
+    agent_wide_policies,
+    record_start,
+    toolsets_on,
+)
 from gr_notebook.limits import SpentLimit
 from gr_notebook.models.catalog import facts_of
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
-from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.policy import ToolPolicy
     from gr_notebook.tools.base import Tool
 
 __all__ = ["Session"]
@@ -62,7 +65,6 @@ class Session:
         instructions: str,
     ) -> None:
         self.agent, self.names, self.model = agent, names, model
-        self.toolsets = tuple(t for t in agent.user_tools if isinstance(t, Toolset))
         self.tools = tuple(tools) if tools is not None else None
         spec = self._spec(self.tools or CLAUDE_CODE_TOOLS, checked=self.tools is not None)
         definition = replace(
@@ -123,8 +125,8 @@ class Session:
         try:
             return GuardrailSpec.build(
                 tools=stubs,
-                toolsets=[self._scoped(t) for t in self.toolsets],
-                policies=self._agent_wide(),
+                toolsets=toolsets_on(agent, self.names.stub),
+                policies=agent_wide_policies(agent),
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
@@ -157,18 +159,6 @@ class Session:
                 f"shadow: {exc}. This Claude Agent SDK session's tools are "
                 f"{', '.join(sorted(sdk_tools))}"
             ) from None
-
-    def _agent_wide(self) -> list[ToolPolicy]:
-        """The agent's own policies (not a toolset's), in declaration order: those that
-        govern a tool no toolset holds, such as the built-in todo tools."""
-        scoped = {t.name for toolset in self.toolsets for t in toolset.tools}
-        free = next((t.name for t in self.agent.registry if t.name not in scoped), None)
-        return [b.policy for b in self.agent.guardrails.by_tool.get(free or "", ())]
-
-    def _scoped(self, toolset: Toolset) -> Toolset:
-        """The toolset with stand-ins under its tools' names, so its policies bind to them."""
-        stubs: list[Tool] = [self.names.stub(t.name) for t in toolset.tools]
-        return replace(toolset, tools=tuple(stubs))
 
     def bind_tools(self, sdk_tools: Iterable[str]) -> None:
         """The session named its tools (its ``init`` message): bind the policies to them."""
@@ -207,27 +197,8 @@ class Session:
         self._lock = WorkspaceLock.acquire(root, LockOwner.this_process(self.run_id, agent.clock()))
         self._done = asyncio.Event()
         self._observed = asyncio.Event()
-        config = {**agent.config(), "model": self.model, "harness": CLAUDE_AGENT_SDK.name}
-        config.update(self.state.guards.spec.describe(), self_regulation=False)
-        store = self._store = agent.open_store()
-        if store is not None:
-            store.record_run_started(
-                self.run_id,
-                started_at=agent.clock(),
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions,
-                config=config,
-            )
-            state.events.subscribe(lambda event: store.record_event(self.run_id, event))
-        state.emit(
-            RunStartedEvent(
-                run_id=self.run_id,
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions[:400],
-                config=config,
-            )
+        self._store = record_start(
+            agent, state, self.run, model=self.model, harness=CLAUDE_AGENT_SDK
         )
         task = asyncio.get_running_loop().create_task(self._wait(), name=f"gr-sdk-{self.run_id}")
         self.run.attach(self.loop, task)

@@ -16,13 +16,10 @@ import asyncio
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.events import (
-    InterventionEvent,
-    InterventionSkippedEvent,
     PromptInjectedEvent,
     ToolCallEvent,
 )
@@ -31,9 +28,8 @@ from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guardrails.runtime import Denial
 from gr_notebook.guidance import Directive
-from gr_notebook.integrations.claude_agent_sdk import prompts
-from gr_notebook.integrations.claude_agent_sdk.hooks import SESSION_ACTIONS
 from gr_notebook.integrations.langchain.session import Session
+from gr_notebook.integrations.session_interventions import as_recorded, session_intervention
 from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.prompts import directive, marker_of
 
@@ -180,16 +176,12 @@ class ToolStep:
     def _intervene(self, check: InterventionCheck) -> list[str]:
         """Seed 004's tiers: a strategy check, a second one (gr would rewind its todo list),
         or the end of the session, ``stuck``."""
-        steps = check.steps_since_progress
-        if check.action == "replan":
-            text = prompts.strategy_check(steps, check.stuck_counter)
-        elif check.action == "rewind":
-            text = prompts.second_strategy_check(steps, check.recent_tools)
-        else:
-            self.session.end_with(LoopOutcome("stuck", prompts.stuck_reason(steps, check.step)))
+        order = session_intervention(check)
+        if isinstance(order, LoopOutcome):
+            self.session.end_with(order)
             return []
-        inject(self.session, text)
-        return [text]
+        inject(self.session, order)
+        return [order]
 
 
 def inject(session: Session, text: str | Directive) -> None:
@@ -202,13 +194,6 @@ def inject(session: Session, text: str | Directive) -> None:
             text=order.text, marker=marker_of(order.text), directive=state.guidance(order)
         )
     )
-
-
-def as_recorded(check: InterventionCheck) -> InterventionEvent | InterventionSkippedEvent:
-    """A tier the session meets otherwise than gr's loop, recorded as what it did."""
-    event = check.event()
-    action = SESSION_ACTIONS.get(event.action or "")
-    return event if action is None else replace(event, action=action)
 
 
 def _ending(session: Session) -> str | None:

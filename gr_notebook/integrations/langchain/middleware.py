@@ -138,6 +138,11 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             response = handler(request)
         except NotImplementedError as exc:
             raise self._cannot_call_tools(request, exc) from exc
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            self._model_failed(exc)
+            raise
         self._after_call(request, response, started)
         return response
 
@@ -152,6 +157,11 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             response = await handler(request)
         except NotImplementedError as exc:
             raise self._cannot_call_tools(request, exc) from exc
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            self._model_failed(exc)
+            raise
         self._after_call(request, response, started)
         return response
 
@@ -185,6 +195,18 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with self._session.lock:
             self._session.model_call(call)
         self._order.turn([str(c.get("id") or "") for c in reply.tool_calls])
+
+    def _model_failed(self, exc: Exception) -> None:
+        """The model (or a middleware inside this one) raised: LangChain ends the session
+        with the exception and runs no ``after_agent``, so the run ends ``failed`` here."""
+        session = self._session
+        with session.lock:
+            session.state.emit(
+                ErrorEvent(source="model", error_type=type(exc).__name__, message=str(exc))
+            )
+            session.finish(
+                LoopOutcome("failed", f"the model failed: {type(exc).__name__}: {exc}", exc)
+            )
 
     def _cannot_call_tools(self, request: ModelRequest[Any], exc: NotImplementedError) -> Exception:
         model = request.model

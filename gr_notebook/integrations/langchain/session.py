@@ -10,6 +10,7 @@ the store and the dashboard read a LangChain session exactly as they read a nati
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -23,24 +24,28 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.events import ErrorEvent, ModelCallEvent
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import LANGCHAIN
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.langchain.view import SessionView
+from gr_notebook.integrations.session_record import (
+    agent_wide_policies,
+    record_start,
+    toolsets_on,
+)
 from gr_notebook.messages import Usage
 from gr_notebook.models.catalog import facts_of
 from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
 from gr_notebook.tools.base import Tool, ToolOutput
-from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.policy import ToolPolicy
+    pass
 
 __all__ = ["ModelCall", "Session"]
 
@@ -80,7 +85,6 @@ class Session:
         self.agent, self.model = agent, model
         self.offered = {t.name: t for t in offered}
         """gr's own tools the middleware offers to LangChain, by name."""
-        self.toolsets = tuple(t for t in agent.user_tools if isinstance(t, Toolset))
         self.tools = tuple(tools) if tools is not None else None
         checked = self.tools is not None
         names = self.tools if self.tools is not None else tuple(self.offered)
@@ -124,6 +128,7 @@ class Session:
         self._store: Store | None = None
         self._workspace_lock: WorkspaceLock | None = None
         self._started = False
+        self._done: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self._prices = PriceTable()
         self._unpriced: set[str] = set()
 
@@ -143,8 +148,8 @@ class Session:
         try:
             return GuardrailSpec.build(
                 tools=self._tools(names, checked=checked),
-                toolsets=[self._scoped(t) for t in self.toolsets],
-                policies=self._agent_wide(),
+                toolsets=toolsets_on(agent, self.tool),
+                policies=agent_wide_policies(agent),
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
@@ -167,16 +172,6 @@ class Session:
             raise ConfigError(
                 f"shadow: {exc}. This LangChain agent's tools are {', '.join(sorted(names))}"
             ) from None
-
-    def _agent_wide(self) -> list[ToolPolicy]:
-        """The agent's own policies (not a toolset's), in declaration order."""
-        scoped = {t.name for toolset in self.toolsets for t in toolset.tools}
-        free = next((t.name for t in self.agent.registry if t.name not in scoped), None)
-        return [b.policy for b in self.agent.guardrails.by_tool.get(free or "", ())]
-
-    def _scoped(self, toolset: Toolset) -> Toolset:
-        tools = [self.offered.get(t.name) or _stub(t.name) for t in toolset.tools]
-        return replace(toolset, tools=tuple(tools))
 
     def tool(self, name: str) -> Tool:
         """The tool a call names, as the policies read it."""
@@ -220,31 +215,27 @@ class Session:
         self._workspace_lock = WorkspaceLock.acquire(
             root, LockOwner.this_process(self.run_id, agent.clock())
         )
-        config = {**agent.config(), "model": self.model, "harness": LANGCHAIN.name}
-        if self.tools is not None:
-            config["tools"] = list(self.tools)
-        config.update(state.guards.spec.describe(), self_regulation=False)
-        store = self._store = agent.open_store()
-        if store is not None:
-            store.record_run_started(
-                self.run_id,
-                started_at=agent.clock(),
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions,
-                config=config,
-            )
-            state.events.subscribe(lambda event: store.record_event(self.run_id, event))
-        state.emit(
-            RunStartedEvent(
-                run_id=self.run_id,
-                model=self.model,
-                workspace=str(root),
-                instructions=self.run.instructions[:400],
-                config=config,
-            )
+        known = {} if self.tools is None else {"tools": list(self.tools)}
+        self._store = record_start(
+            agent, state, self.run, model=self.model, harness=LANGCHAIN, **known
         )
-        self.run.attach(self.loop, None)  # LangChain runs the session, not a task of gr's
+        self.run.attach(self.loop, self._watch())
+
+    def _watch(self) -> asyncio.Task[Run] | None:
+        """A task that ends with the session, so ``await run.wait()`` works as for a native
+        run; None when the session runs outside an event loop (a plain ``invoke``)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        done = asyncio.Event()
+        self._done = (loop, done)
+
+        async def wait() -> Run:
+            await done.wait()
+            return self.run
+
+        return loop.create_task(wait(), name=f"gr-langchain-{self.run_id}")
 
     def finish(self, outcome: LoopOutcome) -> None:
         """End the run once: status, ``run_finished``, the store's rows, the lock."""
@@ -257,6 +248,9 @@ class Session:
         finally:
             if self._workspace_lock is not None:
                 self._workspace_lock.release()
+            if self._done is not None:
+                loop, done = self._done
+                loop.call_soon_threadsafe(done.set)
 
     def end_with(self, outcome: LoopOutcome) -> None:
         """What a guardrail decided about the end; the first decision stands."""
