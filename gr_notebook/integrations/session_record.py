@@ -1,17 +1,21 @@
 """What every bridge's session shares with a run of gr's loop: the agent's guardrails
-rebound to the session's tools, and the record of the run's start (the store's row, the
-events that follow it there, ``run_started``)."""
+rebound to the session's tools, the record of the run's start (the store's row, the events
+that follow it there, ``run_started``), and of each model call the harness made (its cost,
+``model_call``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import RunStartedEvent
+from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
 from gr_notebook.harness import Harness
 from gr_notebook.history.store import Store
+from gr_notebook.messages import Usage
+from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Run
 from gr_notebook.tools.base import Tool
 from gr_notebook.tools.toolset import Toolset
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
     from gr_notebook.agent import Agent
     from gr_notebook.guardrails.policy import ToolPolicy
 
-__all__ = ["agent_wide_policies", "record_start", "toolsets_on"]
+__all__ = ["Pricing", "agent_wide_policies", "record_model_call", "record_start", "toolsets_on"]
 
 
 def agent_wide_policies(agent: Agent) -> list[ToolPolicy]:
@@ -71,3 +75,79 @@ def record_start(
         )
     )
     return store
+
+
+@dataclass
+class Pricing:
+    """What a session's model calls cost: at the agent's ``price=`` when it has one, else
+    from the price table. Under a cost limit, a model with no price is an error the run
+    records (once): the limit cannot count it. ``backstop`` says what still holds then."""
+
+    agent: Agent
+    backstop: str = ""
+    table: PriceTable = field(default_factory=PriceTable)
+    unpriced: set[str] = field(default_factory=set)
+
+    def cost(self, state: RunState, model: str, usage: Usage) -> float | None:
+        if self.agent.price is not None:
+            return self.agent.price.cost(usage)
+        cost = self.table.cost(model, usage)
+        if not math.isnan(cost):
+            return cost
+        if self.agent.budget.max_cost_usd is not None and model not in self.unpriced:
+            self.unpriced.add(model)
+            state.emit(
+                ErrorEvent(
+                    source="budget",
+                    error_type="UnpricedModel",
+                    message=(
+                        f"no price for model {model!r}: the cost limit cannot count its "
+                        f"calls{self.backstop}; pass "
+                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
+                    ),
+                )
+            )
+        return None
+
+
+def record_model_call(
+    state: RunState,
+    usage: Usage,
+    *,
+    cost: float | None,
+    context_tokens: int,
+    stop_reason: str,
+    tool_calls: int,
+    text: str,
+    duration_s: float,
+    model: str,
+) -> None:
+    """One model call the session made (its tokens already counted): its cost, and the
+    ``model_call`` event, with no context layers (the harness assembles the request)."""
+    if cost is not None:
+        state.cost_usd += cost
+    spent = state.usage()
+    state.emit(
+        ModelCallEvent(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens,
+            context_tokens=context_tokens,
+            layer1_tokens=0,
+            layer2_tokens=0,
+            layer3_tokens=0,
+            layer4_tokens=0,
+            layer5_tokens=0,
+            messages=0,
+            stop_reason=stop_reason,
+            tool_calls=tool_calls,
+            text=text,
+            duration_s=duration_s,
+            model=model,
+            cost_usd=cost,
+            tokens_used=state.tokens,
+            iterations_used=spent.iterations,
+            **state.measured(),
+        )
+    )

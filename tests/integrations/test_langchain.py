@@ -377,3 +377,15 @@ async def test_one_middleware_records_one_session(tmp_path: Path) -> None:
 def test_it_takes_a_gr_agent() -> None:
     with pytest.raises(ConfigError, match=r"takes a gr\.Agent"):
         guardrail_middleware("agent")  # type: ignore[arg-type]
+
+
+async def test_langchain_tools_keep_their_names(tmp_path: Path) -> None:
+    """Policies and the record read a LangChain tool under its own name, an MCP tool's
+    ``mcp__<server>__<tool>`` too: nothing is renamed."""
+    ws = tmp_path / "ws"
+    script = [gr.tool_call("mcp__files__save", target="a"), gr.text("Done.")]
+    agent = agent_at(ws, policies=[DenyDeploy()], store=False)
+    session = await langchain_session(agent, script, ws, tools=[counted(ws, "mcp__files__save")])
+    assert session.run.tool_calls_df()["tool"].tolist() == ["mcp__files__save"]
+    assert session.run.policy_df()["tool"].tolist() == ["mcp__files__save"]
+    assert runs_of(ws, "mcp__files__save") == 1

@@ -12,7 +12,6 @@ the store and the dashboard read an SDK session exactly as they read a native ru
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -24,7 +23,6 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
@@ -32,13 +30,14 @@ from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
 from gr_notebook.integrations.session_record import (
+    Pricing,
     agent_wide_policies,
+    record_model_call,
     record_start,
     toolsets_on,
 )
 from gr_notebook.limits import SpentLimit
 from gr_notebook.models.catalog import facts_of
-from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
@@ -112,8 +111,7 @@ class Session:
         self._reply = ""
         """The text of the latest reply of the main thread."""
         self._last = time.perf_counter()
-        self._prices = PriceTable()
-        self._unpriced: set[str] = set()
+        self._pricing = Pricing(agent, " (the CLI's max_budget_usd still ends the session)")
 
     # -- the guardrails' tools ------------------------------------------------------------------
 
@@ -309,61 +307,20 @@ class Session:
         state = self.state
         state.turn += 1
         state.tokens += reply.prompt_tokens + reply.usage.output_tokens
-        usage, now = reply.usage, time.perf_counter()
-        cost = self._cost(reply)
-        if cost is not None:
-            state.cost_usd += cost
-        spent = state.usage()
-        state.emit(
-            ModelCallEvent(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-                context_tokens=reply.prompt_tokens,
-                layer1_tokens=0,
-                layer2_tokens=0,
-                layer3_tokens=0,
-                layer4_tokens=0,
-                layer5_tokens=0,
-                messages=0,
-                stop_reason=reply.stop_reason or ("tool_use" if reply.tool_ids else "end_turn"),
-                tool_calls=len(reply.tool_ids),
-                text=reply.text,
-                duration_s=now - reply.started,
-                model=reply.model,
-                cost_usd=cost,
-                tokens_used=state.tokens,
-                iterations_used=spent.iterations,
-                **state.measured(),
-            )
+        now = time.perf_counter()
+        record_model_call(
+            state,
+            reply.usage,
+            cost=self._pricing.cost(state, reply.model, reply.usage),
+            context_tokens=reply.prompt_tokens,
+            stop_reason=reply.stop_reason or ("tool_use" if reply.tool_ids else "end_turn"),
+            tool_calls=len(reply.tool_ids),
+            text=reply.text,
+            duration_s=now - reply.started,
+            model=reply.model,
         )
         self._reply, self._last = reply.text, now
         self._tool_ids.update(reply.tool_ids)
-
-    def _cost(self, reply: Reply) -> float | None:
-        """What one call cost: at the agent's ``price=`` when it has one, else from the
-        price table. Under a cost limit, a model with no price is an error the run records
-        (once): the limit cannot count it, and only the CLI's ``max_budget_usd`` holds."""
-        if self.agent.price is not None:
-            return self.agent.price.cost(reply.usage)
-        cost = self._prices.cost(reply.model, reply.usage)
-        if not math.isnan(cost):
-            return cost
-        if self.agent.budget.max_cost_usd is not None and reply.model not in self._unpriced:
-            self._unpriced.add(reply.model)
-            self.state.emit(
-                ErrorEvent(
-                    source="budget",
-                    error_type="UnpricedModel",
-                    message=(
-                        f"no price for model {reply.model!r}: the cost limit cannot count its "
-                        "calls (the CLI's max_budget_usd still ends the session); pass "
-                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
-                    ),
-                )
-            )
-        return None
 
     def _settle_tokens(self, usage: Any) -> None:
         """The session's own total, when it is more than the replies reported as they

@@ -121,7 +121,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not report.wrap_up:
             return None
         text = prompts.wrap_up(report.recommendation)
-        session.view.wrap_up = report.recommendation
+        session.view.order_wrap_up(report.recommendation)
         inject(session, Directive(text, "limits", "wrap_up", from_limits=True))
         return text
 

@@ -11,7 +11,6 @@ the store and the dashboard read a LangChain session exactly as they read a nati
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -24,7 +23,6 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
@@ -32,13 +30,14 @@ from gr_notebook.harness import LANGCHAIN
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.langchain.view import SessionView
 from gr_notebook.integrations.session_record import (
+    Pricing,
     agent_wide_policies,
+    record_model_call,
     record_start,
     toolsets_on,
 )
 from gr_notebook.messages import Usage
 from gr_notebook.models.catalog import facts_of
-from gr_notebook.models.pricing import PriceTable
 from gr_notebook.run import Limits, Run
 from gr_notebook.tools.base import Tool, ToolOutput
 from gr_notebook.workflow.workspace import Workspace
@@ -129,8 +128,7 @@ class Session:
         self._workspace_lock: WorkspaceLock | None = None
         self._started = False
         self._done: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
-        self._prices = PriceTable()
-        self._unpriced: set[str] = set()
+        self._pricing = Pricing(agent)
 
     # -- the guardrails' tools ------------------------------------------------------------------
 
@@ -271,67 +269,22 @@ class Session:
     # -- model calls ---------------------------------------------------------------------------
 
     def model_call(self, call: ModelCall) -> None:
-        """One model call: its tokens and cost, and a ``model_call`` event."""
+        """One model call: its tokens (every one, cached or not), cost, ``model_call``."""
         state, usage = self.state, call.usage
-        state.tokens += (
-            usage.input_tokens
-            + usage.cache_creation_input_tokens
-            + usage.cache_read_input_tokens
-            + usage.output_tokens
+        prompt = usage.input_tokens + usage.cache_creation_input_tokens
+        prompt += usage.cache_read_input_tokens
+        state.tokens += prompt + usage.output_tokens
+        record_model_call(
+            state,
+            usage,
+            cost=self._pricing.cost(state, call.model, usage),
+            context_tokens=prompt,
+            stop_reason=call.stop_reason,
+            tool_calls=call.tool_calls,
+            text=call.text,
+            duration_s=call.duration_s,
+            model=call.model,
         )
-        cost = self._cost(call)
-        if cost is not None:
-            state.cost_usd += cost
-        spent = state.usage()
-        state.emit(
-            ModelCallEvent(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-                context_tokens=usage.input_tokens
-                + usage.cache_read_input_tokens
-                + usage.cache_creation_input_tokens,
-                layer1_tokens=0,
-                layer2_tokens=0,
-                layer3_tokens=0,
-                layer4_tokens=0,
-                layer5_tokens=0,
-                messages=0,
-                stop_reason=call.stop_reason,
-                tool_calls=call.tool_calls,
-                text=call.text,
-                duration_s=call.duration_s,
-                model=call.model,
-                cost_usd=cost,
-                tokens_used=state.tokens,
-                iterations_used=spent.iterations,
-                **state.measured(),
-            )
-        )
-
-    def _cost(self, call: ModelCall) -> float | None:
-        """At the agent's ``price=`` when it has one, else from the price table; under a
-        cost limit, a model with no price is an error the run records (once)."""
-        if self.agent.price is not None:
-            return self.agent.price.cost(call.usage)
-        cost = self._prices.cost(call.model, call.usage)
-        if not math.isnan(cost):
-            return cost
-        if self.agent.budget.max_cost_usd is not None and call.model not in self._unpriced:
-            self._unpriced.add(call.model)
-            self.state.emit(
-                ErrorEvent(
-                    source="budget",
-                    error_type="UnpricedModel",
-                    message=(
-                        f"no price for model {call.model!r}: the cost limit cannot count its "
-                        "calls; pass price=gr.Price(input, output, cache_write, cache_read) "
-                        "to gr.Agent(...)"
-                    ),
-                )
-            )
-        return None
 
 
 def _stub(name: str) -> Tool:

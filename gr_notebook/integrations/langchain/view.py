@@ -3,58 +3,23 @@ order the middleware gave (gr's loop keeps it on its todo list, which a session 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import Event
-from gr_notebook.guardrails.budget import BudgetUsage
-from gr_notebook.workflow.plan import Plan
-from gr_notebook.workflow.todos import TodoList
-from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.integrations.session_view import StateView
 
 __all__ = ["SessionView"]
 
 
-class SessionView:
-    """A :class:`~gr_notebook.guardrails.view.RunView` over the run state."""
+class SessionView(StateView):
+    """A :class:`StateView` that knows the session's wrap-up order."""
 
     def __init__(self, state: RunState) -> None:
-        self.state = state
-        self.wrap_up: str | None = None
+        super().__init__(state)
+        self._wrap_up: str | None = None
+
+    @property
+    def wrap_up(self) -> str | None:
         """The wrap-up order, once given: a stop is then let through unchecked."""
+        return self._wrap_up
 
-    @property
-    def run_id(self) -> str:
-        return self.state.run_id
-
-    @property
-    def name(self) -> str:
-        return self.state.name
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.state.workspace
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self.state.clock
-
-    @property
-    def todos(self) -> TodoList:
-        return self.state.todos
-
-    @property
-    def plan_file(self) -> str:
-        return self.state.plan_file
-
-    def usage(self) -> BudgetUsage:
-        return self.state.usage()
-
-    def plan(self) -> Plan | None:
-        return self.state.plan()
-
-    def phase_ahead(self) -> tuple[int, str]:
-        return self.state.phase_ahead()
-
-    def emit(self, event: Event) -> None:
-        self.state.emit(event)
+    def order_wrap_up(self, order: str) -> None:
+        self._wrap_up = order
