@@ -137,9 +137,13 @@ class Agent:
             feedback_providers=feedback_providers,
             checker=task_completion_checker,
             max_refusals=max_refusals,
+            check_names=False,  # checked when it runs: a bridge's tools are not these
         )
         self.shadow = ShadowSpec.build(
-            options["shadow"], tools=list(self.registry), max_refusals=max_refusals
+            options["shadow"],
+            tools=list(self.registry),
+            max_refusals=max_refusals,
+            check_names=False,
         )
         """Guardrails that decide on every call, stop and check, recorded with
         ``mode="shadow"``, and that nothing obeys: try one before you trust it."""
@@ -163,6 +167,7 @@ class Agent:
             raise ConfigError(f"checkpoints takes True or False, got {checkpoints!r}")
         self.checkpoints = checkpoints
         """A checkpoint at every turn, in the store (none without one): resume and fork."""
+        self._watchers: list[Callable[[Run], object]] = []
 
     # -- running ----------------------------------------------------------------------------
 
@@ -207,10 +212,13 @@ class Agent:
     ) -> AgentDefinition:
         """What a run of this agent works under; ``confirm`` answers large assessments and
         approvals when the agent has no confirmer of its own. ``own_model=False``: the caller
-        makes the model calls (a Claude Agent SDK session), so the agent's model need no
-        price."""
+        makes the model calls and holds the tools (a Claude Agent SDK session, a LangChain
+        app), so the agent's model need no price, and the caller checks the tools policies
+        name against its own."""
         if own_model:
             self._check_priced()
+            self.guardrails.check_tool_names(self.registry)
+            self.shadow.guardrails.check_tool_names(self.registry)
         regulation = self.regulation
         if confirm is not None and regulation is not None and regulation.confirm is None:
             regulation = replace(regulation, confirm=confirm)
@@ -258,6 +266,25 @@ class Agent:
             "self_regulation": self.regulation is not None,
             "shadow": self.shadow.describe(),
         }
+
+    def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:
+        """Call ``callback(run)`` with every run this agent starts from now on (its resumes
+        and forks, its Claude Agent SDK and LangChain sessions too), before the run's first
+        event, so a ``run.subscribe`` there misses none of them; returns a function that stops it. A
+        callback that raises stops the run from starting. ``agent.replace()`` makes an agent
+        without them."""
+        self._watchers.append(callback)
+
+        def stop() -> None:
+            if callback in self._watchers:
+                self._watchers.remove(callback)
+
+        return stop
+
+    @property
+    def run_watchers(self) -> tuple[Callable[[Run], object], ...]:
+        """The callbacks :meth:`on_run` registered, in order."""
+        return tuple(self._watchers)
 
     @property
     def max_iterations(self) -> int:

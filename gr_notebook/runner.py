@@ -44,6 +44,7 @@ __all__ = [
     "INSTRUCTIONS_FILE",
     "RunOrigin",
     "Runnable",
+    "announce",
     "execute",
     "finish",
     "launch",
@@ -64,6 +65,8 @@ class Runnable(Protocol):
     def checkpoints(self) -> bool: ...
     @property
     def release_after_s(self) -> float | None: ...
+    @property
+    def run_watchers(self) -> tuple[Callable[[Run], object], ...]: ...
     def definition(self, *, confirm: ConfirmerLike | None = None) -> AgentDefinition: ...
     def config(self) -> dict[str, Any]: ...
     def open_store(self) -> Store | None: ...
@@ -146,6 +149,7 @@ def launch(
                 cost_limit_usd=definition.budget.max_cost_usd,
             ),
         )
+        announce(agent, run)
         store = store or agent.open_store()
         if store is not None:
             _open_record(agent, run, engine, store, origin)
@@ -164,6 +168,12 @@ def launch(
         raise
     run.attach(engine, task, agent=agent, store=store)
     return run
+
+
+def announce(agent: Runnable, run: Run) -> None:
+    """Hand a new run to the agent's watchers (``agent.on_run``), before its first event."""
+    for watch in agent.run_watchers:
+        watch(run)
 
 
 def _open_record(

@@ -248,3 +248,34 @@ def test_an_empty_or_refused_response_fails_the_run(
     run = make_agent(gr.ScriptedModel([response])).run_sync("job")
     assert run.status == "failed"
     assert run.events.of_kind("error")[-1].data["source"] == "model"
+
+
+class TestOnRun:
+    def test_each_run_is_handed_over_before_its_first_event(self, tmp_path: Path) -> None:
+        agent = gr.Agent(
+            gr.ScriptedModel([gr.text("One."), gr.text("Two.")]), workspace=tmp_path, store=False
+        )
+        seen: list[tuple[str, int]] = []
+        kinds: list[str] = []
+        stop = agent.on_run(lambda run: seen.append((run.run_id, len(run.events))))
+        agent.on_run(lambda run: run.subscribe(lambda e: kinds.append(e.kind)))
+        first = agent.run_sync("First job.")
+        assert seen == [(first.run_id, 0)]
+        assert kinds[0] == "run_started" and len(kinds) == len(first.events)
+        stop()
+        stop()  # twice is harmless
+        agent.run_sync("Second job.")
+        assert len(seen) == 1 and len(agent.run_watchers) == 1
+        assert agent.replace(name="other").run_watchers == ()
+
+    def test_a_callback_that_raises_stops_the_run_from_starting(self, tmp_path: Path) -> None:
+        agent = gr.Agent(gr.ScriptedModel([gr.text("Done.")]), workspace=tmp_path, store=False)
+
+        def broken(run: gr.Run) -> None:
+            raise RuntimeError("no tracer")
+
+        stop = agent.on_run(broken)
+        with pytest.raises(RuntimeError, match="no tracer"):
+            agent.run_sync("A job.")
+        stop()  # the workspace lock was let go: the next run starts
+        assert agent.run_sync("A job.").status == "ended"

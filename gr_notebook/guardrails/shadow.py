@@ -80,6 +80,7 @@ class ShadowSpec:
         *,
         tools: Sequence[Tool],
         max_refusals: int = DEFAULT_MAX_REFUSALS,
+        check_names: bool = True,
     ) -> ShadowSpec:
         """Sort ``shadow`` by kind: one ConfigError for anything that is no guardrail, a
         class given for an instance, or a second checker or intervention configuration."""
@@ -131,9 +132,9 @@ class ShadowSpec:
             interventions=interventions[0] if interventions else None,
             max_refusals=max_refusals,
         )
-        return spec.bound_to(tools)
+        return spec.bound_to(tools, check_names=check_names)
 
-    def bound_to(self, tools: Sequence[Tool]) -> ShadowSpec:
+    def bound_to(self, tools: Sequence[Tool], *, check_names: bool = True) -> ShadowSpec:
         """The same shadows, their policies governing ``tools`` (every one, as an agent-wide
         policy does)."""
         guardrails = GuardrailSpec.build(
@@ -142,6 +143,7 @@ class ShadowSpec:
             feedback_providers=self.feedback,
             checker=self.checker,
             max_refusals=self.max_refusals,
+            check_names=check_names,
         )
         return replace(self, guardrails=guardrails)
 

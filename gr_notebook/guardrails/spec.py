@@ -42,7 +42,11 @@ class GuardrailSpec:
         feedback_providers: Iterable[FeedbackProviderConfig] = (),
         checker: CheckerLike | None = None,
         max_refusals: int = DEFAULT_MAX_REFUSALS,
+        check_names: bool = True,
     ) -> GuardrailSpec:
+        """``check_names=False`` leaves the check of the tools policies name for later
+        (:meth:`check_tool_names`): an agent whose tools live in another runtime (a
+        LangChain app, a Claude Agent SDK session) learns them only when a bridge binds it."""
         agent_wide = [checked_policy(p) for p in _items(policies, "policies")]
         scoped: list[tuple[ToolPolicy, tuple[str, ...]]] = []
         for item in toolsets:
@@ -50,9 +54,8 @@ class GuardrailSpec:
                 names = tuple(t.name for t in item.tools)
                 scoped += [(checked_policy(p), names) for p in item.policies]
         bound = bind_policies([*agent_wide, *(p for p, _ in scoped)])
-        known = {t.name for t in tools}
-        for policy in bound.values():
-            _check_tool_names(policy.policy, known)
+        if check_names:
+            _check_names(bound.values(), tools)
         by_tool: dict[str, list[PolicyBinding]] = {}
         for tool in tools:
             chosen = [bound[id(p)] for p in agent_wide]
@@ -76,6 +79,10 @@ class GuardrailSpec:
             checker=None if checker is None else as_checker(checker),
             max_refusals=max_refusals,
         )
+
+    def check_tool_names(self, tools: Iterable[Tool]) -> None:
+        """A ConfigError if a built-in policy names a tool not among ``tools``."""
+        _check_names(self.bindings, tools)
 
     def describe(self) -> dict[str, object]:
         """The guardrails as plain data, for the run's recorded configuration."""
@@ -106,6 +113,12 @@ def checked_policy(policy: object) -> ToolPolicy:
             + (f"; it lacks {', '.join(missing)}" if missing and not hint else "")
         )
     return policy  # type: ignore[return-value]
+
+
+def _check_names(bindings: Iterable[PolicyBinding], tools: Iterable[Tool]) -> None:
+    known = {t.name for t in tools}
+    for binding in bindings:
+        _check_tool_names(binding.policy, known)
 
 
 def _check_tool_names(policy: ToolPolicy, known: set[str]) -> None:

@@ -63,7 +63,7 @@ def test_approval_policy_checks_its_arguments(make_agent: Callable[..., gr.Agent
         with pytest.raises(ConfigError, match="timeout_s"):
             gr.ApprovalPolicy(tools=["write_file"], timeout_s=bad)
     with pytest.raises(ConfigError, match="write_flie"):
-        make_agent(policies=[gr.ApprovalPolicy(tools=["write_flie"])])
+        make_agent(policies=[gr.ApprovalPolicy(tools=["write_flie"])]).run_sync("job")
 
 
 def test_a_denial_wins_over_an_ask(make_agent: Callable[..., gr.Agent]) -> None:

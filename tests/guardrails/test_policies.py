@@ -118,11 +118,14 @@ def test_a_string_of_prerequisites_is_a_clear_error() -> None:
         gr.SequentialDependencyPolicy({"build": "lint"})
 
 
-def test_unknown_tool_names_are_caught_when_the_agent_is_built(
+def test_unknown_tool_names_are_caught_when_the_agent_starts(
     make_agent: Callable[..., gr.Agent],
 ) -> None:
+    """Built, the agent may yet run where its tools live (a LangChain app, an SDK session);
+    on gr's loop its tools are its own, so a name none of them has is a typo."""
+    agent = make_agent(policies=[gr.SequentialDependencyPolicy({"deploy": {"read_file"}})])
     with pytest.raises(gr.ConfigError, match="does not have: deploy"):
-        make_agent(policies=[gr.SequentialDependencyPolicy({"deploy": {"read_file"}})])
+        agent.run_sync("job")
 
 
 # -- ReadBeforeWritePolicy ----------------------------------------------------------------------

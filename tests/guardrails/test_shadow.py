@@ -303,10 +303,11 @@ def test_a_shadow_that_is_no_guardrail_gets_one_clear_error(given: Any, says: st
         assert "InterventionConfig" in message
 
 
-def test_a_shadow_policy_naming_a_missing_tool_is_caught_at_build() -> None:
+def test_a_shadow_policy_naming_a_missing_tool_is_caught_at_start() -> None:
     policy = gr.SequentialDependencyPolicy({"deploy": {"run_tests"}})
+    agent = gr.Agent(store=False, shadow=[policy])
     with pytest.raises(ConfigError, match="names tools this agent does not have"):
-        gr.Agent(store=False, shadow=[policy])
+        agent.run_sync("job")
 
 
 def test_the_shadows_are_in_the_config_and_survive_replace(make_agent: Factory) -> None:

@@ -300,6 +300,25 @@ def test_a_policy_names_a_tool_the_session_does_not_have(tmp_path: Path) -> None
     assert "\n" not in message
 
 
+async def test_a_policy_may_name_a_tool_only_the_session_has(tmp_path: Path) -> None:
+    """gr's loop has no Bash; the session does, and the policy governs it there."""
+    ws = tmp_path / "ws"
+    bash_after_read = gr.SequentialDependencyPolicy({"Bash": {"read_file"}})
+    agent = agent_at(ws, policies=[bash_after_read], store=False)
+    (ws / "a.md").write_text("a")
+    script = [
+        gr.tool_call("Bash", command="echo ran > out.txt", description="write out.txt"),
+        gr.text("Stopped."),
+    ]
+    session = await sdk_session(agent, script, ws, tools=["Read", "Bash"])
+    rows = session.run.policy_df()
+    assert rows[["tool", "allowed"]].values.tolist() == [["Bash", False]]
+    assert "read_file" in rows["reason"].iloc[0] or "Read" in rows["reason"].iloc[0]
+    assert not (ws / "out.txt").exists()
+    with pytest.raises(ConfigError, match="does not have: Bash"):
+        agent.run_sync("job")
+
+
 async def test_a_policy_names_a_tool_the_started_session_lacks(tmp_path: Path) -> None:
     """Without ``tools=``, the check waits for the session's own list (its init message)."""
     ws = tmp_path / "ws"

@@ -389,3 +389,23 @@ async def test_langchain_tools_keep_their_names(tmp_path: Path) -> None:
     assert session.run.tool_calls_df()["tool"].tolist() == ["mcp__files__save"]
     assert session.run.policy_df()["tool"].tolist() == ["mcp__files__save"]
     assert runs_of(ws, "mcp__files__save") == 1
+
+
+async def test_a_built_in_policy_governs_langchain_only_tools(tmp_path: Path) -> None:
+    """The agent names tools that exist only in the LangChain app: the middleware checks them
+    against the app's tools, not gr's, and enforces the order."""
+    ws = tmp_path / "ws"
+    needs_tests = gr.SequentialDependencyPolicy({"deploy": {"run_tests"}})
+    agent = agent_at(ws, policies=[needs_tests], store=False)
+    script = [
+        gr.tool_call("deploy", target="prod"),
+        gr.tool_call("run_tests", target="prod"),
+        gr.tool_call("deploy", target="prod"),
+        gr.text("Deployed after the tests."),
+    ]
+    tools = [counted(ws), counted(ws, "run_tests")]
+    session = await langchain_session(agent, script, ws, tools=tools)
+    assert session.run.policy_df()["allowed"].tolist() == [False, True, True]
+    assert runs_of(ws) == 1 and runs_of(ws, "run_tests") == 1
+    with pytest.raises(ConfigError, match="does not have: deploy, run_tests"):
+        agent.run_sync("job")  # on gr's own loop these tools do not exist

@@ -94,6 +94,7 @@ class Session:
                 cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
+        runner.announce(agent, self.run)
         self.session_id: str | None = None
         self.outcome: LoopOutcome | None = None
         """How the hooks ended the session, when they did (a stop, a limit, stuck)."""
@@ -128,6 +129,7 @@ class Session:
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
+                check_names=checked,  # else when the session names its tools
             )
         except ConfigError as exc:
             raise ConfigError(
@@ -151,7 +153,7 @@ class Session:
         if shadow.empty:
             return None
         try:
-            return shadow.bound_to(self._stubs(sdk_tools, checked=checked))
+            return shadow.bound_to(self._stubs(sdk_tools, checked=checked), check_names=checked)
         except ConfigError as exc:
             raise ConfigError(
                 f"shadow: {exc}. This Claude Agent SDK session's tools are "

@@ -119,6 +119,7 @@ class Session:
                 cost_limit_usd=agent.budget.max_cost_usd,
             ),
         )
+        runner.announce(agent, self.run)
         self.outcome: LoopOutcome | None = None
         """How the guardrails ended the session, when they did (a limit, stuck, a stop)."""
         self.wrap_up_told = False
@@ -151,6 +152,7 @@ class Session:
                 feedback_providers=agent.guardrails.feedback,
                 checker=agent.guardrails.checker,
                 max_refusals=agent.guardrails.max_refusals,
+                check_names=checked,  # else when the session names its tools
             )
         except ConfigError as exc:
             raise ConfigError(
@@ -165,7 +167,7 @@ class Session:
             return None
         names = tuple(names)
         try:
-            return shadow.bound_to(self._tools(names, checked=checked))
+            return shadow.bound_to(self._tools(names, checked=checked), check_names=checked)
         except ConfigError as exc:
             raise ConfigError(
                 f"shadow: {exc}. This LangChain agent's tools are {', '.join(sorted(names))}"
