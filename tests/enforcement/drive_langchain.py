@@ -28,8 +28,8 @@ class LangChainDriver:
             return NotApplicable("create_agent has no subagents of its own")
         if scenario.mcp:
             return NotApplicable(
-                "the middleware offers gr's own tools, not MCP servers' (LangChain reaches MCP "
-                "through langchain-mcp-adapters, its tools then governed by name like any other)"
+                "the middleware does not connect an agent's MCP servers (LangChain's MCP tools "
+                "come from langchain-mcp-adapters, not a dependency here)"
             )
         return None
 
