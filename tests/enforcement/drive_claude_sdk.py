@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import gr_notebook as gr
+from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.integrations.claude_agent_sdk import guardrail_hooks, local_env
 from gr_notebook.messages import ToolUseBlock
 from gr_notebook.models import ModelResponse
@@ -56,13 +57,16 @@ class Router:
         self.main, self.sub = deque(main), deque(sub)
 
     def __call__(self, body: dict[str, Any]) -> ModelResponse:
-        names = {t.get("name") for t in body.get("tools") or ()}
-        queue = self.main if DELEGATE in names or not self.sub else self.sub
+        queue = self.main if DELEGATE in _tool_names(body) or not self.sub else self.sub
         return queue.popleft()
 
     def script(self) -> list[Any]:
         """One entry per turn (the server numbers them, and so names each reply apart)."""
         return [self] * (len(self.main) + len(self.sub))
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    return {str(t.get("name")) for t in body.get("tools") or ()}
 
 
 def side_request(body: dict[str, Any]) -> ModelResponse | None:
@@ -73,6 +77,9 @@ def side_request(body: dict[str, Any]) -> ModelResponse | None:
 class ClaudeAgentSDKDriver:
     key = "claude-sdk"
     name = "Claude Agent SDK (CLI)"
+
+    def __init__(self, policy_of: Callable[[Scenario], ToolPolicy] = policy_for) -> None:
+        self._policy_of = policy_of
 
     def limit(self, scenario: Scenario) -> NotApplicable | KnownGap | None:
         return None
@@ -119,7 +126,13 @@ class ClaudeAgentSDKDriver:
                 runs.append(again)
         bodies = [r.body for r in server.requests if r.path == "/v1/messages"]
         told = results_in_messages(m for b in bodies for m in b.get("messages", ()))
-        return Played(counter.all_runs(dict.fromkeys(scenario.tools)), told, decisions_of(*runs))
+        decisions = decisions_of(*runs)
+        if (DELEGATE, True) in decisions:  # the denial reached the subagent's conversation
+            for call in scenario.denied_calls:
+                readers = [b for b in bodies if call.id in results_in_messages(b["messages"])]
+                assert readers, f"no request carried the result of {call.id}"
+                assert all(DELEGATE not in _tool_names(b) for b in readers), "not a subagent's"
+        return Played(counter.all_runs(dict.fromkeys(scenario.tools)), told, decisions)
 
     async def _session(
         self,
@@ -137,7 +150,7 @@ class ClaudeAgentSDKDriver:
             gr.ScriptedModel([]),
             workspace=ws,
             tools=[toolset],
-            policies=[policy_for(scenario)],
+            policies=[self._policy_of(scenario)],
             store=False,
             self_regulation=False,
             interventions=None,
