@@ -76,6 +76,7 @@ from gr_notebook.review.timetravel import fork_run as _fork_run
 from gr_notebook.run import Run, current_run
 from gr_notebook.run import set_forker as _set_forker
 from gr_notebook.tools import Tool, ToolContext, Toolset
+from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.workflow import Workspace
 
 if typing.TYPE_CHECKING:
@@ -152,6 +153,7 @@ __all__ = [
     "FunctionModel",
     "GrNotebookError",
     "InterventionConfig",
+    "MCPServer",
     "Observation",
     "OpenAIModel",
     "PlanBasedChecker",

@@ -40,6 +40,7 @@ from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
 from gr_notebook.run import Run
 from gr_notebook.tools import CORE_TOOLS, Tool, ToolRegistry, Toolset, flatten_tools
+from gr_notebook.tools.mcp import MCPServer, check_servers
 from gr_notebook.validation import seconds, whole_number
 from gr_notebook.workflow.prompts import system_prompt
 from gr_notebook.workflow.workspace import Workspace, relative_path
@@ -88,9 +89,11 @@ class Agent:
         checkpoints: bool = True,
         shadow: Iterable[object] = (),
         price: Price | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         options = {k: v for k, v in locals().items() if k != "self"}
-        for key in ("tools", "policies", "feedback_providers", "shadow"):  # a generator reads once
+        # a generator reads once
+        for key in ("tools", "policies", "feedback_providers", "shadow", "mcp_servers"):
             if isinstance(options[key], Iterator):
                 options[key] = tuple(options[key])
         tools, policies, feedback_providers = (
@@ -127,6 +130,10 @@ class Agent:
         policy asks about (it receives an ApprovalRequest for those)."""
         own = regulation_tools(self.regulation.table) if self.regulation else ()
         self.registry = ToolRegistry([*CORE_TOOLS, *own, *flatten_tools(self.user_tools)])
+        self.mcp_servers = check_servers(options["mcp_servers"])
+        """The MCP servers each run connects to when it starts; their tools are named
+        ``mcp__<server>__<tool>``; the tools policies name are checked against theirs too,
+        once the run has them."""
         if release_after_s is not None:
             seconds(release_after_s, "release_after_s", minimum=0, above=True)
         self.release_after_s = release_after_s
@@ -217,8 +224,9 @@ class Agent:
         name against its own."""
         if own_model:
             self._check_priced()
-            self.guardrails.check_tool_names(self.registry)
-            self.shadow.guardrails.check_tool_names(self.registry)
+            if not self.mcp_servers:  # else when the run has the servers' tools too
+                self.guardrails.check_tool_names(self.registry)
+                self.shadow.guardrails.check_tool_names(self.registry)
         regulation = self.regulation
         if confirm is not None and regulation is not None and regulation.confirm is None:
             regulation = replace(regulation, confirm=confirm)
@@ -244,6 +252,7 @@ class Agent:
             confirm=self.confirm or confirm,
             shadow=None if self.shadow.empty else self.shadow,
             price=self.price,
+            mcp_servers=self.mcp_servers,
         )
 
     def config(self) -> dict[str, Any]:
@@ -265,6 +274,7 @@ class Agent:
             "interventions": self.interventions.describe() if self.interventions else None,
             "self_regulation": self.regulation is not None,
             "shadow": self.shadow.describe(),
+            **({"mcp_servers": [s.name for s in self.mcp_servers]} if self.mcp_servers else {}),
         }
 
     def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:

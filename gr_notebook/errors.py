@@ -13,6 +13,7 @@
     │                       the run ends "budget_exhausted" (the loop checks counted ones)
     ├── StoreError          the run store cannot be opened or written
     ├── ConfigError         an Agent, Tool or Toolset was defined in a way that cannot work
+    ├── MCPServerError      an MCP server could not start when the run did; the run fails
     └── RunError            a Run was used the wrong way (e.g. waited on before it started)
 
 Each message says what to do instead. Errors inside a run never escape as crashes: tool
@@ -25,6 +26,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "GrNotebookError",
+    "MCPServerError",
     "ModelError",
     "ModelSpecError",
     "NetworkDisabled",
@@ -93,6 +95,10 @@ class StoreError(GrNotebookError):
 
 class ConfigError(GrNotebookError, ValueError):
     """An Agent, Tool or Toolset was defined in a way that cannot work."""
+
+
+class MCPServerError(GrNotebookError):
+    """An MCP server could not start, or did not answer, when the run started."""
 
 
 class RunError(GrNotebookError):

@@ -21,6 +21,7 @@ import secrets
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import AsyncExitStack, suppress
 from typing import Any, Protocol
 
 from gr_notebook.engine.checkpoint import Checkpointer
@@ -35,7 +36,8 @@ from gr_notebook.history.checkpoint_store import RESUMABLE
 from gr_notebook.history.store import Store
 from gr_notebook.models.base import context_window_of
 from gr_notebook.run import Limits, Run
-from gr_notebook.tools import ToolRegistry
+from gr_notebook.tools import Tool, ToolRegistry
+from gr_notebook.tools.mcp_client import connect
 from gr_notebook.workflow.prompts import kickoff_prompt
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR, Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
@@ -245,8 +247,11 @@ async def execute(
     """The run's task: the loop to its end (any end: done, a limit, a stop, a bug, Ctrl-C),
     then :func:`finish`; the checkpoints and the workspace lock are let go of whatever
     happens. Ctrl-C and ``SystemExit`` are recorded, then raised on."""
+    servers = AsyncExitStack()
     try:
         try:
+            if failure is None and engine.definition.mcp_servers:
+                _add_tools(run, engine, await connect(engine.definition.mcp_servers, servers))
             go = engine.go_on() if resumed else engine.run(kickoff_prompt())
             outcome = failure or await go
         except asyncio.CancelledError:
@@ -255,6 +260,7 @@ async def execute(
             outcome = LoopOutcome("interrupted", _interrupt_reason(exc), exc)
         except Exception as exc:
             outcome = _failed(engine, exc)
+        await _close(servers)
         finish(agent, run, engine, store, outcome)
         if isinstance(outcome.error, KeyboardInterrupt | SystemExit):
             raise outcome.error
@@ -263,6 +269,20 @@ async def execute(
         if isinstance(engine.checkpoint, Checkpointer):
             engine.checkpoint.close(keep_journal=run.status in RESUMABLE)
         lock.release()
+
+
+def _add_tools(run: Run, engine: Loop, tools: list[Tool]) -> None:
+    """The MCP servers' tools join the run's, with their docs in the workspace."""
+    engine.add_tools(tools)
+    for tool in tools:
+        run.workspace.write_text(f"{TOOL_DOCS_DIR}/{tool.name}.md", tool.docs_markdown())
+
+
+async def _close(servers: AsyncExitStack) -> None:
+    """Close the run's MCP servers; a server that fails to close does not change the run's
+    end (the SDK stops a stdio server's process whatever happens)."""
+    with suppress(Exception, asyncio.CancelledError):
+        await servers.aclose()
 
 
 def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:

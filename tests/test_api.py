@@ -51,6 +51,7 @@ ROOT = [
     "FunctionModel",
     "GrNotebookError",
     "InterventionConfig",
+    "MCPServer",
     "Observation",
     "OpenAIModel",
     "PlanBasedChecker",
@@ -88,6 +89,7 @@ ROOT = [
 # Every name that left the root, and the submodule that is its home.
 HOMES = {
     "gr_notebook.errors": [
+        "MCPServerError",
         "ModelError",
         "ModelSpecError",
         "PlanError",

@@ -16,6 +16,7 @@ from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price
+from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.tools.registry import ToolRegistry
 from gr_notebook.workflow.stuck import SameStateDetector, StuckDetector
 
@@ -46,6 +47,8 @@ class AgentDefinition:
     """Guardrails that decide and are recorded, and that nothing obeys."""
     price: Price | None = None
     """The agent's ``price=``: every call is priced at it, whatever the model says."""
+    mcp_servers: tuple[MCPServer, ...] = ()
+    """The MCP servers the run connects to when it starts; their tools join ``registry``."""
 
     def new_stuck_detector(self) -> StuckDetector | None:
         if self.stuck_detector is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from gr_notebook.engine.context import build_recap
@@ -30,7 +31,7 @@ from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus, gave_up, settle, turn_ended
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
-from gr_notebook.errors import RequestOverBudget
+from gr_notebook.errors import ConfigError, RequestOverBudget
 from gr_notebook.eventdata import clip
 from gr_notebook.events import (
     CompactionEvent,
@@ -52,6 +53,7 @@ from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling
 from gr_notebook.models.pricing import price_of_model
+from gr_notebook.tools.base import Tool
 from gr_notebook.tools.effects import PruneConversation
 from gr_notebook.tools.nesting import cut_deep_inputs
 from gr_notebook.workflow.prompts import (
@@ -163,6 +165,25 @@ class Loop:
         if text != state.todo_order:
             state.todo_order = text
             state.direct(todo_layer_directive(todos))
+
+    def add_tools(self, tools: Sequence[Tool]) -> None:
+        """Tools the run learnt as it started (its MCP servers'), offered from the first
+        request and governed like the agent's own; a name already taken is a ConfigError."""
+        known = [t.name for t in self.registry]
+        taken = sorted({t.name for t in tools} & set(known))
+        if taken:
+            raise ConfigError(
+                f"the agent has a tool named {taken[0]!r}, and an MCP server offers a tool "
+                "of that name: rename the agent's tool (mcp__<server>__<tool> names belong "
+                "to MCP servers)"
+            )
+        guardrails = self.definition.guardrails.with_tools(tools, known=list(self.registry))
+        registry = self.registry.extended(tools)
+        self.definition = replace(self.definition, registry=registry, guardrails=guardrails)
+        self.registry = registry
+        self.state.guards.spec = guardrails  # the same bindings: their memories carry over
+        if self.state.shadow is not None:
+            self.state.shadow.rebind(list(registry))
 
     # -- the loop -----------------------------------------------------------------------------
 

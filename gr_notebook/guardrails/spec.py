@@ -7,7 +7,7 @@ its own tools), so a tool call finds its policies with one dictionary lookup.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.approval import ApprovalPolicy
@@ -31,6 +31,8 @@ class GuardrailSpec:
     feedback: tuple[FeedbackProviderConfig, ...] = ()
     checker: TaskCompletionChecker | None = None
     max_refusals: int = DEFAULT_MAX_REFUSALS
+    agent_wide: tuple[PolicyBinding, ...] = ()
+    """The policies that govern every tool, those a run adds when it starts too."""
 
     @classmethod
     def build(
@@ -78,7 +80,20 @@ class GuardrailSpec:
             feedback=tuple(configs),
             checker=None if checker is None else as_checker(checker),
             max_refusals=max_refusals,
+            agent_wide=tuple(bound[id(p)] for p in agent_wide),
         )
+
+    def with_tools(self, added: Sequence[Tool], *, known: Iterable[Tool]) -> GuardrailSpec:
+        """These guardrails once a run has the tools it learnt as it started (``added``, an
+        MCP server's): the agent-wide policies govern them too, and the tools every policy
+        names are checked against all the run's tools (``known`` and ``added``)."""
+        self.check_tool_names([*known, *added])
+        if not self.agent_wide or not added:
+            return self
+        by_tool = dict(self.by_tool)
+        for tool in added:
+            by_tool[tool.name] = self.agent_wide
+        return replace(self, by_tool=by_tool)
 
     def check_tool_names(self, tools: Iterable[Tool]) -> None:
         """A ConfigError if a built-in policy names a tool not among ``tools``."""

@@ -32,6 +32,10 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A registry with these tools after this one's; a name already taken is an error."""
+        return ToolRegistry([*self._tools.values(), *tools])
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 

@@ -381,3 +381,33 @@ def test_bypass_permissions_is_refused_as_root(
     hooks = guardrail_hooks(agent_at(tmp_path / "ws", store=False))
     with pytest.raises(ConfigError, match="acceptEdits"):
         hooks.options(permission_mode="bypassPermissions")
+
+
+def test_a_policy_names_an_mcp_tool_as_claude_code_names_it(tmp_path: Path) -> None:
+    """``mcp__<server>__<tool>`` is one name in gr's loop and in the SDK session."""
+    approve = gr.ApprovalPolicy(tools=["mcp__s__t"])
+    needs_t = gr.SequentialDependencyPolicy({"write_file": {"mcp__s__t"}})
+    agent = agent_at(tmp_path / "ws", policies=[approve, needs_t], store=False)
+    hooks = guardrail_hooks(agent, tools=["Write", "mcp__s__t"])
+    governed = hooks._session.state.guards.spec.by_tool  # type: ignore[attr-defined]
+    assert {"mcp__s__t", "write_file"} <= set(governed)
+    guardrail_hooks(agent)  # the session's own list is awaited: checked when it names its tools
+    with pytest.raises(ConfigError, match="mcp__s__t"):
+        guardrail_hooks(agent, tools=["Write", "mcp__s__other"])
+
+
+def test_the_agents_mcp_servers_are_the_sessions_under_the_same_names(tmp_path: Path) -> None:
+    servers = [
+        gr.MCPServer("s", command="python", args=["server.py"], env={"K": "v"}),
+        gr.MCPServer("web", url="http://127.0.0.1:9/mcp", headers={"Authorization": "x"}),
+    ]
+    tool = gr.Tool("t", "A toolset tool also called t.", {"type": "object"}, lambda c, p: "")
+    agent = agent_at(tmp_path / "ws", store=False, mcp_servers=servers, tools=[gr.Toolset([tool])])
+    hooks = guardrail_hooks(agent)
+    assert hooks.options().mcp_servers == {
+        "s": {"type": "stdio", "command": "python", "args": ["server.py"], "env": {"K": "v"}},
+        "web": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "x"}},
+    }
+    names = hooks._session.names  # type: ignore[attr-defined]
+    assert names.gr_name("mcp__s__t") == "mcp__s__t"  # the server's t, not the toolset's
+    assert names.gr_name("mcp__tools__t") == "t"

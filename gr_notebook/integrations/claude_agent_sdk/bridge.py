@@ -29,6 +29,7 @@ from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
 from gr_notebook.run import Run
+from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.tools.toolset import Toolset
 from gr_notebook.workflow.workspace import Workspace
 
@@ -76,9 +77,27 @@ def guardrail_hooks(
         )
     root = Path(cwd if cwd is not None else _default_cwd(agent)).expanduser().resolve()
     toolset_tools = {t.name for ts in agent.user_tools if isinstance(ts, Toolset) for t in ts.tools}
-    names = ToolNames.of(root, tool_map, toolset_tools)
+    servers = [s.name for s in agent.mcp_servers]
+    names = ToolNames.of(root, tool_map, toolset_tools, servers)
     session = Session(agent, names, tools=tools, model=model, instructions=instructions)
     return GuardrailHooks(sdk, session)
+
+
+def _claude_mcp_config(server: MCPServer) -> dict[str, Any]:
+    """A ``gr.MCPServer`` as ``ClaudeAgentOptions(mcp_servers={...})`` takes it."""
+    if server.url is not None:
+        return {"type": "http", "url": server.url, "headers": dict(server.headers or {})}
+    if server.cwd is not None:
+        raise ConfigError(
+            f"MCPServer {server.name!r} has cwd=, which a Claude Agent SDK session cannot "
+            "give its servers: drop cwd= and give the server's paths in full in args="
+        )
+    return {
+        "type": "stdio",
+        "command": server.command,
+        "args": list(server.args),
+        "env": dict(server.env or {}),
+    }
 
 
 def _default_cwd(agent: Agent) -> str | os.PathLike[str]:
@@ -157,6 +176,11 @@ class GuardrailHooks:
         fields.setdefault("include_partial_messages", True)
         if session.tools is not None and "tools" not in fields:
             fields["tools"] = list(session.tools)
+        if session.agent.mcp_servers and "mcp_servers" not in fields:
+            # the same servers under the same names: Claude Code calls their tools
+            # mcp__<server>__<tool>, the names the policies read
+            servers = session.agent.mcp_servers
+            fields["mcp_servers"] = {s.name: _claude_mcp_config(s) for s in servers}
         hooks = {event: list(matchers) for event, matchers in self.hooks.items()}
         for event, matchers in theirs.items():
             hooks.setdefault(event, []).extend(matchers)

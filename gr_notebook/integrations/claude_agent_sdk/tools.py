@@ -85,6 +85,8 @@ class ToolNames:
     aliases: Mapping[str, ToolAlias]
     toolset_tools: frozenset[str] = frozenset()
     """Names of the agent's own toolset tools: ``mcp__<server>__<name>`` stands for one."""
+    mcp_servers: frozenset[str] = frozenset()
+    """The agent's own ``gr.MCPServer`` names: their tools keep their ``mcp__`` names."""
     _stubs: dict[str, Tool] = field(default_factory=dict, repr=False)
     _pattern: tuple[re.Pattern[str], dict[str, str]] | None = field(default=None, repr=False)
 
@@ -94,6 +96,7 @@ class ToolNames:
         cwd: Path,
         tool_map: Mapping[str, ToolAlias | str] | None,
         toolset_tools: Iterable[str] = (),
+        mcp_servers: Iterable[str] = (),
     ) -> ToolNames:
         aliases = dict(CLAUDE_CODE_FILE_TOOLS)
         for sdk_name, alias in (tool_map or {}).items():
@@ -105,16 +108,19 @@ class ToolNames:
                     f"path_param), not {type(alias).__name__}"
                 )
             aliases[sdk_name] = alias
-        return cls(cwd, aliases, frozenset(toolset_tools))
+        return cls(cwd, aliases, frozenset(toolset_tools), frozenset(mcp_servers))
 
     def gr_name(self, sdk_name: str) -> str:
         alias = self.aliases.get(sdk_name)
         if alias is not None:
             return alias.name
         match = _MCP.match(sdk_name)
-        if match and match["tool"] in self.toolset_tools:
+        if match and match["tool"] in self.toolset_tools and not self._gr_mcp(sdk_name):
             return match["tool"]
         return sdk_name
+
+    def _gr_mcp(self, sdk_name: str) -> bool:
+        return any(sdk_name.startswith(f"mcp__{server}__") for server in self.mcp_servers)
 
     def stub(self, gr_name: str) -> Tool:
         tool = self._stubs.get(gr_name)
