@@ -88,6 +88,7 @@ class HookCallbacks:
             return {**stopping, "hookSpecificOutput": _denial(reason)}
         state = session.state
         started = time.perf_counter()
+        session.meet_tool(read.name)
         call = self.names.call(read.name, read.tool_input)
         if read.problems:  # no policy can judge what it cannot read: denied, and recorded
             text = prompts.unreadable_call(read.problems)

@@ -170,6 +170,13 @@ class Session:
             self.state.shadow.rebind(self._stubs(names, checked=True))
         self.tools = names
 
+    def meet_tool(self, sdk_name: str) -> None:
+        """A call of a tool the session did not name: bind the policies to it before they
+        judge it, so that the agent-wide ones govern it rather than none (the CLI's ``init``
+        message names its subagent tool ``Task``, and its hooks ``Agent``)."""
+        if sdk_name and self.tools is not None and sdk_name not in self.tools:
+            self.bind_tools((*self.tools, sdk_name))
+
     # -- the run's life ------------------------------------------------------------------------
 
     def is_foreign(self, session_id: str | None) -> bool:
