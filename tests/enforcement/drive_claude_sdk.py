@@ -33,7 +33,6 @@ SDK_SERVER = "count"
 DELEGATE = "Agent"
 """Claude Code's tool that starts a subagent (``Task`` before CLI 2.1.x)."""
 SUBAGENT = "records-auditor"
-WAITING = "The audit runs in the background; I will report when it is done."
 
 
 def claude_name(tool: str) -> str:
@@ -95,12 +94,12 @@ class ClaudeAgentSDKDriver:
                     "description": "Audit the records",
                     "prompt": "Look the records up and report.",
                     "subagent_type": SUBAGENT,
+                    "run_in_background": False,
                 },
             )
-            # the CLI runs the subagent in the background (its default): the main thread
-            # answers once when it starts, and once when the CLI reports it finished
+            # in the foreground, the subagent's calls all come before the main thread's answer
             router = Router(
-                [ModelResponse((delegate,), "tool_use"), gr.text(WAITING), gr.text(FINAL)],
+                [ModelResponse((delegate,), "tool_use"), gr.text(FINAL)],
                 [*claude_turns(scenario.turns), gr.text("The audit is done.")],
             )
         else:
