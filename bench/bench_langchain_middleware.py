@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import _util
+from bench_sdk_hooks import guardrail_step
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import AgentMiddleware, hook_config
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -41,9 +42,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 
 import gr_notebook as gr
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import ToolCallEvent
 from gr_notebook.integrations.langchain import guardrail_middleware
-from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.workspace import Workspace
 
 FILES = 20
@@ -150,26 +149,7 @@ async def native_step(ws: Path) -> Step:
 
     async def step(name: str, params: dict[str, Any], i: int) -> None:
         tool = tools[name]
-        guards = state.guards
-        denial = guards.check(tool, params, turn=state.turn)
-        output = ToolOutput(denial.message() if denial else "ok", denial is not None)
-        if denial is None:
-            guards.after_success(tool, params, output, turn=state.turn)
-        state.emit(
-            ToolCallEvent(
-                tool=tool.name,
-                tool_use_id=f"call_{i}",
-                input=params,
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=0.0,
-            )
-        )
-        assert state.interventions is not None
-        check = state.interventions.observe(tool.name, params, output.content, is_error=False)
-        if check is not None:
-            state.emit(check.event())
-        guards.after_call(tool.name, params, is_error=output.is_error, turn=state.turn)
+        guardrail_step(state, tool, params, f"call_{i}")
 
     return step
 

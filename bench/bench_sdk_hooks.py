@@ -110,28 +110,34 @@ async def native_step(ws: Path) -> Step:
     async def step(name: str, params: dict[str, Any], i: int) -> None:
         tool = tools[aliases[name]]
         args = {"path": Path(params["file_path"]).name}
-        guards = state.guards
-        denial = guards.check(tool, args, turn=state.turn)
-        output = ToolOutput(denial.message() if denial else "ok", denial is not None)
-        if denial is None:
-            guards.after_success(tool, args, output, turn=state.turn)
-        state.emit(
-            ToolCallEvent(
-                tool=tool.name,
-                tool_use_id=f"toolu_{i}",
-                input=args,
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=0.0,
-            )
-        )
-        assert state.interventions is not None
-        check = state.interventions.observe(tool.name, args, output.content, is_error=False)
-        if check is not None:
-            state.emit(check.event())
-        guards.after_call(tool.name, args, is_error=output.is_error, turn=state.turn)
+        guardrail_step(state, tool, args, f"toolu_{i}")
 
     return step
+
+
+def guardrail_step(state: RunState, tool: Any, args: dict[str, Any], call_id: str) -> None:
+    """gr's own guardrails at one tool call, in the order its tool step runs them, without the
+    tool: the baseline every bridge's per-call cost is measured against."""
+    guards = state.guards
+    denial = guards.check(tool, args, turn=state.turn, tool_use_id=call_id)
+    output = ToolOutput(denial.message() if denial else "ok", denial is not None)
+    if denial is None:
+        guards.after_success(tool, args, output, turn=state.turn)
+    state.emit(
+        ToolCallEvent(
+            tool=tool.name,
+            tool_use_id=call_id,
+            input=args,
+            is_error=output.is_error,
+            result=output.content,
+            duration_s=0.0,
+        )
+    )
+    assert state.interventions is not None
+    check = state.interventions.observe(tool.name, args, output.content, is_error=False)
+    if check is not None:
+        state.emit(check.event())
+    guards.after_call(tool.name, args, is_error=output.is_error, turn=state.turn)
 
 
 async def timed(make: Callable[[Path], Awaitable[Step]], prior: int) -> list[float]:

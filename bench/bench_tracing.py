@@ -31,15 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import _util
-from bench_sdk_hooks import FILES, make_agent
+from bench_sdk_hooks import FILES, guardrail_step, make_agent
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import RunStartedEvent, ToolCallEvent
+from gr_notebook.events import RunStartedEvent
 from gr_notebook.integrations.opentelemetry.spans import TraceBuilder
 from gr_notebook.integrations.opentelemetry.writer import SpanWriter
-from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.workspace import Workspace
 
 SIZES = (100, 5_000)
@@ -100,26 +99,7 @@ def make_step(ws: Path, side: str) -> tuple[Step, Callable[[], None]]:
 
     def step(name: str, args: dict[str, Any], i: int) -> None:
         tool = tools[name]
-        guards = state.guards
-        denial = guards.check(tool, args, turn=state.turn, tool_use_id=f"toolu_{i}")
-        output = ToolOutput(denial.message() if denial else "ok", denial is not None)
-        if denial is None:
-            guards.after_success(tool, args, output, turn=state.turn)
-        state.emit(
-            ToolCallEvent(
-                tool=tool.name,
-                tool_use_id=f"toolu_{i}",
-                input=args,
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=0.0,
-            )
-        )
-        assert state.interventions is not None
-        check = state.interventions.observe(tool.name, args, output.content, is_error=False)
-        if check is not None:
-            state.emit(check.event())
-        guards.after_call(tool.name, args, is_error=output.is_error, turn=state.turn)
+        guardrail_step(state, tool, args, f"toolu_{i}")
 
     return step, done
 
