@@ -21,7 +21,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-__all__ = ["HANG_POLL_SECONDS", "App", "HTTPServer", "Reply", "json_reply", "json_text"]
+__all__ = [
+    "HANG_POLL_SECONDS",
+    "App",
+    "HTTPServer",
+    "Reply",
+    "Serving",
+    "json_reply",
+    "json_text",
+]
 
 #: Reason phrases the stdlib does not know; an empty one is legal but reads badly in logs.
 _REASONS: Mapping[int, str] = {529: "Overloaded"}
@@ -125,6 +133,30 @@ class HTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that goes away mid-answer is routine here (timeouts, cancellation).
         pass
+
+
+class Serving:
+    """An app served on 127.0.0.1 by a daemon thread until :meth:`close`: every local server
+    here starts and stops the same way."""
+
+    def __init__(self, app: App, name: str) -> None:
+        self.httpd = HTTPServer(app)
+        self.port = self.httpd.server_port
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"{name}:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving; hung and slow requests are dropped at once, so this is quick (the
+        app's ``stopping`` event, set first, ends them)."""
+        self.httpd.shutdown()
+        self.httpd.close_connections()
+        self.httpd.server_close()
+        self._thread.join(timeout=2.0)
 
 
 class _Handler(BaseHTTPRequestHandler):

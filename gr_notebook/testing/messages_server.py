@@ -26,7 +26,7 @@ from typing import Any
 from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.faults import Fault, Turn, error_type_for, status_for
-from gr_notebook.testing.local_http import HTTPServer, Reply, json_reply, json_text
+from gr_notebook.testing.local_http import Reply, Serving, json_reply, json_text
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
@@ -85,37 +85,24 @@ class MessagesServer:
         self._requests: list[RecordedRequest] = []
         self._served = 0
         self._disconnects = 0
-        self._httpd: HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: Serving | None = None
 
     # ── lifecycle ──────────────────────────────────────────────────────────────────────────
 
     def start(self) -> MessagesServer:
-        if self._httpd is not None:
+        if self._serving is not None:
             raise RuntimeError("MessagesServer is already running")
         self._stopping.clear()
-        self._httpd = HTTPServer(self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"MessagesServer:{self._httpd.server_port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serving = Serving(self, "MessagesServer")
         return self
 
     def close(self) -> None:
         """Stop serving; hung and slow requests are dropped at once, so this is quick."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        serving, self._serving = self._serving, None
+        if serving is None:
             return
         self._stopping.set()
-        httpd.shutdown()
-        httpd.close_connections()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
+        serving.close()
 
     def __enter__(self) -> MessagesServer:
         return self.start()
@@ -136,9 +123,9 @@ class MessagesServer:
 
     @property
     def url(self) -> str:
-        if self._httpd is None:
+        if self._serving is None:
             raise RuntimeError("MessagesServer is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_port}"
+        return f"http://127.0.0.1:{self._serving.port}"
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from gr_notebook.testing.local_http import HTTPServer, Reply
+from gr_notebook.testing.local_http import Reply, Serving
 
 __all__ = ["OtlpReceiver", "ReceivedEvent", "ReceivedSpan"]
 
@@ -51,18 +51,10 @@ class OtlpReceiver:
         self._stopping = threading.Event()
         self._spans: list[ReceivedSpan] = []
         self._requests = 0
-        self._httpd: HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: Serving | None = None
 
     def __enter__(self) -> OtlpReceiver:
-        self._httpd = HTTPServer(self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"OtlpReceiver:{self._httpd.server_port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serving = Serving(self, "OtlpReceiver")
         return self
 
     def __exit__(
@@ -71,21 +63,17 @@ class OtlpReceiver:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        serving, self._serving = self._serving, None
+        if serving is None:
             return
         self._stopping.set()
-        httpd.shutdown()
-        httpd.close_connections()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
+        serving.close()
 
     @property
     def endpoint(self) -> str:
-        if self._httpd is None:
+        if self._serving is None:
             raise RuntimeError("OtlpReceiver is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_port}{TRACES_PATH}"
+        return f"http://127.0.0.1:{self._serving.port}{TRACES_PATH}"
 
     @property
     def spans(self) -> list[ReceivedSpan]:
