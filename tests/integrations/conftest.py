@@ -116,3 +116,25 @@ def decisions(run: gr.Run, ws: Path) -> dict[str, Any]:
             run.interventions_df(), ["step", "turn", "tier", "fired", "skip_reason"]
         ),
     }
+
+
+AgentOf = Callable[[Model, Path], gr.Agent]
+
+
+def agent_of(**guardrails: Any) -> AgentOf:
+    """The same agent definition on either side of a compatibility scenario; self-regulation
+    is gr's own tools, which a bridged session does not have."""
+
+    def make(model: Model, ws: Path) -> gr.Agent:
+        guardrails.setdefault("interventions", None)
+        return gr.Agent(model, workspace=ws, store=False, self_regulation=False, **guardrails)
+
+    return make
+
+
+def prepared(ws: Path, files: dict[str, str]) -> Path:
+    """``ws``, made and holding ``files``."""
+    ws.mkdir(parents=True)
+    for name, content in files.items():
+        (ws / name).write_text(content)
+    return ws

@@ -4,7 +4,7 @@ not implemented, with one that returns the model itself)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,3 @@ async def langchain_session(
     prompt = {"messages": [{"role": "user", "content": "Do the job."}]}
     out = app.invoke(prompt) if sync else await app.ainvoke(prompt)
     return LangChainSession(mw, model, list(out["messages"]))
-
-
-AgentOf = Callable[[Any, Path], gr.Agent]

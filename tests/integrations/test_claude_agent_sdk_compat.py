@@ -7,7 +7,6 @@ reaches the model as an order it can follow."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +16,16 @@ import gr_notebook as gr
 from gr_notebook.display.render import render_dashboard, text_dashboard
 from gr_notebook.display.state import RunTracker
 from gr_notebook.display.timeline import describe
-from gr_notebook.models import Model, ModelResponse
+from gr_notebook.models import ModelResponse
 from tests.gr_loop_text import GR_LOOP_TEXT
-from tests.integrations.conftest import decisions, native_run, sdk_session
-
-AgentOf = Callable[[Model, Path], gr.Agent]
-
-
-def agent_of(**guardrails: Any) -> AgentOf:
-    """The same agent definition on either side; self-regulation is gr's own tools, which a
-    Claude Code session does not have."""
-
-    def make(model: Model, ws: Path) -> gr.Agent:
-        guardrails.setdefault("interventions", None)
-        return gr.Agent(model, workspace=ws, store=False, self_regulation=False, **guardrails)
-
-    return make
-
-
-def _prepare(ws: Path, files: dict[str, str]) -> Path:
-    ws.mkdir(parents=True)
-    for name, content in files.items():
-        (ws / name).write_text(content)
-    return ws
+from tests.integrations.conftest import (
+    AgentOf,
+    agent_of,
+    decisions,
+    native_run,
+    prepared,
+    sdk_session,
+)
 
 
 async def both(
@@ -48,8 +34,8 @@ async def both(
     script: list[ModelResponse],
     files: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Any]:
-    native_ws = _prepare(tmp_path / "native" / "ws", files or {})
-    sdk_ws = _prepare(tmp_path / "sdk" / "ws", files or {})
+    native_ws = prepared(tmp_path / "native" / "ws", files or {})
+    sdk_ws = prepared(tmp_path / "sdk" / "ws", files or {})
     native = await native_run(make, script, native_ws)
     session = await sdk_session(make(gr.ScriptedModel([]), sdk_ws), script, sdk_ws)
     assert not native.events.of_kind("error") and not session.run.events.of_kind("error")
@@ -193,7 +179,7 @@ async def test_a_policy_that_raises_denies(tmp_path: Path, denying: bool) -> Non
             pass
 
     script = [gr.tool_call("write_file", path="a.md", content="a\n"), gr.text("Done.")]
-    ws = _prepare(tmp_path / "ws", {})
+    ws = prepared(tmp_path / "ws", {})
     session = await sdk_session(agent_of(policies=[Broken()])(gr.ScriptedModel([]), ws), script, ws)
     [row] = session.run.policy_df().to_dict("records")
     assert row["allowed"] is (not denying)

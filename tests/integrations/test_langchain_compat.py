@@ -12,24 +12,9 @@ from langchain_core.messages import HumanMessage, ToolMessage
 
 import gr_notebook as gr
 from gr_notebook.display.timeline import describe
-from gr_notebook.models import Model, ModelResponse
-from tests.integrations.conftest import decisions, native_run
-from tests.integrations.langchain_kit import AgentOf, LangChainSession, langchain_session
-
-
-def agent_of(**guardrails: Any) -> AgentOf:
-    def make(model: Model, ws: Path) -> gr.Agent:
-        guardrails.setdefault("interventions", None)
-        return gr.Agent(model, workspace=ws, store=False, self_regulation=False, **guardrails)
-
-    return make
-
-
-def _prepare(ws: Path, files: dict[str, str]) -> Path:
-    ws.mkdir(parents=True)
-    for name, content in files.items():
-        (ws / name).write_text(content)
-    return ws
+from gr_notebook.models import ModelResponse
+from tests.integrations.conftest import AgentOf, agent_of, decisions, native_run, prepared
+from tests.integrations.langchain_kit import LangChainSession, langchain_session
 
 
 async def both(
@@ -40,8 +25,8 @@ async def both(
     *,
     sync: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any], LangChainSession]:
-    native_ws = _prepare(tmp_path / "native" / "ws", files or {})
-    lc_ws = _prepare(tmp_path / "langchain" / "ws", files or {})
+    native_ws = prepared(tmp_path / "native" / "ws", files or {})
+    lc_ws = prepared(tmp_path / "langchain" / "ws", files or {})
     native = await native_run(make, script, native_ws)
     session = await langchain_session(make(gr.ScriptedModel([]), lc_ws), script, lc_ws, sync=sync)
     assert not native.events.of_kind("error") and not session.run.events.of_kind("error")
