@@ -28,7 +28,8 @@ from typing import Protocol
 
 from gr_notebook.engine.context import build_recap
 from gr_notebook.engine.definition import AgentDefinition
-from gr_notebook.engine.outcome import LoopOutcome, RunStatus, gave_up, settle, turn_ended
+from gr_notebook.engine.guarded_step import GuardedStep
+from gr_notebook.engine.outcome import LoopOutcome, RunStatus, gave_up, settle
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import ConfigError, RequestOverBudget
@@ -39,7 +40,6 @@ from gr_notebook.events import (
     ErrorEvent,
     ModelCallEvent,
     ProgressCheckEvent,
-    PromptInjectedEvent,
     RequestOverBudgetEvent,
     RunPausedEvent,
     RunResumedEvent,
@@ -59,7 +59,6 @@ from gr_notebook.tools.nesting import cut_deep_inputs
 from gr_notebook.workflow.prompts import (
     cut_off_tool_use,
     directive,
-    marker_of,
     strategy_check_prompt,
     stuck_rewind_issue,
     todo_layer_directive,
@@ -181,9 +180,7 @@ class Loop:
         registry = self.registry.extended(tools)
         self.definition = replace(self.definition, registry=registry, guardrails=guardrails)
         self.registry = registry
-        self.state.guards.spec = guardrails  # the same bindings: their memories carry over
-        if self.state.shadow is not None:
-            self.state.shadow.rebind(list(registry))
+        self.state.guards.rebind(guardrails, list(registry))  # memories carry over
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -393,8 +390,6 @@ class Loop:
             return gave_up(state, effects.give_up)
         if effects.worked:
             state.guards.note_work()
-            if state.shadow is not None:
-                state.shadow.note_work()
         if effects.job is not None:
             done = LoopOutcome("completed", f"{effects.job_tool} was called")
             return settle(state, done, STOP_BY_TOOL, {"summary": effects.job.summary})
@@ -421,16 +416,11 @@ class Loop:
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        guards, shadow = self.state.guards, self.state.shadow
-        verdict = guards.judge_stop("end_turn", final_text)
-        if shadow is not None:
-            shadow.judge_stop("end_turn", final_text)
-        if not verdict.allowed:
-            if verdict.give_up:
-                return gave_up(self.state, verdict)
-            self._inject([guards.refusal(verdict)])
-            return None
-        return turn_ended(self.state, verdict, final_text)
+        judged = GuardedStep(self.state).judge_end(final_text)
+        if isinstance(judged, LoopOutcome):
+            return judged
+        self._inject([judged])
+        return None
 
     # -- interventions (seed 004) ---------------------------------------------------------------
 
@@ -453,8 +443,7 @@ class Loop:
             self._inject([directive(text, reads=(phases.plan_file,))])
         elif check.action == "rewind":
             phases.rewind(stuck_rewind_issue(steps, check.recent_tools), source="system")
-            if self.state.shadow is not None:
-                self.state.shadow.note_reset()
+            self.state.guards.note_reset()
             self._inject(phases.take_prompts())
         else:
             return LoopOutcome(
@@ -512,14 +501,9 @@ class Loop:
 
     def _inject(self, orders: Sequence[Directive | str]) -> None:
         """Tell the model: workflow prompts, refusals and checks, each recorded as guidance."""
-        state = self.state
-        directives = [o if isinstance(o, Directive) else directive(o) for o in orders]
+        state, step = self.state, GuardedStep(self.state)
+        directives = [step.told(o) for o in orders]
         for d in directives:
-            state.emit(
-                PromptInjectedEvent(
-                    text=d.text, marker=marker_of(d.text), directive=state.guidance(d)
-                )
-            )
             if d.reads and state.regulation is not None:
                 state.regulation.expect_reads(d.reads)
         state.context.append_user([TextBlock(d.text) for d in directives])
@@ -531,8 +515,7 @@ class Loop:
             state.phases.rewind(issue, source="person")
             if state.interventions is not None:
                 state.interventions.note_reset()
-            if state.shadow is not None:
-                state.shadow.note_reset()
+            state.guards.note_reset()
             if reset:
                 state.reset_policies("person")
             self._inject(state.phases.take_prompts())

@@ -44,7 +44,6 @@ from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
-from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
@@ -96,13 +95,12 @@ class RunState:
         )
         if definition.regulation is not None:
             self.regulation = SelfRegulation(definition.regulation, self)
-        self.guards = Guardrails(definition.guardrails, self)
+        self.guards = Guardrails(definition.guardrails, self, shadow=definition.shadow)
+        """The live guardrails, which tee every point to the shadow ones."""
         self.approvals = Approvals(
             emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left
         )
         """Tool calls that wait for a person, and who answers them; not part of a snapshot."""
-        self.shadow = Shadow(definition.shadow, self) if definition.shadow else None
-        """The shadow guardrails: asked where the live ones are, and obeyed by nothing."""
         self.interventions = (
             InterventionEngine(definition.interventions) if definition.interventions else None
         )
@@ -114,6 +112,8 @@ class RunState:
         """The todo layer's INSTRUCTION line last recorded as guidance."""
         self.deltas = DeltaFeed()
         """Who watches the model's turns as they stream; not part of a snapshot."""
+        self._wrap_up: str | None = None
+        """The wrap-up order of a run without self-regulation's state (a session)."""
 
     # -- the run as the guardrails read it (RunView) ---------------------------------------------
 
@@ -129,7 +129,21 @@ class RunState:
 
     @property
     def wrap_up(self) -> str | None:
-        return self.regulation.wrap_up if self.regulation is not None else None
+        """The recommendation that ordered a wrap-up, once one did: a stop then goes
+        through unchecked."""
+        return self.regulation.wrap_up if self.regulation is not None else self._wrap_up
+
+    def order_wrap_up(self, recommendation: str) -> None:
+        """The run was told to wrap up (by a host without gr's todo layer)."""
+        if self.regulation is not None:
+            self.regulation.wrap_up = self.regulation.wrap_up or recommendation
+        else:
+            self._wrap_up = self._wrap_up or recommendation
+
+    @property
+    def winding_down(self) -> bool:
+        """Told to wrap up, the run is finishing, not stuck: no intervention watches it."""
+        return self.phases.wrap_up_ordered or (self.regulation is None and bool(self._wrap_up))
 
     def usage(self) -> BudgetUsage:
         """What the run has used of its budget, now."""
@@ -157,8 +171,6 @@ class RunState:
     def reset_policies(self, source: str) -> None:
         """Forget what the tool policies remember (a rewind that asked for it)."""
         self.guards.reset_policies()
-        if self.shadow is not None:
-            self.shadow.reset_policies()
         self.emit(PoliciesResetEvent(source=source, policies=list(self.guards.memories)))
 
     # -- views for the other extension points ---------------------------------------------------
@@ -233,7 +245,7 @@ class RunState:
             "regulation": self.regulation.to_json() if self.regulation else None,
             "guardrails": self.guards.snapshot(recent=history),
             "interventions": engine.to_json() if engine else None,
-            "shadow": self.shadow.snapshot() if self.shadow else None,
+            "shadow": self.guards.shadow_snapshot(),
             "stuck_detector": _detector_json(self.stuck_detector),
             "pending": {
                 "rewinds": [[issue, reset] for issue, reset in self.rewinds],
@@ -292,9 +304,7 @@ class RunState:
                 f"this is not a run state snapshot of this agent ({type(exc).__name__}: {exc}); "
                 "pass what RunState.snapshot() returned"
             ) from None
-        shadow = snapshot.get("shadow")
-        if self.shadow is not None and shadow is not None:  # none saved: it starts afresh
-            self.shadow.restore(shadow, recent=guardrails["feedback"]["recent"])
+        self.guards.restore_shadow(snapshot.get("shadow"), recent=guardrails["feedback"]["recent"])
         self.guards.restore(guardrails)  # checks, then applies, or raises: before any change
         self.turn, self.tokens, self.cost_usd = turn, tokens, cost
         self.started_at = self.clock() - elapsed

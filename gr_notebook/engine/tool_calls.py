@@ -10,9 +10,9 @@ check, whose blocks go back inside the result. The rest comes back as a
 :class:`TurnEffects` value (the job completed, a pruning, a compaction due, rewinds, refused
 stops, the turn's intervention), which the loop acts on. Nothing here or in the loop looks
 at a tool's name: a tool declares what it is (:attr:`Tool.reads`, :attr:`Tool.ends_job`)
-and returns its effects (:mod:`gr_notebook.tools.effects`). The shadow guardrails
-(:mod:`gr_notebook.guardrails.shadow`) are asked at each of these points after the live
-ones, and nothing they answer reaches the result or the effects.
+and returns its effects (:mod:`gr_notebook.tools.effects`). What the guardrails do around
+the call is the guarded step's (:mod:`gr_notebook.engine.guarded_step`), the same on every
+host; this module is gr's translation of it (the registry, the job, the effects).
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from gr_notebook.engine.guarded_step import GuardedCall, GuardedStep, Refused
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import GrNotebookError
-from gr_notebook.events import ErrorEvent, ToolCallEvent
-from gr_notebook.guardrails.approval import denial_order, edited_note
+from gr_notebook.events import ErrorEvent
+from gr_notebook.guardrails.approval import edited_note
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.runtime import Denial, StopVerdict
+from gr_notebook.guardrails.runtime import StopVerdict
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.messages import ToolResultBlock, ToolUseBlock
 from gr_notebook.tools.base import Tool, ToolOutput
@@ -132,46 +133,28 @@ class _Turn:
 
     def __init__(self, state: RunState, registry: ToolRegistry, too_deep: frozenset[str]):
         self.state, self.registry, self.too_deep = state, registry, too_deep
+        self.step = GuardedStep(state)
         self.effects = _Effects()
-        self.edited: dict[str, ToolUseBlock] = {}
-        """Calls a person edited before they ran, by id."""
 
     async def call(self, use: ToolUseBlock) -> ToolResultBlock:
         state, effects = self.state, self.effects
         started = time.perf_counter()
         tool: Tool | None = None
+        ran = False
         if effects.job is not None:
             output = ToolOutput(
                 f"Not run: the job was already completed by {effects.job_tool}.", True
             )
         else:
-            tool, output = await self._run(use)
-            use = self.edited.get(use.id, use)  # a person's edit ran: it is the call
-        state.emit(
-            ToolCallEvent(
-                tool=use.name,
-                tool_use_id=use.id,
-                input=use.input,
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=time.perf_counter() - started,
-                directive=None if output.directive is None else state.guidance(output.directive),
-            )
-        )
+            tool, use, output, ran = await self._run(use)
         content = output.content
-        if state.interventions is not None and not state.phases.wrap_up_ordered:
-            self._observe(use, output)  # told to wrap up, it is winding down, not stuck
-        guards = state.guards
-        blocks = guards.after_call(use.name, use.input, is_error=output.is_error, turn=state.turn)
-        if state.shadow is not None:
-            state.shadow.after_call(
-                use.name,
-                use.input,
-                output.content,
-                is_error=output.is_error,
-                turn=state.turn,
-                observe=not state.phases.wrap_up_ordered,
-            )
+        call = GuardedCall(tool or _unknown(use.name), use.input, use.id)
+        after = self.step.after(call, output, ran=ran, duration_s=time.perf_counter() - started)
+        if after.intervention is not None:
+            current = effects.intervention
+            if current is None or after.intervention.tier > current.tier:
+                effects.intervention = after.intervention
+        blocks = list(after.feedback)
         regulation = state.regulation
         if (
             regulation is not None
@@ -180,56 +163,57 @@ class _Turn:
             and not output.is_error
         ):
             path = str(use.input.get(tool.reads, ""))
-            redundant = regulation.on_read(path, turn=state.turn, call_index=guards.calls)
+            calls = state.guards.calls
+            redundant = regulation.on_read(path, turn=state.turn, call_index=calls)
             if redundant is not None:
                 order = feedback_directive("Redundancy", redundant.render(), avoid_reads=(path,))
                 state.emit(redundant.event(use.name, None, directive=state.guidance(order)))
-                blocks = [*blocks, redundant]
+                blocks.append(redundant)
         if blocks:  # seed 002's immediate delivery: inside the result that triggered them
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
 
-    async def _run(self, use: ToolUseBlock) -> tuple[Tool | None, ToolOutput]:
-        state, guards = self.state, self.state.guards
+    async def _run(self, use: ToolUseBlock) -> tuple[Tool | None, ToolUseBlock, ToolOutput, bool]:
+        """The call through the guardrails and, when they let it, the tool: the tool, the
+        call as it ran (a person may have edited it), its output, and whether it ran."""
+        state = self.state
         if use.id in self.too_deep:
-            return None, ToolOutput(too_deep_message(use.name), True)
-        tool, problem = self.registry.check_call(use.name, use.input)
+            return None, use, ToolOutput(too_deep_message(use.name), True), False
+        registry = self.registry
+        tool, problem = registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
-            return tool, problem or ToolOutput("Unknown tool.", True)
-        denial = guards.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
-        if state.shadow is not None:
-            state.shadow.check(tool, use.input, turn=state.turn, tool_use_id=use.id)
-        if denial is not None and denial.needs_approval:
-            waited = await self._approval(use, denial)
-            if isinstance(waited, ToolOutput):
-                return tool, waited
-            use = waited
-        elif denial is not None:
-            text = denial.message()
-            return tool, ToolOutput(
-                text, True, Directive(text, f"policy:{denial.policy}", "do_first")
-            )
+            return tool, use, problem or ToolOutput("Unknown tool.", True), False
+        verdict = await self.step.before(
+            GuardedCall(tool, use.input, use.id),
+            schema=lambda edited: _problem(registry.check_call(use.name, edited)[1]),
+        )
+        if isinstance(verdict, Refused):
+            return tool, use, verdict.output, False
+        edited = verdict.edited
+        if edited:  # what runs is what the person was last shown, checked like the model's
+            use = ToolUseBlock(use.id, use.name, dict(verdict.call.params))
+            problem = registry.check_call(use.name, use.input)[1]
+            if problem is not None:
+                return (
+                    tool,
+                    use,
+                    replace(problem, content=edited_note(use.input) + problem.content),
+                    False,
+                )
         if tool.ends_job:
-            verdict = self._judge_stop(use)
-            if not verdict.allowed:
-                self.effects.refused += 1
-                if verdict.give_up:
-                    self.effects.give_up = verdict
-                text = guards.refusal(verdict)
-                return tool, ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
+            verdict_stop = self._judge_stop(use)
+            if not verdict_stop.allowed:
+                return tool, use, self._refused_stop(verdict_stop), False
         done_before = state.phases.job is not None
         try:
-            output = await self.registry.invoke(tool, state.tool_context(), use.input)
+            output = await registry.invoke(tool, state.tool_context(), use.input)
             if not output.is_error:
                 output = self._complete_job(tool, use, output, done_before=done_before)
             if not output.is_error:
-                guards.after_success(tool, use.input, output, turn=state.turn)
-                if state.shadow is not None:
-                    state.shadow.after_success(tool, use.input, output, turn=state.turn)
                 self._take_effects(output)
-            if use.id in self.edited:
+            if edited:
                 output = replace(output, content=edited_note(use.input) + output.content)
-            return tool, output
+            return tool, use, output, True
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -238,37 +222,27 @@ class _Turn:
                     source="tool", tool=use.name, error_type=type(exc).__name__, message=str(exc)
                 )
             )
-            return tool, ToolOutput(
-                f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
-                "unchanged unless the tool says otherwise; try again differently.",
+            return (
+                tool,
+                use,
+                ToolOutput(
+                    f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
+                    "unchanged unless the tool says otherwise; try again differently.",
+                    True,
+                ),
                 True,
             )
 
-    def _judge_stop(self, use: ToolUseBlock) -> StopVerdict:
-        """The live checker's verdict on a call that ends the job; the shadow's is recorded."""
-        state = self.state
-        verdict = state.guards.judge_stop(STOP_BY_TOOL, dict(use.input))
-        if state.shadow is not None:
-            state.shadow.judge_stop(STOP_BY_TOOL, dict(use.input))
-        return verdict
+    def _refused_stop(self, verdict: StopVerdict) -> ToolOutput:
+        self.effects.refused += 1
+        if verdict.give_up:
+            self.effects.give_up = verdict
+        text = self.state.guards.refusal(verdict)
+        return ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
 
-    async def _approval(self, use: ToolUseBlock, ask: Denial) -> ToolUseBlock | ToolOutput:
-        """Wait for a person's answer: the call to run (edited or not), or the denial the
-        model reads, as a policy's denial is."""
-        registry = self.registry
-        resolution = await self.state.approvals.decide(
-            ask,
-            use.name,
-            use.input,
-            tool_use_id=use.id,
-            check=lambda edited: _problem(registry.check_call(use.name, edited)[1]),
-        )
-        if resolution.message is not None:
-            text = resolution.message
-            return ToolOutput(text, True, denial_order(text, ask.policy))
-        if resolution.edited:
-            use = self.edited[use.id] = ToolUseBlock(use.id, use.name, resolution.input)
-        return use
+    def _judge_stop(self, use: ToolUseBlock) -> StopVerdict:
+        """The checker's verdict on a call that ends the job."""
+        return self.state.guards.judge_stop(STOP_BY_TOOL, dict(use.input))
 
     def _complete_job(
         self, tool: Tool, use: ToolUseBlock, output: ToolOutput, *, done_before: bool
@@ -280,18 +254,14 @@ class _Turn:
         that is not, but returns :class:`CompleteJob`, is judged now, before the result is
         recorded, so no way of ending the job slips past the check. A handler that records
         the job itself (``ctx.phases.complete_job``) ends the run as it always did."""
-        phases, guards = self.state.phases, self.state.guards
+        phases = self.state.phases
         for effect in output.effects:
             if not isinstance(effect, CompleteJob):
                 continue
             if not tool.ends_job and phases.job is None:
                 verdict = self._judge_stop(use)
                 if not verdict.allowed:
-                    self.effects.refused += 1
-                    if verdict.give_up:
-                        self.effects.give_up = verdict
-                    text = guards.refusal(verdict)
-                    return ToolOutput(text, True, Directive(text, "stop_refused", "continue"))
+                    return self._refused_stop(verdict)
             if phases.job != effect.result:
                 try:
                     phases.complete_job(effect.result)
@@ -315,17 +285,15 @@ class _Turn:
             elif isinstance(effect, Rewound):
                 effects.rewinds.append(effect.issue)
 
-    def _observe(self, use: ToolUseBlock, output: ToolOutput) -> None:
-        interventions = self.state.interventions
-        assert interventions is not None
-        check = interventions.observe(use.name, use.input, output.content, is_error=output.is_error)
-        if check is None:
-            return
-        self.state.emit(check.event())
-        current = self.effects.intervention
-        if check.fired and (current is None or check.tier > current.tier):
-            self.effects.intervention = check
-
 
 def _problem(output: ToolOutput | None) -> str | None:
     return None if output is None else output.content
+
+
+def _unknown(name: str) -> Tool:
+    """What the record and the feedback providers read for a call of no known tool."""
+    return Tool(name, "an unknown tool", {}, _never)
+
+
+def _never(_context: object, _params: object) -> ToolOutput:
+    raise RuntimeError("an unknown tool never runs")

@@ -10,10 +10,11 @@ policy still wins). The call then waits for the first of these that can answer:
    True, False or an :class:`ApprovalAnswer`;
 3. nobody: the call is denied, and the model reads why and what to do instead.
 
-An edit is checked against the tool's schema before it runs; a refused edit is asked again,
-with the problem shown. A timeout, the run's deadline and Stop end the wait: the call is
-not run. Every question and answer is an event (``approval_requested``,
-``approval_answered``).
+An edit is checked against the tool's schema, then against every live policy (by the guarded
+step, :mod:`gr_notebook.engine.guarded_step`), before it runs; an edit the schema refuses is
+asked again, with the problem shown, and what an approval runs is the input it showed. A
+timeout, the run's deadline and Stop end the wait: the call is not run. Every question and
+answer is an event (``approval_requested``, ``approval_answered``).
 """
 
 from __future__ import annotations
@@ -435,8 +436,8 @@ class Approvals:
                 current = answer.input
                 continue
             self._answered(request, answer, by, waited)
-            if answer.decision == "approve":
-                return Resolution(dict(current))
+            if answer.decision == "approve":  # what the request showed: the edit, if one
+                return Resolution(dict(current), edited=current is not params)
             return Resolution(current, _denied(tool, by, answer.reason, request))
 
     async def _answer(

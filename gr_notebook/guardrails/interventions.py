@@ -45,6 +45,10 @@ logger = logging.getLogger("gr_notebook")
 SkipReason: TypeAlias = Literal["min_steps", "grace_period", "actively_implementing", "not_stuck"]
 Action: TypeAlias = Literal["replan", "rewind", "stop"]
 ACTIONS: tuple[Action, ...] = ("replan", "rewind", "stop")
+SESSION_ACTIONS = {"rewind": "second_strategy_check"}
+"""A tier a session of another harness meets otherwise than gr's loop, as it is recorded:
+gr's loop rewinds its todo list at tier 2, a session (no todo list) checks its strategy
+again."""
 MAX_TIER = len(ACTIONS)
 RECENT_TOOLS = 10
 
@@ -199,14 +203,20 @@ class InterventionCheck:
     def action(self) -> Action | None:
         return ACTIONS[self.tier - 1] if self.fired else None
 
-    def event(self) -> InterventionEvent | InterventionSkippedEvent:
-        """The ``intervention`` event when it fired, else ``intervention_skipped``."""
+    def event(self, *, phased: bool = True) -> InterventionEvent | InterventionSkippedEvent:
+        """The ``intervention`` event when it fired, else ``intervention_skipped``. Without
+        gr's phased loop (``phased=False``: a session of another harness) tier 2 is recorded
+        as what such a session does, a second strategy check, since it has no todo list to
+        rewind."""
         kind = InterventionEvent if self.fired else InterventionSkippedEvent
+        action: str | None = self.action
+        if not phased and action is not None:
+            action = SESSION_ACTIONS.get(action, action)
         return kind(
             step=self.step,
             fired=self.fired,
             tier=self.tier,
-            action=self.action,
+            action=action,
             skip_reason=self.skip_reason,
             stuck_counter=self.stuck_counter,
             steps_since_reset=self.steps_since_reset,

@@ -1,11 +1,16 @@
 """The guardrails of one run: policy memories, trigger state and the refusal streak.
 
-The tool-execution step calls it at fixed points: :meth:`Guardrails.check` before a tool
-runs, :meth:`after_success` and :meth:`after_call` after, and :meth:`judge_stop` when the
-model tries to stop. It reads the run through one :class:`~gr_notebook.guardrails.view.RunView`
-and hands each policy and checker its own typed view of it. Every decision is an event, and
-the work per tool call is O(1) in the length of the run, so the guardrails cost the same at
-call 10 and call 10,000. :meth:`snapshot` is the guardrails' part of the run state's.
+The guarded step (:mod:`gr_notebook.engine.guarded_step`) calls it at fixed points:
+:meth:`Guardrails.check` before a tool runs, :meth:`after_success` and :meth:`after_call`
+after, and :meth:`judge_stop` when the model tries to stop. It reads the run through one
+:class:`~gr_notebook.guardrails.view.RunView` and hands each policy and checker its own typed
+view of it. Every decision is an event, and the work per tool call is O(1) in the length of
+the run, so the guardrails cost the same at call 10 and call 10,000. :meth:`snapshot` is the
+guardrails' part of the run state's.
+
+The run's shadow guardrails (:mod:`gr_notebook.guardrails.shadow`) are a tee inside: every
+point asks the live guardrails, then shows the shadow a read-only copy of the same call, and
+returns the live answer. Nothing outside this package asks whether a run has shadows.
 """
 
 from __future__ import annotations
@@ -34,13 +39,17 @@ from gr_notebook.guardrails.policy import (
     PolicyState,
     ToolPolicy,
 )
+from gr_notebook.guardrails.readonly import read_only
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.prompts import stop_refused_prompt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gr_notebook.guardrails.budget import BudgetUsage, SpentLimit
+    from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
     from gr_notebook.guardrails.view import RunView
     from gr_notebook.tools.base import Tool, ToolOutput
 
@@ -77,10 +86,18 @@ class StopVerdict:
 
 
 class Guardrails:
-    def __init__(self, spec: GuardrailSpec, run: RunView, *, harness: Harness = GR_LOOP) -> None:
+    def __init__(
+        self,
+        spec: GuardrailSpec,
+        run: RunView,
+        *,
+        harness: Harness = GR_LOOP,
+        shadow: ShadowSpec | None = None,
+    ) -> None:
         """Once ``run.wrap_up`` says the run was told to wrap up, a stop is never refused,
         since refusing it would contradict that order. ``harness`` is what runs the model:
-        a refused stop and the checker's feedback are worded for it."""
+        a refused stop and the checker's feedback are worded for it. ``shadow`` are the
+        guardrails on trial, teed at every point and obeyed by nothing."""
         self.spec = spec
         self.harness = harness
         self._run = run
@@ -90,6 +107,18 @@ class Guardrails:
         self.memories = {b.key: PolicyMemory(b.key) for b in spec.bindings}
         self.feedback = FeedbackRunner(spec.feedback, run)
         self.refusals = 0
+        self._shadow: Shadow | None = None
+        if shadow is not None and not shadow.empty:
+            from gr_notebook.guardrails.shadow import Shadow  # it is built of Guardrails
+
+            self._shadow = Shadow(shadow, run, harness=harness)
+
+    def rebind(self, spec: GuardrailSpec, tools: Sequence[Tool]) -> None:
+        """Govern other tools (a session named its own, a run met its MCP servers'): the
+        bindings' keys are the same, so the memories carry over; the shadow follows."""
+        self.spec = spec
+        if self._shadow is not None:
+            self._shadow.rebind(tools)
 
     @property
     def calls(self) -> int:
@@ -97,24 +126,30 @@ class Guardrails:
         return self.feedback.calls
 
     def after_call(
-        self, tool: str, params: Mapping[str, Any], *, is_error: bool, turn: int
+        self,
+        tool: str,
+        params: Mapping[str, Any],
+        *,
+        is_error: bool,
+        turn: int,
+        result: str = "",
+        observe: bool = True,
     ) -> list[Feedback]:
-        """Count the call and deliver the feedback it triggers (see :class:`FeedbackRunner`)."""
-        return self.feedback.after_call(tool, params, is_error=is_error, turn=turn)
+        """Count the call and deliver the feedback it triggers (see :class:`FeedbackRunner`).
+        The shadow's intervention tracker watches the call too, unless ``observe`` is off
+        (told to wrap up, the run is winding down, not stuck)."""
+        blocks = self.feedback.after_call(tool, params, is_error=is_error, turn=turn)
+        if self._shadow is not None:
+            self._shadow.after_call(
+                tool, read_only(params), result, is_error=is_error, turn=turn, observe=observe
+            )
+        return blocks
 
     # -- policies ---------------------------------------------------------------------------
 
-    def check(
-        self,
-        tool: Tool,
-        params: Mapping[str, Any],
-        *,
-        turn: int,
-        tool_use_id: str | None = None,
+    def _check(
+        self, tool: Tool, params: Mapping[str, Any], *, turn: int, tool_use_id: str | None
     ) -> Denial | None:
-        """Ask every policy that governs ``tool``: the first denial wins, then an ask (the
-        call waits for a person), then allow. Fail-closed: a policy that raises, or answers
-        with something other than a decision, denies."""
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return None
@@ -134,6 +169,23 @@ class Guardrails:
         held = _held(asks) if asks else None
         self._decided(tool, held, bindings, tool_use_id)
         return held
+
+    def check(
+        self,
+        tool: Tool,
+        params: Mapping[str, Any],
+        *,
+        turn: int,
+        tool_use_id: str | None = None,
+    ) -> Denial | None:
+        """Ask every policy that governs ``tool``: the first denial wins, then an ask (the
+        call waits for a person), then allow. Fail-closed: a policy that raises, or answers
+        with something other than a decision, denies. The shadow is asked after, about a
+        read-only copy."""
+        denial = self._check(tool, params, turn=turn, tool_use_id=tool_use_id)
+        if self._shadow is not None:
+            self._shadow.check(tool, read_only(params), turn=turn, tool_use_id=tool_use_id)
+        return denial
 
     def _decided(
         self,
@@ -155,6 +207,15 @@ class Guardrails:
         )
 
     def after_success(
+        self, tool: Tool, params: Mapping[str, Any], result: ToolOutput, *, turn: int
+    ) -> None:
+        """A call that ran and succeeded, with the input that ran: each policy's
+        ``on_result`` (then the shadow's, with read-only copies)."""
+        self._on_result(tool, params, result, turn=turn)
+        if self._shadow is not None:
+            self._shadow.after_success(tool, read_only(params), read_only(result), turn=turn)
+
+    def _on_result(
         self, tool: Tool, params: Mapping[str, Any], result: ToolOutput, *, turn: int
     ) -> None:
         bindings = self.spec.by_tool.get(tool.name)
@@ -188,13 +249,26 @@ class Guardrails:
     def reset_policies(self) -> None:
         for memory in self.memories.values():
             memory.reset()
+        if self._shadow is not None:
+            self._shadow.reset_policies()
 
-    # -- feedback ---------------------------------------------------------------------------
+    def note_reset(self) -> None:
+        """The run really reset its strategy (a rewind): the shadow's interventions grant
+        their grace period, as the live ones do."""
+        if self._shadow is not None:
+            self._shadow.note_reset()
 
     # -- task completion --------------------------------------------------------------------
 
     def judge_stop(self, kind: StopKind, tentative: Any) -> StopVerdict:
-        """Ask the checker whether the run may stop; every answer is an event."""
+        """Ask the checker whether the run may stop; every answer is an event. The shadow's
+        checker judges a read-only copy of the same stop."""
+        verdict = self._judge_stop(kind, tentative)
+        if self._shadow is not None:
+            self._shadow.judge_stop(kind, read_only(tentative))
+        return verdict
+
+    def _judge_stop(self, kind: StopKind, tentative: Any) -> StopVerdict:
         checker = self.spec.checker
         if checker is None:
             return StopVerdict(True)
@@ -307,6 +381,8 @@ class Guardrails:
     def note_work(self) -> None:
         """The model did something other than try to stop: the refusal streak is broken."""
         self.refusals = 0
+        if self._shadow is not None:
+            self._shadow.note_work()
 
     # -- snapshots --------------------------------------------------------------------------
 
@@ -342,6 +418,17 @@ class Guardrails:
             ) from None
         self.memories, self.refusals = memories, refusals
         apply_feedback()
+
+    def shadow_snapshot(self) -> dict[str, Any] | None:
+        """The shadow's state as JSON values (None without one), for
+        :meth:`restore_shadow`; kept beside :meth:`snapshot`, which is the live state."""
+        return self._shadow.snapshot() if self._shadow is not None else None
+
+    def restore_shadow(self, snapshot: Mapping[str, Any] | None, *, recent: Any) -> None:
+        """Bring back a :meth:`shadow_snapshot`; ``recent`` are the live feedback's recent
+        calls. A run saved without one (or without shadows now) starts its shadow afresh."""
+        if self._shadow is not None and snapshot is not None:
+            self._shadow.restore(snapshot, recent=recent)
 
 
 def _held(asks: list[tuple[str, PolicyDecision, ToolPolicy]]) -> Denial:

@@ -2,13 +2,14 @@
 nothing they decide reaches the run.
 
 ``gr.Agent(shadow=[...])`` takes any guardrail: a tool policy, a feedback provider's
-configuration, a completion checker, an intervention configuration. The run asks its shadow
-at the same points it asks its live guardrails (:mod:`gr_notebook.engine.tool_calls`, the
-loop's stops, the Claude Agent SDK bridge's hooks), and the shadow records its decisions as
-the usual events stamped ``mode="shadow"``. Its answers are dropped: no denial, feedback
-text, refused stop or intervention reaches the model, so the run makes the same requests and
-writes the same files as without it. A shadow that raises is recorded as an ``error`` event
-whose source starts ``shadow:``, and the run goes on. (The idea is AWS Bedrock AgentCore's
+configuration, a completion checker, an intervention configuration. The live guardrails
+(:class:`~gr_notebook.guardrails.runtime.Guardrails`) tee every call, stop and check to their
+shadow, which sees read-only copies (:mod:`gr_notebook.guardrails.readonly`) and records its
+decisions as the usual events stamped ``mode="shadow"``. Its answers are dropped: no denial,
+feedback text, refused stop or intervention reaches the model, so the run makes the same
+requests and writes the same files as without it. A shadow that raises (one that tries to
+change the call among them) is recorded as an ``error`` event whose source starts
+``shadow:``, and the run goes on. (The idea is AWS Bedrock AgentCore's
 ``LOG_ONLY`` policies: try a guardrail on real traffic before you turn it on.)
 """
 
@@ -30,7 +31,6 @@ from gr_notebook.events import (
 from gr_notebook.guardrails.completion import CheckerLike, StopKind
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.interventions import (
-    InterventionCheck,
     InterventionConfig,
     InterventionEngine,
     ProgressTracker,
@@ -268,18 +268,18 @@ class Shadow:
         is_error: bool,
         turn: int,
         observe: bool = True,
-        recorded: Callable[[InterventionCheck], Event] = InterventionCheck.event,
     ) -> None:
         """After every call, as the live run does: the intervention check (unless
         ``observe`` is off: told to wrap up, the run is winding down, not stuck), then the
-        feedback providers. ``recorded`` is the check as the harness records it."""
+        feedback providers."""
         engine = self.interventions
         if engine is not None and observe:
+            phased = self.guards.harness.phased
 
             def check() -> None:
                 found = engine.observe(tool, params, result, is_error=is_error)
                 if found is not None:
-                    self.view.emit(recorded(found))
+                    self.view.emit(found.event(phased=phased))
 
             self._quietly("intervention", check)
         if not self.spec.feedback:  # nothing to deliver: the call is only counted

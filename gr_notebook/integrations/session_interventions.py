@@ -11,32 +11,17 @@ marker, so guidance and the lint read them as the same orders.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from gr_notebook.engine.outcome import LoopOutcome
-from gr_notebook.events import InterventionEvent, InterventionSkippedEvent
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.workflow.prompts import STRATEGY_CHECK_MARKER
 
 __all__ = [
-    "SESSION_ACTIONS",
-    "as_recorded",
     "second_strategy_check",
     "session_intervention",
     "strategy_check",
     "stuck_reason",
 ]
-
-#: A tier the session meets otherwise than gr's loop, recorded as what the session did: gr's
-#: loop rewinds its todo list at tier 2, a session (no todo list) has a second strategy check.
-SESSION_ACTIONS = {"rewind": "second_strategy_check"}
-
-
-def as_recorded(check: InterventionCheck) -> InterventionEvent | InterventionSkippedEvent:
-    """The check's event, with the action the session took."""
-    event = check.event()
-    action = SESSION_ACTIONS.get(event.action or "")
-    return event if action is None else replace(event, action=action)
 
 
 def session_intervention(check: InterventionCheck) -> str | LoopOutcome:

@@ -212,7 +212,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.plan = w.HTML()
         self.meters = w.HTML()
         self.feedback = w.HTML()
-        self._shadow: w.HTML | None = None
+        self._shadow_panel: w.HTML | None = None
         self._thinking: w.HTML | None = None
         self._live_panel: w.HTML | None = None
         self.timeline = w.HTML()
@@ -321,12 +321,12 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def shadow(self) -> w.HTML:
         """What the shadow guardrails would have done, in grey, just above the timeline:
         built at their first decision worth a line (most runs have no shadows)."""
-        if self._shadow is None:
-            self._shadow = w.HTML(render_shadow(self.state().shadow))
+        if self._shadow_panel is None:
+            self._shadow_panel = w.HTML(render_shadow(self.state().shadow))
             children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
-            children.insert(children.index(self.timeline), self._shadow)
+            children.insert(children.index(self.timeline), self._shadow_panel)
             self.children = tuple(children)
-        return self._shadow
+        return self._shadow_panel
 
     def _insert_after(self, panel: w.Widget, new: w.Widget) -> None:
         children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
@@ -350,7 +350,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             self.plan.value = render_plan(state.plan)
         self.meters.value = render_meters(state.meters)
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
-        if state.shadow or self._shadow is not None:
+        if state.shadow or self._shadow_panel is not None:
             self.shadow.value = render_shadow(state.shadow, state.shadow_total)
         if state.thinking or self._thinking is not None:
             self.thinking.value = render_thinking(state.thinking)

@@ -29,6 +29,7 @@ __all__ = [
     "stuck_rewind_issue",
     "system_prompt",
     "transition_prompt",
+    "wrap_up_order",
 ]
 
 TRANSITION_MARKER = "PHASE TRANSITION"
@@ -318,4 +319,13 @@ def cut_off_tool_use(tool: str) -> str:
         f"Not run: your reply was cut off at the output token limit while writing this "
         f"{tool} call, so its input may be incomplete. Call {tool} again with a shorter "
         "input, or split the work into several smaller calls."
+    )
+
+
+def wrap_up_order(recommendation: str) -> str:
+    """The wrap-up order past 80% of a hard limit, for a harness without gr's todo layer
+    (and so none of gr's workflow tools): seed 003's warning, and what to do."""
+    return (
+        f"{recommendation} Do not start new work: finish what you are doing, then end your "
+        "turn with your final answer, saying what is done and what is left."
     )

@@ -432,9 +432,9 @@ def test_the_snapshot_round_trips_the_shadows(make_agent: Factory) -> None:
     assert snapshot["shadow"]["guardrails"]["feedback"]["recent"] is None  # kept once, live
     fresh = type(state)(run._loop.definition, workspace=state.workspace, clock=state.clock)  # type: ignore[union-attr]
     fresh.restore(snapshot)
-    assert fresh.shadow is not None
-    assert fresh.shadow.snapshot() == state.shadow.snapshot()  # type: ignore[union-attr]
-    assert fresh.shadow.guards.feedback.recent == state.guards.feedback.recent
+    assert fresh.guards.shadow_snapshot() is not None
+    assert fresh.guards.shadow_snapshot() == state.guards.shadow_snapshot()
+    assert fresh.guards._shadow.guards.feedback.recent == state.guards.feedback.recent  # type: ignore[union-attr]
 
 
 async def test_a_resumed_run_goes_on_with_its_shadows_state(make_agent: Factory) -> None:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from gr_notebook.agent import Agent
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.guardrails.shadow import Shadow
 from gr_notebook.integrations.claude_agent_sdk.hooks import HookCallbacks
 from gr_notebook.integrations.claude_agent_sdk.permission import (
     CanUseTool,
@@ -27,7 +26,6 @@ from gr_notebook.integrations.claude_agent_sdk.permission import (
 )
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
-from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
 from gr_notebook.run import Run
 from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.tools.toolset import Toolset
@@ -112,13 +110,7 @@ class GuardrailHooks:
 
     def __init__(self, sdk: ModuleType, session: Session) -> None:
         self._sdk, self._session = sdk, session
-        view = ClaudeView(session.state, session.names)
-        guards = session.state.guards
-        session.state.guards = type(guards)(guards.spec, view, harness=session.run.harness)
-        shadow = session.state.shadow
-        if shadow is not None:  # it records in Claude's terms too
-            session.state.shadow = Shadow(shadow.spec, view, harness=session.run.harness)
-        self._callbacks = callbacks = HookCallbacks(session, view)
+        self._callbacks = callbacks = HookCallbacks(session, session.view)
         self._quiet: set[int] = set()
         """Options built with the stream events on by default (not passed on)."""
         matcher = sdk.HookMatcher

@@ -1,17 +1,17 @@
 """The hook callbacks: an agent's guardrails at the Claude Agent SDK's fixed points.
 
-Seed 002's "Adapter Integration": policies run in ``PreToolUse`` (a denial is
-``permissionDecision: "deny"`` with the policy's reason); policies' ``on_result``, the
-intervention engine and the feedback providers run in ``PostToolUse`` (and
+Seed 002's "Adapter Integration", as the Claude Agent SDK's translation of the guarded step
+(:mod:`gr_notebook.engine.guarded_step`): its check runs in ``PreToolUse`` (a denial is
+``permissionDecision: "deny"`` with the policy's reason, an ask is the SDK's own ``ask``,
+which ``can_use_tool`` answers); what follows a call runs in ``PostToolUse`` (and
 ``PostToolUseFailure`` for a call that failed), whose ``additionalContext`` carries the
-feedback blocks and the strategy checks; the completion checker judges the ``Stop`` hook,
-where a refusal is ``decision: "block"`` with the checker's feedback. What Claude is told
-names only what Claude has: the guardrails word their orders for the
+feedback blocks, the strategy checks and the wrap-up order; the completion checker judges the
+``Stop`` hook, where a refusal is ``decision: "block"`` with the checker's feedback. What
+Claude is told names only what Claude has: the guardrails word their orders for the
 :data:`~gr_notebook.harness.CLAUDE_AGENT_SDK` harness (no todo list, none of gr's workflow
-tools), and gr's tool names become Claude's. Each callback does what
-gr's tool step (:mod:`gr_notebook.engine.tool_calls`) does at the same point, in the same
-order, with the same objects, and records the same events (a tier-2 intervention as the
-second strategy check the session has, where gr's loop rewinds its todo list).
+tools), and gr's tool names become Claude's. The events are the step's, as on gr's loop (a
+tier-2 intervention as the second strategy check the session has, where gr's loop rewinds
+its todo list).
 """
 
 from __future__ import annotations
@@ -19,22 +19,16 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
+from gr_notebook.engine.guarded_step import Allowed, GuardedCall, GuardedStep, Held, Refused
+from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.errors import RunError
-from gr_notebook.events import (
-    ErrorEvent,
-    PromptInjectedEvent,
-    ToolCallEvent,
-)
-from gr_notebook.guardrails.approval import denial_order
+from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import render_feedback
-from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.runtime import Denial
-from gr_notebook.guidance import Directive
 from gr_notebook.integrations.claude_agent_sdk import prompts
 from gr_notebook.integrations.claude_agent_sdk.hook_input import (
     ToolHookInput,
@@ -46,9 +40,8 @@ from gr_notebook.integrations.claude_agent_sdk.hook_input import (
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
-from gr_notebook.integrations.session_interventions import as_recorded, session_intervention
+from gr_notebook.integrations.session_interventions import session_intervention
 from gr_notebook.tools.base import ToolOutput
-from gr_notebook.workflow.prompts import directive, marker_of
 
 __all__ = ["HookCallbacks"]
 
@@ -61,10 +54,11 @@ class HookCallbacks:
     def __init__(self, session: Session, view: ClaudeView) -> None:
         self.session, self.view = session, view
         self.names = session.names
-        self._calls: dict[str, tuple[Call, float, Mapping[str, Any]]] = {}
-        """The calls allowed and not yet answered, by tool use id: the call, when it was
-        allowed, and its input."""
-        self._asks: dict[str, tuple[Denial, Call, float, ToolHookInput]] = {}
+        self.step = GuardedStep(session.state, regulated=session.agent.regulation is not None)
+        self._calls: dict[str, tuple[Call, GuardedCall, float]] = {}
+        """The calls allowed and not yet answered, by tool use id: the call in Claude's and
+        in the guardrails' terms (the input that runs), and when it was allowed."""
+        self._asks: dict[str, tuple[Call, Held, float]] = {}
         """The calls a policy asked a person about, until ``can_use_tool`` answers them."""
 
     # -- PreToolUse: the policies ---------------------------------------------------------------
@@ -86,81 +80,62 @@ class HookCallbacks:
         if stopping is not None:  # "continue": false alone would still run this call
             reason = f"Not run: the run was stopped ({stopping['stopReason']})."
             return {**stopping, "hookSpecificOutput": _denial(reason)}
-        state = session.state
         started = time.perf_counter()
         session.meet_tool(read.name)
         call = self.names.call(read.name, read.tool_input)
+        guarded = _guarded(call, read.tool_use_id, read.tool_input)
         if read.problems:  # no policy can judge what it cannot read: denied, and recorded
             text = prompts.unreadable_call(read.problems)
             self._unreadable("PreToolUse", read, "the call was denied")
-            return self._deny(call, read, ToolOutput(text, True), started)
-        self.view.call = call
-        try:
-            denial = state.guards.check(
-                call.tool, call.params, turn=state.turn, tool_use_id=read.tool_use_id
-            )
-            if state.shadow is not None:
-                state.shadow.check(
-                    call.tool, call.params, turn=state.turn, tool_use_id=read.tool_use_id
-                )
-        finally:
-            self.view.call = None
-        if denial is None:
-            self._calls[read.tool_use_id] = (call, started, read.tool_input)
+            return self._deny(call, guarded, ToolOutput(text, True), started)
+        with self._judging(call):
+            verdict = self.step.check(guarded)
+        if isinstance(verdict, Allowed):
+            self._calls[read.tool_use_id] = (call, guarded, started)
             return {}
-        if denial.needs_approval:  # the SDK's own ask: its can_use_tool hears the reason
-            self._asks[read.tool_use_id] = (denial, call, started, read)
-            reason = self.names.in_claude_terms(denial.reason, call)
+        if isinstance(verdict, Held):  # the SDK's own ask: its can_use_tool hears the reason
+            self._asks[read.tool_use_id] = (call, verdict, started)
+            reason = self.names.in_claude_terms(verdict.ask.reason, call)
             return {"hookSpecificOutput": {**_denial(reason), "permissionDecision": "ask"}}
-        text = self.names.in_claude_terms(denial.message(), call)
-        order = Directive(text, f"policy:{denial.policy}", "do_first")
-        return self._deny(call, read, ToolOutput(text, True, order), started)
+        return self._deny(call, guarded, self._in_claude_terms(verdict.output, call), started)
 
-    def held(self, tool_use_id: str | None, tool_name: str) -> tuple[Denial, Call] | None:
+    def held(self, tool_use_id: str | None, tool_name: str) -> Held | None:
         """The ask of the call ``can_use_tool`` is asked about, if a policy made one; a
         context without the tool use id takes the oldest ask of that tool."""
-        key = tool_use_id if tool_use_id in self._asks else None
-        if key is None:
-            key = next((k for k, v in self._asks.items() if v[1].sdk_name == tool_name), None)
-        if key is None:
-            return None
-        denial, call, _, _ = self._asks[key]
-        return denial, call
+        key = self._ask_of(tool_use_id, tool_name)
+        return None if key is None else self._asks[key][1]
+
+    def _ask_of(self, tool_use_id: str | None, tool_name: str) -> str | None:
+        if tool_use_id in self._asks:
+            return tool_use_id
+        return next((k for k, v in self._asks.items() if v[0].sdk_name == tool_name), None)
 
     async def approve(
         self, tool_use_id: str | None, tool_name: str, tool_input: Mapping[str, Any]
     ) -> tuple[Mapping[str, Any] | None, str | None]:
         """Ask the run's approvals about a held call: the input it runs with (None: as
         given), or the text Claude reads when it is denied (recorded as a denied call)."""
-        key = tool_use_id if tool_use_id in self._asks else None
-        if key is None:
-            key = next(k for k, v in self._asks.items() if v[1].sdk_name == tool_name)
-        denial, call, started, read = self._asks.pop(key)
-        state = self.session.state
-        resolution = await state.approvals.decide(
-            denial,
-            call.sdk_name,
-            tool_input,
-            tool_use_id=read.tool_use_id,
-            check=lambda edited: None,  # the CLI checks the tool's own schema
-        )
-        if resolution.message is not None:
-            text = self.names.in_claude_terms(resolution.message, call)
-            output = ToolOutput(text, True, denial_order(text, denial.policy))
-            self._after(call, read, None, output, started)
-            return None, text
-        if resolution.edited:
-            edited = self.names.call(call.sdk_name, resolution.input)
-            read = replace(read, tool_input=resolution.input)
-            self._calls[read.tool_use_id] = (edited, started, resolution.input)
-            return resolution.input, None
-        self._calls[read.tool_use_id] = (call, started, read.tool_input)
-        return None, None
+        key = self._ask_of(tool_use_id, tool_name)
+        assert key is not None
+        call, held, started = self._asks.pop(key)
+        held = Held(replace(held.call, shown=tool_input), held.ask)
 
-    def _deny(self, call: Call, read: ToolHookInput, output: ToolOutput, started: float) -> Reply:
+        def reread(edited: Mapping[str, Any]) -> GuardedCall:
+            return _guarded(self.names.call(call.sdk_name, edited), held.call.tool_use_id, edited)
+
+        with self._judging(call):  # the CLI checks the tool's own schema
+            verdict = await self.step.resolve(held, reread=reread)
+        if isinstance(verdict, Refused):
+            output = self._in_claude_terms(verdict.output, call)
+            self._after(call, held.call, output, started, ran=False)
+            return None, output.content
+        self._calls[held.call.tool_use_id] = (call, verdict.call, started)
+        return (verdict.call.host_input if verdict.edited else None), None
+
+    def _deny(self, call: Call, guarded: GuardedCall, output: ToolOutput, started: float) -> Reply:
         """A refused call, recorded as gr's tool step records one (``PostToolUse`` does not
         fire for it): the reason, and the feedback it triggers beside it."""
-        extra = self._after(call, read, None, output, started)
+        extra = self._after(call, guarded, output, started, ran=False)
         reply = _denial(output.content)
         if extra:
             reply["additionalContext"] = extra
@@ -172,14 +147,10 @@ class HookCallbacks:
         refused = self._begin(hook_input)
         if refused is not None:
             return refused
-        read, call, started = self._call_of(hook_input, tool_use_id, "PostToolUse")
+        call, guarded, started = self._call_of(hook_input, tool_use_id, "PostToolUse")
         fields = fields_of(hook_input)
         output = ToolOutput(_text_of(fields.get("tool_response")))
-        state = self.session.state
-        state.guards.after_success(call.tool, call.params, output, turn=state.turn)
-        if state.shadow is not None:
-            state.shadow.after_success(call.tool, call.params, output, turn=state.turn)
-        extra = self._after(call, read, fields.get("duration_ms"), output, started)
+        extra = self._after(call, guarded, output, started, ran=True, ms=fields.get("duration_ms"))
         return self._reply("PostToolUse", extra)
 
     async def post_tool_use_failure(
@@ -188,89 +159,51 @@ class HookCallbacks:
         refused = self._begin(hook_input)
         if refused is not None:
             return refused
-        read, call, started = self._call_of(hook_input, tool_use_id, "PostToolUseFailure")
+        call, guarded, started = self._call_of(hook_input, tool_use_id, "PostToolUseFailure")
         fields = fields_of(hook_input)
         output = ToolOutput(str(fields.get("error") or "the tool failed"), True)
-        extra = self._after(call, read, fields.get("duration_ms"), output, started)
+        extra = self._after(call, guarded, output, started, ran=True, ms=fields.get("duration_ms"))
         return self._reply("PostToolUseFailure", extra)
 
     def _call_of(
         self, hook_input: Any, tool_use_id: str | None, hook: str
-    ) -> tuple[ToolHookInput, Call, float]:
+    ) -> tuple[Call, GuardedCall, float]:
         """The call as its ``PreToolUse`` saw it (by its tool use id), else as this input
         names it; an input that could not be read is recorded as an error event, and the
         call as well as it can be."""
         read = read_tool_hook(hook_input, tool_use_id)
         known = self._calls.pop(read.tool_use_id, None) if read.tool_use_id else None
         if known is None:
-            call, started = self.names.call(read.name, read.tool_input), time.perf_counter()
-        else:
-            call, started, tool_input = known
-            read = replace(read, tool_input=tool_input)
+            call = self.names.call(read.name, read.tool_input)
+            known = (call, _guarded(call, read.tool_use_id, read.tool_input), time.perf_counter())
         if read.problems:
-            self._unreadable(hook, read, f"the call was recorded as {call.sdk_name}")
-        return read, call, started
+            self._unreadable(hook, read, f"the call was recorded as {known[0].sdk_name}")
+        return known
 
     def _after(
         self,
         call: Call,
-        read: ToolHookInput,
-        duration_ms: Any,
+        guarded: GuardedCall,
         output: ToolOutput,
         started: float,
+        *,
+        ran: bool,
+        ms: Any = None,
     ) -> str:
-        """What follows every call, allowed or not, as in gr's tool step: the ``tool_call``
-        event, the intervention engine, the feedback providers. Returns what Claude is told
-        beside the result."""
-        state = self.session.state
-        state.emit(
-            ToolCallEvent(
-                tool=call.sdk_name,
-                tool_use_id=read.tool_use_id,
-                input=dict(read.tool_input),
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=_seconds(duration_ms, started),
-                directive=None if output.directive is None else state.guidance(output.directive),
-            )
-        )
-        check = None
-        if state.interventions is not None:
-            check = state.interventions.observe(
-                call.tool.name, call.params, output.content, is_error=output.is_error
-            )
-            if check is not None:
-                state.emit(as_recorded(check))
-        self.view.call = call
-        try:
-            blocks = state.guards.after_call(
-                call.tool.name, call.params, is_error=output.is_error, turn=state.turn
-            )
-            if state.shadow is not None:
-                state.shadow.after_call(
-                    call.tool.name,
-                    call.params,
-                    output.content,
-                    is_error=output.is_error,
-                    turn=state.turn,
-                    recorded=as_recorded,
-                )
-        finally:
-            self.view.call = None
-        parts = [self.names.in_claude_terms(render_feedback(blocks))] if blocks else []
-        if check is not None and check.fired:
-            parts += self._intervene(check)
-        return "\n\n".join(parts)
-
-    def _intervene(self, check: InterventionCheck) -> list[str]:
-        """Seed 004's tiers: a strategy check, a second one (gr would rewind its todo list),
-        or the end of the session, ``stuck``."""
-        order = session_intervention(check)
-        if isinstance(order, LoopOutcome):
-            self.session.end_with(order)
-            return []
-        self._inject(order)
-        return [order]
+        """What follows every call, allowed or not: the guarded step's, then what Claude is
+        told beside the result (feedback, a strategy check, the wrap-up order)."""
+        with self._judging(call):
+            after = self.step.after(guarded, output, ran=ran, duration_s=_seconds(ms, started))
+        parts = [self.names.in_claude_terms(render_feedback(after.feedback))]
+        if after.intervention is not None:
+            order = session_intervention(after.intervention)
+            if isinstance(order, LoopOutcome):
+                self.session.end_with(order)
+            else:
+                self.step.told(order)
+                parts.append(order)
+        parts.append(self.step.wrap_up() or "")
+        return "\n\n".join(p for p in parts if p)
 
     # -- Stop: the completion checker ----------------------------------------------------------
 
@@ -289,21 +222,28 @@ class HookCallbacks:
         await session.catch_up(reply=final)  # the turn of the reply that stops
         if session.run.done or session.outcome is not None or session.loop.stop_reason:
             return {}  # ended already (a limit, stuck, a person): nothing to judge
-        state = session.state
-        guards = state.guards
-        verdict = guards.judge_stop("end_turn", final)
-        if state.shadow is not None:
-            state.shadow.judge_stop("end_turn", final)
-        if not verdict.allowed:
-            if verdict.give_up:
-                session.end_with(gave_up(state, verdict))
-                return {}
-            text = self.names.in_claude_terms(guards.refusal(verdict))
-            self._inject(text)
-            return {"decision": "block", "reason": text}
         # Claude has no job_complete: the agent's checker finds the job done, else it ended
-        session.end_with(turn_ended(state, verdict, final))
-        return {}
+        judged = self.step.judge_end(final)
+        if isinstance(judged, LoopOutcome):
+            session.end_with(judged)
+            return {}
+        text = self.names.in_claude_terms(judged)
+        self.step.told(text)
+        return {"decision": "block", "reason": text}
+
+    @contextmanager
+    def _judging(self, call: Call) -> Iterator[None]:
+        """What the guardrails record meanwhile is put in Claude's terms (see ClaudeView)."""
+        self.view.call = call
+        try:
+            yield
+        finally:
+            self.view.call = None
+
+    def _in_claude_terms(self, output: ToolOutput, call: Call) -> ToolOutput:
+        text = self.names.in_claude_terms(output.content, call)
+        order = output.directive
+        return replace(output, content=text, directive=order and replace(order, text=text))
 
     # -- shared ---------------------------------------------------------------------------------
 
@@ -339,15 +279,6 @@ class HookCallbacks:
         go on, and the run would record nothing)."""
         self.session.state.emit(ErrorEvent(source="hook", tool=tool, message=message))
 
-    def _inject(self, text: str) -> None:
-        """An order sent beside a result or as a stop's refusal, recorded as gr's loop
-        records the prompts it injects."""
-        state = self.session.state
-        order = directive(text)
-        state.emit(
-            PromptInjectedEvent(text=text, marker=marker_of(text), directive=state.guidance(order))
-        )
-
     def _reply(self, event: str, extra: str) -> Reply:
         reply: Reply = self._halt()
         if extra:
@@ -376,6 +307,12 @@ class HookCallbacks:
             return None
         self.session.end_with(LoopOutcome(loop.stop_status, reason))
         return {"continue_": False, "stopReason": reason}
+
+
+def _guarded(call: Call, tool_use_id: str, tool_input: Mapping[str, Any]) -> GuardedCall:
+    """A call as the guarded step judges it: gr's names for the policies, Claude's for the
+    record and a person."""
+    return GuardedCall(call.tool, call.params, tool_use_id, name=call.sdk_name, shown=tool_input)
 
 
 def _denial(reason: str) -> dict[str, Any]:

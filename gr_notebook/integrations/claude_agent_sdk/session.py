@@ -23,12 +23,14 @@ from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import CLAUDE_AGENT_SDK
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.claude_agent_sdk.replies import Reply
 from gr_notebook.integrations.claude_agent_sdk.tools import CLAUDE_CODE_TOOLS, ToolNames
+from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
 from gr_notebook.integrations.session_record import (
     Pricing,
     agent_wide_policies,
@@ -78,6 +80,11 @@ class Session:
         workspace = Workspace(names.cwd)
         self.state = RunState(
             definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
+        )
+        self.view = ClaudeView(self.state, names)
+        """What the guardrails record, put in Claude's terms."""
+        self.state.guards = Guardrails(
+            definition.guardrails, self.view, harness=CLAUDE_AGENT_SDK, shadow=definition.shadow
         )
         self.loop = Loop(definition, self.state)  # never run: it holds the person's controls
         self.run = Run(
@@ -163,11 +170,8 @@ class Session:
     def bind_tools(self, sdk_tools: Iterable[str]) -> None:
         """The session named its tools (its ``init`` message): bind the policies to them."""
         names = tuple(sdk_tools)
-        guards = self.state.guards
         spec = self._spec(names, checked=True)
-        guards.spec = spec  # the bindings' keys are the same, so their memories carry over
-        if self.state.shadow is not None:
-            self.state.shadow.rebind(self._stubs(names, checked=True))
+        self.state.guards.rebind(spec, self._stubs(names, checked=True))
         self.tools = names
 
     def meet_tool(self, sdk_name: str) -> None:

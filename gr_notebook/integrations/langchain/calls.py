@@ -2,12 +2,11 @@
 (:mod:`gr_notebook.engine.tool_calls`) does at the same points, in the same order, recording
 the same events.
 
-Before the call: the policies (and the shadow's); a denial is the call's result, and the
-tool never runs. After it: the policies' ``on_result`` for a call that succeeded, the
-``tool_call`` event, the intervention engine and the feedback providers, whose blocks and
-strategy checks go back inside the result. LangChain runs a turn's tool calls in parallel;
-:class:`Sequencer` puts them through the guardrails in the order the model made them, as
-gr's loop runs them.
+The guarded step (:mod:`gr_notebook.engine.guarded_step`) decides; this module translates:
+a denial is the call's result and the tool never runs, feedback blocks and strategy checks
+go back inside the result, and a tier-3 intervention ends the session. LangChain runs a
+turn's tool calls in parallel; :class:`Sequencer` puts them through the guardrails in the
+order the model made them, as gr's loop runs them.
 """
 
 from __future__ import annotations
@@ -18,22 +17,25 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gr_notebook.engine.outcome import LoopOutcome
-from gr_notebook.events import (
-    PromptInjectedEvent,
-    ToolCallEvent,
-)
-from gr_notebook.guardrails.approval import denial_order
-from gr_notebook.guardrails.feedback import render_feedback
-from gr_notebook.guardrails.interventions import InterventionCheck
-from gr_notebook.guardrails.runtime import Denial
-from gr_notebook.guidance import Directive
-from gr_notebook.integrations.langchain.session import Session
-from gr_notebook.integrations.session_interventions import as_recorded, session_intervention
-from gr_notebook.tools.base import ToolOutput
-from gr_notebook.workflow.prompts import directive, marker_of
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel
 
-__all__ = ["GRACE_S", "Sequencer", "ToolStep"]
+from gr_notebook.engine.guarded_step import (
+    Allowed,
+    GuardedCall,
+    GuardedStep,
+    Held,
+    Refused,
+    SchemaCheck,
+)
+from gr_notebook.engine.outcome import LoopOutcome
+from gr_notebook.guardrails.feedback import render_feedback
+from gr_notebook.integrations.langchain.session import Session
+from gr_notebook.integrations.session_interventions import session_intervention
+from gr_notebook.tools.base import ToolOutput
+from gr_notebook.tools.schema import validate
+
+__all__ = ["GRACE_S", "Sequencer", "ToolStep", "schema_of"]
 
 GRACE_S = 1.0
 """How long a call waits for an earlier call of its turn that has not begun (a thread pool
@@ -88,112 +90,56 @@ class Sequencer:
 
 
 class ToolStep:
-    """The guardrails around one session's tool calls."""
+    """LangChain's translation of the guarded step (:mod:`gr_notebook.engine.guarded_step`):
+    a call under LangChain's name and arguments, an ended session, an intervention that
+    acts at once."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.step = GuardedStep(session.state, regulated=session.agent.regulation is not None)
 
-    def check(
-        self, name: str, params: Mapping[str, Any], call_id: str
-    ) -> tuple[ToolOutput | None, Denial | None]:
-        """Before the call: a refusal to return instead of running it, or a policy's ask
-        (the call waits for a person), or neither (it runs)."""
+    def call(self, name: str, params: Mapping[str, Any], call_id: str) -> GuardedCall:
+        return GuardedCall(self.session.tool(name), params, call_id)
+
+    def check(self, call: GuardedCall) -> Allowed | Refused | Held:
+        """Before the call: the step's verdict, or a refusal once the session is over."""
         session = self.session
         ended = session.ended() or _ending(session)
         if ended is not None:
-            return ToolOutput(f"Not run: {ended}. End your turn now.", True), None
-        state = session.state
-        tool = session.tool(name)
-        denial = state.guards.check(tool, params, turn=state.turn, tool_use_id=call_id)
-        if state.shadow is not None:
-            state.shadow.check(tool, params, turn=state.turn, tool_use_id=call_id)
-        if denial is None:
-            return None, None
-        if denial.needs_approval:
-            return None, denial
-        text = denial.message()
-        return ToolOutput(text, True, Directive(text, f"policy:{denial.policy}", "do_first")), None
+            return Refused(ToolOutput(f"Not run: {ended}. End your turn now.", True))
+        return self.step.check(call)
 
-    def not_approved(self, denial: Denial, text: str) -> ToolOutput:
-        return ToolOutput(text, True, denial_order(text, denial.policy))
-
-    def ran(self, name: str, params: Mapping[str, Any], output: ToolOutput) -> None:
-        """A call that ran and succeeded: the policies remember it."""
-        if output.is_error:
-            return
-        state, tool = self.session.state, self.session.tool(name)
-        state.guards.after_success(tool, params, output, turn=state.turn)
-        if state.shadow is not None:
-            state.shadow.after_success(tool, params, output, turn=state.turn)
-
-    def after(
-        self,
-        name: str,
-        params: Mapping[str, Any],
-        call_id: str,
-        output: ToolOutput,
-        started: float,
-    ) -> str:
-        """What follows every call, allowed or not, as in gr's tool step: the ``tool_call``
-        event, the intervention engine, the feedback providers. Returns what the model is
-        told beside the result (feedback blocks, a strategy check), or ""."""
-        state = self.session.state
-        state.emit(
-            ToolCallEvent(
-                tool=name,
-                tool_use_id=call_id,
-                input=dict(params),
-                is_error=output.is_error,
-                result=output.content,
-                duration_s=time.perf_counter() - started,
-                directive=None if output.directive is None else state.guidance(output.directive),
-            )
-        )
-        check = None
-        winding_down = self.session.view.wrap_up is not None
-        if state.interventions is not None and not winding_down:
-            check = state.interventions.observe(
-                name, params, output.content, is_error=output.is_error
-            )
-            if check is not None:
-                state.emit(as_recorded(check))
-        blocks = state.guards.after_call(name, params, is_error=output.is_error, turn=state.turn)
-        if state.shadow is not None:
-            state.shadow.after_call(
-                name,
-                params,
-                output.content,
-                is_error=output.is_error,
-                turn=state.turn,
-                observe=not winding_down,
-                recorded=as_recorded,
-            )
-        parts = [render_feedback(blocks)] if blocks else []
-        if check is not None and check.fired:
-            parts += self._intervene(check)
+    def after(self, call: GuardedCall, output: ToolOutput, *, ran: bool, started: float) -> str:
+        """What follows every call, allowed or not: the step's, and what the model is told
+        beside the result (feedback blocks, a strategy check), or ""."""
+        after = self.step.after(call, output, ran=ran, duration_s=time.perf_counter() - started)
+        parts = [render_feedback(after.feedback)] if after.feedback else []
+        if after.intervention is not None:
+            order = session_intervention(after.intervention)
+            if isinstance(order, LoopOutcome):
+                self.session.end_with(order)
+            else:
+                self.step.told(order)
+                parts.append(order)
         return "\n\n".join(parts)
 
-    def _intervene(self, check: InterventionCheck) -> list[str]:
-        """Seed 004's tiers: a strategy check, a second one (gr would rewind its todo list),
-        or the end of the session, ``stuck``."""
-        order = session_intervention(check)
-        if isinstance(order, LoopOutcome):
-            self.session.end_with(order)
-            return []
-        inject(self.session, order)
-        return [order]
 
+def schema_of(tool: BaseTool | None) -> SchemaCheck | None:
+    """The LangChain tool's own argument schema, as the check an edited input must pass;
+    None when the tool is not known."""
+    if tool is None:
+        return None
+    schema: Any = tool.tool_call_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        schema = schema.model_json_schema()
+    if not isinstance(schema, Mapping):
+        return None
 
-def inject(session: Session, text: str | Directive) -> None:
-    """An order sent beside a result or as a message, recorded as gr's loop records the
-    prompts it injects."""
-    state = session.state
-    order = text if isinstance(text, Directive) else directive(text)
-    state.emit(
-        PromptInjectedEvent(
-            text=order.text, marker=marker_of(order.text), directive=state.guidance(order)
-        )
-    )
+    def check(params: Mapping[str, Any]) -> str | None:
+        problems = validate(schema, params)
+        return f"Invalid arguments for {tool.name}: {'; '.join(problems)}." if problems else None
+
+    return check
 
 
 def _ending(session: Session) -> str | None:

@@ -36,15 +36,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from gr_notebook.blocking import run_blocking
-from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
+from gr_notebook.engine.guarded_step import Allowed, GuardedCall, Held, Refused
+from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import ErrorEvent
-from gr_notebook.guardrails.approval import Approvals, Resolution
-from gr_notebook.guardrails.resources import ResourceReport
-from gr_notebook.guardrails.runtime import Denial
-from gr_notebook.guidance import Directive
-from gr_notebook.integrations.langchain import prompts
-from gr_notebook.integrations.langchain.calls import Sequencer, ToolStep, inject
+from gr_notebook.guardrails.approval import Approvals, edited_note
+from gr_notebook.integrations.langchain.calls import Sequencer, ToolStep, schema_of
 from gr_notebook.integrations.langchain.session import ModelCall, Session
 from gr_notebook.integrations.langchain.usage import usage_of
 from gr_notebook.run import Run
@@ -112,18 +109,9 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.before_model(state, runtime)
 
     def _wrap_up(self) -> str | None:
-        """Past 80% of a hard limit (or with one turn left), once: the order to finish now,
-        as gr's loop gives it when the agent regulates itself."""
-        session = self._session
-        if session.agent.regulation is None or session.view.wrap_up is not None:
-            return None
-        report = ResourceReport.of(session.state.usage(), None)
-        if not report.wrap_up:
-            return None
-        text = prompts.wrap_up(report.recommendation)
-        session.view.order_wrap_up(report.recommendation)
-        inject(session, Directive(text, "limits", "wrap_up", from_limits=True))
-        return text
+        """Past 80% of a hard limit, once: the order to finish now (gr's loop writes it on
+        its todo layer; a LangChain agent reads it as a message)."""
+        return self._step.step.wrap_up()
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -234,20 +222,12 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with session.lock:
             if session.run.done or session.outcome is not None or session.loop.stop_reason:
                 return {"jump_to": "end"}  # ended already: nothing to judge
-            guards, shadow = session.state.guards, session.state.shadow
-            final = last.text
-            verdict = guards.judge_stop("end_turn", final)
-            if shadow is not None:
-                shadow.judge_stop("end_turn", final)
-            if verdict.allowed:
-                session.end_with(turn_ended(session.state, verdict, final))
+            judged = self._step.step.judge_end(last.text)
+            if isinstance(judged, LoopOutcome):
+                session.end_with(judged)
                 return None
-            if verdict.give_up:
-                session.end_with(gave_up(session.state, verdict))
-                return None
-            text = guards.refusal(verdict)
-            inject(session, text)
-        return {"messages": [HumanMessage(text)], "jump_to": "model"}
+            self._step.step.told(judged)
+        return {"messages": [HumanMessage(judged)], "jump_to": "model"}
 
     @hook_config(can_jump_to=["model", "end"])
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> Update:
@@ -260,110 +240,92 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        name, params, call_id = _call_of(request)
-        self._order.enter(call_id)
+        call = self._call_of(request)
+        self._order.enter(call.tool_use_id)
         try:
             started = time.perf_counter()
             with self._session.lock:
-                refused, ask = self._step.check(name, params, call_id)
-            if ask is not None:
-                resolution = run_blocking(self._decide(ask, name, params, call_id, sync=True))
-                refused, request, params = self._resolved(ask, resolution, request, params)
-            if refused is not None:
-                return self._answer(request, name, params, call_id, refused, started)
-            return self._execute(request, handler, name, params, call_id, started)
+                verdict = self._step.check(call)
+            if isinstance(verdict, Held):  # a blocked invoke() has no loop for a desk
+                verdict = run_blocking(self._resolve(verdict, request, desk=False))
+            if isinstance(verdict, Refused):
+                return self._answer(call, verdict.output, started)
+            request = self._as_run(request, verdict)
+            try:
+                result = handler(request)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                return self._failed(verdict.call, exc, started)
+            return self._finish_call(verdict, result, started)
         finally:
-            self._order.leave(call_id)
+            self._order.leave(call.tool_use_id)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        name, params, call_id = _call_of(request)
-        await self._order.aenter(call_id)
+        call = self._call_of(request)
+        await self._order.aenter(call.tool_use_id)
         try:
             started = time.perf_counter()
             with self._session.lock:
-                refused, ask = self._step.check(name, params, call_id)
-            if ask is not None:
-                resolution = await self._decide(ask, name, params, call_id, sync=False)
-                refused, request, params = self._resolved(ask, resolution, request, params)
-            if refused is not None:
-                return self._answer(request, name, params, call_id, refused, started)
+                verdict = self._step.check(call)
+            if isinstance(verdict, Held):
+                verdict = await self._resolve(verdict, request, desk=True)
+            if isinstance(verdict, Refused):
+                return self._answer(call, verdict.output, started)
+            request = self._as_run(request, verdict)
             try:
                 result = await handler(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                return self._failed(request, name, params, call_id, exc, started)
-            return self._finish_call(request, result, name, params, call_id, started)
+                return self._failed(verdict.call, exc, started)
+            return self._finish_call(verdict, result, started)
         finally:
-            self._order.leave(call_id)
+            self._order.leave(call.tool_use_id)
 
-    async def _decide(
-        self, ask: Denial, name: str, params: Mapping[str, Any], call_id: str, *, sync: bool
-    ) -> Resolution:
+    def _call_of(self, request: ToolCallRequest) -> GuardedCall:
+        call = request.tool_call
+        args = call.get("args")
+        params = dict(args) if isinstance(args, Mapping) else {}
+        return self._step.call(str(call.get("name") or ""), params, str(call.get("id") or ""))
+
+    async def _resolve(
+        self, held: Held, request: ToolCallRequest, *, desk: bool
+    ) -> Allowed | Refused:
         """A policy's ask, answered as gr's loop answers it: the dashboard's desk (under
         ``ainvoke``), the agent's ``confirm=``, or nobody (a denial that says so)."""
         state = self._session.state
         approvals = state.approvals
-        if sync:  # a blocked invoke() leaves no loop for a desk: the confirmer, or nobody
+        if not desk:
             approvals = Approvals(
                 emit=state.emit,
                 confirm=approvals.confirm,
                 run_id=state.run_id,
                 time_left=state.time_left,
             )
-        return await approvals.decide(
-            ask, name, params, tool_use_id=call_id, check=lambda edited: None
+        return await self._step.step.resolve(
+            held, schema=schema_of(request.tool), approvals=approvals
         )
 
-    def _resolved(
-        self,
-        ask: Denial,
-        resolution: Resolution,
-        request: ToolCallRequest,
-        params: Mapping[str, Any],
-    ) -> tuple[ToolOutput | None, ToolCallRequest, Mapping[str, Any]]:
-        if resolution.message is not None:
-            return self._step.not_approved(ask, resolution.message), request, params
-        if resolution.edited:
-            edited = ToolCall(
-                name=request.tool_call["name"],
-                args=dict(resolution.input),
-                id=request.tool_call.get("id"),
-            )
-            return None, request.override(tool_call=edited), resolution.input
-        return None, request, params
+    @staticmethod
+    def _as_run(request: ToolCallRequest, allowed: Allowed) -> ToolCallRequest:
+        """The request with the input that runs: as a person edited it, when they did."""
+        if not allowed.edited:
+            return request
+        edited = ToolCall(
+            name=request.tool_call["name"],
+            args=dict(allowed.call.params),
+            id=request.tool_call.get("id"),
+        )
+        return request.override(tool_call=edited)
 
-    def _execute(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-        name: str,
-        params: Mapping[str, Any],
-        call_id: str,
-        started: float,
-    ) -> ToolMessage | Command[Any]:
-        try:
-            result = handler(request)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            return self._failed(request, name, params, call_id, exc, started)
-        return self._finish_call(request, result, name, params, call_id, started)
-
-    def _failed(
-        self,
-        request: ToolCallRequest,
-        name: str,
-        params: Mapping[str, Any],
-        call_id: str,
-        exc: Exception,
-        started: float,
-    ) -> ToolMessage:
+    def _failed(self, call: GuardedCall, exc: Exception, started: float) -> ToolMessage:
         """A tool that raised: an error result the model can act on, as in gr's loop."""
+        name = call.host_name
         self._session.state.emit(
             ErrorEvent(source="tool", tool=name, error_type=type(exc).__name__, message=str(exc))
         )
@@ -372,58 +334,43 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "unless the tool says otherwise; try again differently.",
             True,
         )
-        return self._answer(request, name, params, call_id, output, started)
+        return self._answer(call, output, started, ran=True)
 
     def _finish_call(
-        self,
-        request: ToolCallRequest,
-        result: ToolMessage | Command[Any],
-        name: str,
-        params: Mapping[str, Any],
-        call_id: str,
-        started: float,
+        self, allowed: Allowed, result: ToolMessage | Command[Any], started: float
     ) -> ToolMessage | Command[Any]:
+        call = allowed.call
+        note = edited_note(call.params) if allowed.edited else ""
         if not isinstance(result, ToolMessage):  # a Command: recorded, passed on as it is
             with self._session.lock:
                 output = ToolOutput("(the tool returned a LangGraph Command)")
-                self._step.ran(name, params, output)
-                self._step.after(name, params, call_id, output, started)
+                self._step.after(call, output, ran=True, started=started)
             return result
-        output = ToolOutput(result.text, result.status == "error")
+        output = ToolOutput(note + result.text, result.status == "error")
         with self._session.lock:
-            self._step.ran(name, params, output)
-            extra = self._step.after(name, params, call_id, output, started)
-        if not extra:
+            extra = self._step.after(call, output, ran=True, started=started)
+        if not (extra or note):
             return result
-        return result.model_copy(update={"content": _with(result.content, extra)})
+        content = result.content
+        if note:
+            content = note + content if isinstance(content, str) else [note, *content]
+        if extra:
+            content = _with(content, extra)
+        return result.model_copy(update={"content": content})
 
     def _answer(
-        self,
-        request: ToolCallRequest,
-        name: str,
-        params: Mapping[str, Any],
-        call_id: str,
-        output: ToolOutput,
-        started: float,
+        self, call: GuardedCall, output: ToolOutput, started: float, *, ran: bool = False
     ) -> ToolMessage:
         """A call that did not run (or failed): its result, with what follows it."""
         with self._session.lock:
-            extra = self._step.after(name, params, call_id, output, started)
+            extra = self._step.after(call, output, ran=ran, started=started)
         content = output.content if not extra else f"{output.content}\n\n{extra}"
-        return ToolMessage(content=content, tool_call_id=call_id, name=name, status="error")
+        return ToolMessage(
+            content=content, tool_call_id=call.tool_use_id, name=call.host_name, status="error"
+        )
 
     def __repr__(self) -> str:
         return f"<GuardrailMiddleware for {self.run.run_id}: {self.run.status}>"
-
-
-def _call_of(request: ToolCallRequest) -> tuple[str, Mapping[str, Any], str]:
-    call = request.tool_call
-    args = call.get("args")
-    return (
-        str(call.get("name") or ""),
-        dict(args) if isinstance(args, Mapping) else {},
-        str(call.get("id") or ""),
-    )
 
 
 def _tool_name(tool: BaseTool | Mapping[str, Any]) -> str:

@@ -24,11 +24,10 @@ from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.guardrails.runtime import Guardrails
-from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
+from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import LANGCHAIN
 from gr_notebook.history.store import Store
-from gr_notebook.integrations.langchain.view import SessionView
 from gr_notebook.integrations.session_record import (
     Pricing,
     agent_wide_policies,
@@ -100,10 +99,9 @@ class Session:
         self.state = state = RunState(
             definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
         )
-        self.view = view = SessionView(state)
-        state.guards = Guardrails(definition.guardrails, view, harness=LANGCHAIN)
-        if state.shadow is not None:
-            state.shadow = Shadow(state.shadow.spec, view, harness=LANGCHAIN)
+        state.guards = Guardrails(
+            definition.guardrails, state, harness=LANGCHAIN, shadow=definition.shadow
+        )
         self.loop = Loop(definition, state)  # never run: it holds the person's controls
         self.run = Run(
             self.run_id,
@@ -122,7 +120,6 @@ class Session:
         runner.announce(agent, self.run)
         self.outcome: LoopOutcome | None = None
         """How the guardrails ended the session, when they did (a limit, stuck, a stop)."""
-        self.wrap_up_told = False
         self.lock = threading.RLock()
         """Held while the run state changes: LangChain runs a turn's tool calls in parallel."""
         self._store: Store | None = None
@@ -183,9 +180,7 @@ class Session:
         names = tuple(names)
         if self.tools == names:
             return
-        self.state.guards.spec = self._spec(names, checked=True)
-        if self.state.shadow is not None:
-            self.state.shadow.rebind(self._tools(names, checked=True))
+        self.state.guards.rebind(self._spec(names, checked=True), self._tools(names, checked=True))
         self.tools = names
 
     # -- the run's life ------------------------------------------------------------------------
