@@ -40,7 +40,7 @@ from gr_notebook.workflow.workspace import Workspace
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gr_notebook.engine.loop import Loop
+    from gr_notebook.engine.controls import Controls
     from gr_notebook.guardrails.approval import ApprovalDesk
     from gr_notebook.guardrails.runtime import Guardrails
 
@@ -115,7 +115,7 @@ class Run:
         """How the run ended, once it has: ``outcome.limit`` is the limit that ended it."""
         self._events = events
         self._phases = phases
-        self._loop: Loop | None = None
+        self._loop: Controls | None = None
         self._task: asyncio.Task[Run] | None = None
         self._totals = _Totals()
         self._released = False
@@ -305,7 +305,7 @@ class Run:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
         return self._loop.state.guards
 
-    def _live_loop(self, action: str) -> Loop:
+    def _live_loop(self, action: str) -> Controls:
         refusal = self.loop_control_refusal(action)
         if refusal is not None:
             raise refusal
@@ -476,7 +476,7 @@ class Run:
 
     def attach(
         self,
-        loop: Loop,
+        loop: Controls,
         task: asyncio.Task[Run] | None,
         *,
         agent: object = None,

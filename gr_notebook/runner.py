@@ -25,6 +25,7 @@ from contextlib import AsyncExitStack, suppress
 from typing import Any, Protocol
 
 from gr_notebook.engine.checkpoint import Checkpointer
+from gr_notebook.engine.controls import Controls
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
@@ -295,7 +296,7 @@ def _interrupt_reason(exc: KeyboardInterrupt | SystemExit) -> str:
 
 
 def finish(
-    agent: Runnable, run: Run, engine: Loop, store: Store | None, outcome: LoopOutcome
+    agent: Runnable, run: Run, engine: Controls, store: Store | None, outcome: LoopOutcome
 ) -> None:
     """Settle the run's status, record ``run_finished`` and the store's rows, and free the
     finished run's conversation after ``agent.release_after_s`` (a kernel holds many)."""

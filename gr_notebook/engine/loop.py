@@ -27,9 +27,10 @@ from dataclasses import replace
 from typing import Protocol
 
 from gr_notebook.engine.context import build_recap
+from gr_notebook.engine.controls import Controls
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.guarded_step import GuardedStep
-from gr_notebook.engine.outcome import LoopOutcome, RunStatus, gave_up, settle
+from gr_notebook.engine.outcome import LoopOutcome, gave_up, settle
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import ConfigError, RequestOverBudget
@@ -79,7 +80,7 @@ class TurnCheckpoint(Protocol):
         """A person may have changed the workspace while the run was paused."""
 
 
-class Loop:
+class Loop(Controls):
     def __init__(
         self,
         definition: AgentDefinition,
@@ -87,10 +88,10 @@ class Loop:
         *,
         checkpoint: TurnCheckpoint | None = None,
     ) -> None:
+        super().__init__(state)
         self.definition = definition
         self.checkpoint = checkpoint
         """Called at each turn boundary, before anything else: a run's checkpoint."""
-        self.state = state
         self.model = definition.model
         self.registry = definition.registry
         self._counter = self.model if isinstance(self.model, TokenCounter) else None
@@ -99,40 +100,6 @@ class Loop:
         """The latest call's usage: what the next request may read from the cache."""
         self._most_output = 0
         """The most output tokens a call of this run wrote."""
-        self._stop_requested: str | None = None
-        self.stop_status: RunStatus = "cancelled"
-        """What a requested stop ends as: ``interrupted`` for Ctrl-C, else ``cancelled``."""
-        self._resume = asyncio.Event()
-        self._resume.set()
-        self.paused = False
-        self.started = False
-
-    # -- requests from outside, applied at the next safe point -------------------------------
-
-    def request_rewind(self, issue: str, *, reset_policies: bool = False) -> None:
-        self.state.rewinds.append((issue, reset_policies))
-
-    def request_stop(
-        self, reason: str = "stopped by request", *, interrupted: bool = False
-    ) -> None:
-        self._stop_requested = reason
-        self.stop_status = "interrupted" if interrupted else "cancelled"
-        self._resume.set()  # a paused run wakes up to stop
-
-    def request_pause(self) -> None:
-        if not self._stop_requested:  # a stop already asked for wins; never hold it
-            self._resume.clear()
-
-    def request_resume(self) -> None:
-        self._resume.set()
-
-    @property
-    def pause_requested(self) -> bool:
-        return not self._resume.is_set()
-
-    @property
-    def stop_reason(self) -> str | None:
-        return self._stop_requested
 
     def _wrap_up_when_limits_run_low(self) -> None:
         """Past 80% of a hard limit the wrap-up order stands on the todo layer at once: a

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.engine.state import RunState
+from gr_notebook.errors import ConfigError
 from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
 from gr_notebook.harness import Harness
 from gr_notebook.history.store import Store
@@ -80,33 +81,34 @@ def record_start(
 @dataclass
 class Pricing:
     """What a session's model calls cost: at the agent's ``price=`` when it has one, else
-    from the price table. Under a cost limit, a model with no price is an error the run
-    records (once): the limit cannot count it. ``backstop`` says what still holds then."""
+    from the price table. A cost limit cannot count a model with no price, so a capped
+    session refuses one, as gr's loop refuses to build such an agent: :meth:`refuse` before
+    the session where its model is known, :meth:`cost` at the first reply naming one."""
 
     agent: Agent
-    backstop: str = ""
     table: PriceTable = field(default_factory=PriceTable)
-    unpriced: set[str] = field(default_factory=set)
 
-    def cost(self, state: RunState, model: str, usage: Usage) -> float | None:
+    def refuse(self, model: str) -> None:
+        """A ConfigError when the agent has a cost limit and nothing prices ``model``."""
+        cap = self.agent.budget.max_cost_usd
+        if cap is None or self.agent.price is not None or self.table.price_of(model):
+            return
+        raise ConfigError(
+            f"budget=gr.Budget(max_cost_usd={cap!r}) counts what each model call costs, and "
+            f"the model {model!r} has no price: pass price=gr.Price(input, output, "
+            "cache_write, cache_read) (USD per million tokens, e.g. gr.Price.standard(3.0, "
+            "15.0)) to gr.Agent(...)"
+        )
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """The call's cost; None when nothing prices it and nothing caps the cost. Under a
+        cost limit, an unpriced model is the ConfigError of :meth:`refuse`."""
         if self.agent.price is not None:
             return self.agent.price.cost(usage)
         cost = self.table.cost(model, usage)
         if not math.isnan(cost):
             return cost
-        if self.agent.budget.max_cost_usd is not None and model not in self.unpriced:
-            self.unpriced.add(model)
-            state.emit(
-                ErrorEvent(
-                    source="budget",
-                    error_type="UnpricedModel",
-                    message=(
-                        f"no price for model {model!r}: the cost limit cannot count its "
-                        f"calls{self.backstop}; pass "
-                        "price=gr.Price(input, output, cache_write, cache_read) to gr.Agent(...)"
-                    ),
-                )
-            )
+        self.refuse(model)
         return None
 
 
@@ -114,16 +116,23 @@ def record_model_call(
     state: RunState,
     usage: Usage,
     *,
-    cost: float | None,
+    pricing: Pricing,
     context_tokens: int,
     stop_reason: str,
     tool_calls: int,
     text: str,
     duration_s: float,
     model: str,
-) -> None:
+) -> ConfigError | None:
     """One model call the session made (its tokens already counted): its cost, and the
-    ``model_call`` event, with no context layers (the harness assembles the request)."""
+    ``model_call`` event, with no context layers (the harness assembles the request).
+    Returns the ConfigError of a capped session whose model has no price, recorded as an
+    ``error`` event: the session ends on it, ``failed``."""
+    refused: ConfigError | None = None
+    try:
+        cost = pricing.cost(model, usage)
+    except ConfigError as exc:
+        cost, refused = None, exc
     if cost is not None:
         state.cost_usd += cost
     spent = state.usage()
@@ -151,3 +160,6 @@ def record_model_call(
             **state.measured(),
         )
     )
+    if refused is not None:
+        state.emit(ErrorEvent(source="budget", error_type="ConfigError", message=str(refused)))
+    return refused

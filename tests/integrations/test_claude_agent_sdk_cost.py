@@ -51,16 +51,21 @@ def test_each_reply_is_priced_and_a_spent_limit_ends_the_session(tmp_path: Path)
     assert session.state.cost_usd == pytest.approx(2 * SONNET.cost(Usage(2_000, 100)))
 
 
-def test_a_reply_of_a_model_with_no_price_is_an_error_the_run_records_once(
-    tmp_path: Path,
-) -> None:
+def test_a_reply_of_a_model_with_no_price_ends_a_capped_session_failed(tmp_path: Path) -> None:
+    """The cap cannot count an unpriced model, so it is refused before the session spends
+    more: the run ends ``failed`` with a ConfigError naming the model and the fix."""
     agent = agent_at(tmp_path / "ws", budget=gr.Budget(max_cost_usd=1.0), store=False)
-    session = guardrail_hooks(agent, tools=["Read"])._session
-    for n in (1, 2):
-        session._model_call(_reply("claude-next-9", Usage(1_000, 10), n))
+    hooks = guardrail_hooks(agent, tools=["Read"])
+    session = hooks._session
+    session.join("session-1")
+    session._model_call(_reply("claude-next-9", Usage(110_000, 10), 1))
+    assert hooks.run.status == "failed"
+    assert isinstance(hooks.run.error, gr.ConfigError)
+    assert "'claude-next-9'" in str(hooks.run.error) and "price=gr.Price(" in str(hooks.run.error)
     [error] = session.run.events.of_kind("error")
-    assert error.data["source"] == "budget" and "'claude-next-9'" in error.data["message"]
-    assert "price=gr.Price(" in error.data["message"]
+    assert error.data["source"] == "budget" and error.data["message"] == str(hooks.run.error)
+    session.observe(SimpleNamespace(subtype="success"))  # nothing more is recorded
+    assert len(session.run.events.of_kind("model_call")) == 1
     priced = agent_at(
         tmp_path / "priced", budget=gr.Budget(max_cost_usd=1.0), price=SONNET, store=False
     )
@@ -68,6 +73,14 @@ def test_a_reply_of_a_model_with_no_price_is_an_error_the_run_records_once(
     session._model_call(_reply("claude-next-9", Usage(1_000, 10), 1))  # the agent's price
     assert session.state.cost_usd == pytest.approx(SONNET.cost(Usage(1_000, 10)))
     assert session.run.events.of_kind("error") == []
+
+
+def test_a_named_model_with_no_price_is_refused_before_the_session(tmp_path: Path) -> None:
+    agent = agent_at(tmp_path / "ws", budget=gr.Budget(max_cost_usd=1.0), store=False)
+    with pytest.raises(gr.ConfigError, match=r"'claude-next-9' has no price: pass price=gr"):
+        guardrail_hooks(agent, tools=["Read"], model="claude-agent-sdk:claude-next-9")
+    hooks = guardrail_hooks(agent, tools=["Read"], model=f"claude-agent-sdk:{MODEL}")
+    assert hooks.run.limits.cost_limit_usd == 1.0  # a priced model: the cap can count it
 
 
 def test_the_cli_ending_on_its_budget_is_the_cost_limit(tmp_path: Path) -> None:

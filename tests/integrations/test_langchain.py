@@ -416,3 +416,84 @@ def test_an_agents_mcp_servers_are_refused_not_ignored(tmp_path: Path) -> None:
     agent = agent_at(tmp_path / "ws", mcp_servers=[server], store=False)
     with pytest.raises(ConfigError, match=r"does not connect the agent's MCP servers \(files\)"):
         guardrail_middleware(agent)
+
+
+class OncePerTarget:
+    """A live policy that lets each target be purged once: it remembers what ran."""
+
+    name = "once_per_target"
+
+    def check(self, tool: Any, params: Mapping[str, Any], *, context: Any) -> gr.PolicyDecision:
+        if context.state.has_key("purge", str(params.get("target"))):
+            return gr.PolicyDecision.deny("this target was purged already; do not purge it again")
+        return gr.PolicyDecision.allow()
+
+    def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
+        context.state.record("purge", str(params.get("target")))
+
+
+class TidyTarget:
+    """A shadow on trial that normalises the call in place (the bug it would be live)."""
+
+    name = "tidy_target"
+
+    def check(self, tool: Any, params: Any, *, context: Any) -> gr.PolicyDecision:
+        params["target"] = str(params.get("target", "")).strip()
+        return gr.PolicyDecision.allow()
+
+    def on_result(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("sync", [False, True])
+async def test_a_shadows_edit_never_reaches_a_live_policys_memory(
+    tmp_path: Path, sync: bool
+) -> None:
+    """The shadow strips ``' users '`` in place; had the live policy remembered the
+    shadow's ``'users'``, the second purge of ``' users '`` would run again."""
+    ws = tmp_path / "ws"
+    agent = agent_at(ws, policies=[OncePerTarget()], shadow=[TidyTarget()], store=False)
+    script = [
+        gr.tool_call("purge", target=" users "),
+        gr.tool_call("purge", target=" users "),
+        gr.text("Purged once."),
+    ]
+    session = await langchain_session(agent, script, ws, tools=[counted(ws, "purge")], sync=sync)
+    assert runs_of(ws, "purge") == 1
+    assert session.run.policy_state("once_per_target").invoked_keys == {("purge", " users ")}
+    live = session.run.policy_df().query("mode == 'live'")
+    assert live["allowed"].tolist() == [True, False]
+    errors = [e.data for e in session.run.events.of_kind("error")]
+    assert {(e["source"], e["error_type"]) for e in errors} == {("shadow:policy", "TypeError")}
+
+
+async def test_a_cost_cap_with_an_unpriced_model_is_refused_before_it_spends_more(
+    tmp_path: Path,
+) -> None:
+    """Ten replies of 110,000 tokens each from a model with no price under a $1 cap: the
+    first reply ends the run ``failed`` with the ConfigError, and no tool runs."""
+    ws = tmp_path / "ws"
+    big = {"input_tokens": 110_000, "output_tokens": 10, "total_tokens": 110_010}
+    replies = [
+        AIMessage(
+            "",
+            tool_calls=[{"name": "deploy", "args": {"target": f"t{i}"}, "id": f"c{i}"}],
+            usage_metadata=big,  # type: ignore[arg-type]
+            response_metadata={"model_name": "local-llama-70b"},
+        )
+        for i in range(10)
+    ]
+    model = tool_model([])
+    model.messages = iter(replies)
+    agent = agent_at(ws, budget=gr.Budget(max_cost_usd=1.0), store=False)
+    mw = guardrail_middleware(agent, cwd=ws)
+    app = create_agent(model, tools=[counted(ws)], middleware=[mw])
+    with pytest.raises(ConfigError, match=r"'local-llama-70b' has no price: pass price=gr\.Price"):
+        await app.ainvoke({"messages": [HumanMessage("go")]})
+    assert runs_of(ws) == 0
+    assert mw.run.status == "failed" and isinstance(mw.run.error, ConfigError)
+    assert len(mw.run.events.of_kind("model_call")) == 1
+    [error] = mw.run.events.of_kind("error")
+    assert error.data["source"] == "budget"
+    with pytest.raises(ConfigError, match="'local-llama-70b' has no price"):
+        guardrail_middleware(agent, cwd=ws, model="local-llama-70b")  # known: refused at once

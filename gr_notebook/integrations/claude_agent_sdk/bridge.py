@@ -198,7 +198,7 @@ class GuardrailHooks:
                     "these options lack the guardrail hooks; build them with "
                     "hooks.options(...), or pass ClaudeAgentOptions(hooks=hooks.hooks, ...)"
                 )
-        session.begin(None)
+        session.join(None)
         quiet = id(options) in self._quiet
         try:
             async for message in sdk.query(prompt=prompt, options=options):

@@ -220,7 +220,7 @@ class HookCallbacks:
         final = fields_of(hook_input).get("last_assistant_message")
         final = final if isinstance(final, str) else ""
         await session.catch_up(reply=final)  # the turn of the reply that stops
-        if session.run.done or session.outcome is not None or session.loop.stop_reason:
+        if session.judged:
             return {}  # ended already (a limit, stuck, a person): nothing to judge
         # Claude has no job_complete: the agent's checker finds the job done, else it ended
         judged = self.step.judge_end(final)
@@ -252,7 +252,7 @@ class HookCallbacks:
         once the run has ended, is stopped with the reason (an exception here would reach
         Claude as the CLI's stack trace)."""
         try:
-            self.session.begin(session_of(hook_input))
+            self.session.join(session_of(hook_input))
         except RunError as exc:
             return {"continue_": False, "stopReason": str(exc)}
         return None
@@ -288,24 +288,18 @@ class HookCallbacks:
     def _halt(self) -> Reply:
         """Stop the session after this call when the run is over: a spent limit (gr's loop
         checks between turns, before the next model call), stuck, or a person's stop."""
-        session = self.session
-        spent = session.state.usage().spent
-        if spent is not None:
-            session.end_with(LoopOutcome("budget_exhausted", spent.reason, limit=spent))
-        stopping = self._stopping()
-        if stopping is not None:
-            return stopping
-        if session.outcome is not None and session.outcome.status not in ("completed", "ended"):
-            return {"continue_": False, "stopReason": session.outcome.reason or ""}
+        outcome = self.session.pending_end()
+        if outcome is not None and outcome.status not in ("completed", "ended"):
+            return {"continue_": False, "stopReason": outcome.reason or ""}
         return {}
 
     def _stopping(self) -> Reply | None:
         """A person stopped the run (``run.cancel()``): the session stops at this hook."""
-        loop = self.session.loop
-        reason = loop.stop_reason
+        controls = self.session.controls
+        reason = controls.stop_reason
         if reason is None:
             return None
-        self.session.end_with(LoopOutcome(loop.stop_status, reason))
+        self.session.end_with(LoopOutcome(controls.stop_status, reason))
         return {"continue_": False, "stopReason": reason}
 
 

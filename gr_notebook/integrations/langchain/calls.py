@@ -145,5 +145,5 @@ def schema_of(tool: BaseTool | None) -> SchemaCheck | None:
 def _ending(session: Session) -> str | None:
     """A person stopped the run: no more calls (a guardrail's end, as in gr's loop, comes
     at the end of the turn)."""
-    reason = session.loop.stop_reason
+    reason = session.controls.stop_reason
     return None if reason is None else f"the run was stopped ({reason})"

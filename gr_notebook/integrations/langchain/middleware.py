@@ -181,7 +181,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             duration_s=time.perf_counter() - started,
         )
         with self._session.lock:
-            self._session.model_call(call)
+            self._session.call_made(call)
         self._order.turn([str(c.get("id") or "") for c in reply.tool_calls])
 
     def _model_failed(self, exc: Exception) -> None:
@@ -220,7 +220,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         session = self._session
         with session.lock:
-            if session.run.done or session.outcome is not None or session.loop.stop_reason:
+            if session.judged:
                 return {"jump_to": "end"}  # ended already: nothing to judge
             judged = self._step.step.judge_end(last.text)
             if isinstance(judged, LoopOutcome):
