@@ -124,8 +124,9 @@ def done(context: Any) -> Any:
     return TaskCompletionResult.ok("The records asked for were looked up.")
 
 
-PRICE = gr.Price(1.0, 0.0, 0.0, 0.0)
-"""A dollar per million input tokens, output free: 10,000 tokens a reply cost $0.01."""
+PRICE = gr.Price(3.0, 15.0, 3.75, 0.30)
+"""Claude Sonnet's list price, which the CLI's own ``max_budget_usd`` backstop counts in too:
+10,000 input tokens a reply cost $0.03 on every runtime."""
 
 STUCK = gr.InterventionConfig(
     check_every=1,

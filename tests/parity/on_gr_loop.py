@@ -20,7 +20,10 @@ class GrLoop:
         model = gr.ScriptedModel(script(case), name=case.model)
         try:  # a cost limit on an unpriced model is refused here, before any run
             agent = gr.Agent(
-                model, workspace=root / "ws", tools=gr_tools(counter), store=False,
+                model,
+                workspace=root / "ws",
+                tools=gr_tools(counter),
+                store=False,
                 **case.agent_options(),
             )
         except ConfigError as exc:

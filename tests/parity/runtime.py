@@ -23,7 +23,8 @@ class Observed:
     ran: Mapping[str, tuple[str, ...]]
     status: str
     reason: str
-    seconds: float = 0.0
+    model_calls: int = 0
+    """The model calls the run recorded (and so spent)."""
 
 
 class Runtime(Protocol):
@@ -34,7 +35,10 @@ class Runtime(Protocol):
 
 
 def observed(run: gr.Run, counter: Counter) -> Observed:
-    return Observed(guardrail_rows(run.events), ran_in(counter), run.status, run.reason or "")
+    calls = len(run.events.of_kind("model_call"))
+    return Observed(
+        guardrail_rows(run.events), ran_in(counter), run.status, run.reason or "", calls
+    )
 
 
 def refused(exc: Exception, counter: Counter) -> Observed:

@@ -52,6 +52,8 @@ class Expected:
     """The record (``key``) each execution of each tool ran on, in order."""
     reason: tuple[str, ...] = ()
     """Words the run's reason must hold."""
+    spends: bool = True
+    """False: the run must end before its first model call."""
 
     @property
     def status(self) -> str:
@@ -113,7 +115,7 @@ def _approval(tools: list[str], **kwargs: Any) -> gr.ApprovalPolicy:
 
 
 def _wrap_up_case(key: str, title: str, budget: gr.Budget, lookups: int, **more: Any) -> Case:
-    """Lookups of 10,000 tokens a reply ($0.01 at :data:`PRICE`) until the limit is past 80%:
+    """Lookups of 10,000 tokens a reply ($0.03 at :data:`PRICE`) until the limit is past 80%:
     the next turn starts with the order to wrap up, and from then on the calls are not
     watched for being stuck (the run is winding down, not stuck). A checker that finds the
     job done judges the stop everywhere (gr's loop would judge it by its own todo list)."""
@@ -303,7 +305,7 @@ CASES: tuple[Case, ...] = (
     _wrap_up_case("11a", "wrap-up at 80% of the tokens", gr.Budget(max_tokens=112_000), 10),
     _wrap_up_case("11b", "wrap-up at 80% of the turns", gr.Budget(max_iterations=11), 9),
     _wrap_up_case(
-        "11c", "wrap-up at 80% of the cost", gr.Budget(max_cost_usd=0.11), 9, price=PRICE
+        "11c", "wrap-up at 80% of the cost", gr.Budget(max_cost_usd=0.33), 9, price=PRICE
     ),
     Case(
         "12",
@@ -314,6 +316,7 @@ CASES: tuple[Case, ...] = (
             (_end("failed"),),
             {"lookup": (), "purge": ()},
             reason=("ConfigError", repr(UNPRICED), "price=gr.Price("),
+            spends=False,
         ),
         model=UNPRICED,
     ),
