@@ -8,6 +8,7 @@ tool node, an MCP server's own process).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +52,21 @@ class Counter:
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def record(self, tool: str) -> str:
+    def record(self, tool: str, params: Mapping[str, Any] | None = None) -> str:
+        """One execution of ``tool``; with ``params``, the input it ran with too (one JSON
+        line in ``<tool>.inputs``), so that an edited call shows what really ran."""
         with (self.root / f"{tool}.runs").open("a", encoding="utf-8") as runs:
             runs.write("ran\n")
+        if params is not None:
+            with (self.root / f"{tool}.inputs").open("a", encoding="utf-8") as inputs:
+                inputs.write(json.dumps(dict(params), sort_keys=True) + "\n")
         return f"{tool} ran"
+
+    def inputs(self, tool: str) -> list[dict[str, Any]]:
+        """The inputs ``tool`` ran with, in order (those its runs recorded)."""
+        path = self.root / f"{tool}.inputs"
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines]
 
     def runs(self, tool: str) -> int:
         path = self.root / f"{tool}.runs"
@@ -68,8 +80,8 @@ def gr_tools(counter: Counter) -> list[gr.Tool]:
     """The local tools as gr tools, for gr's loop (and as the agent's own in a session)."""
 
     def make(name: str, description: str) -> gr.Tool:
-        def handler(_context: gr.ToolContext, _params: Mapping[str, Any]) -> str:
-            return counter.record(name)
+        def handler(_context: gr.ToolContext, params: Mapping[str, Any]) -> str:
+            return counter.record(name, params)
 
         return gr.Tool(name, description, dict(SCHEMA), handler)
 

@@ -197,7 +197,7 @@ def sdk_tools(counter: Counter) -> list[Any]:
 
     def make(name: str, description: str) -> Any:
         async def handler(args: dict[str, Any]) -> dict[str, Any]:
-            return {"content": [{"type": "text", "text": counter.record(name)}]}
+            return {"content": [{"type": "text", "text": counter.record(name, args)}]}
 
         return tool(name, description, dict(SCHEMA))(handler)
 

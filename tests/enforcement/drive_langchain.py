@@ -89,7 +89,7 @@ def langchain_tools(counter: Counter) -> list[Any]:
 
     def make(name: str, description: str) -> Any:
         def run(key: str) -> str:
-            return counter.record(name)
+            return counter.record(name, {"key": key})
 
         return StructuredTool.from_function(run, name=name, description=description)
 

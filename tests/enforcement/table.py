@@ -40,17 +40,20 @@ def render(
     return "\n".join(lines)
 
 
-def table_in(page: str) -> str:
-    """The table between the markers of ``page`` (empty when they are missing)."""
-    start, end = page.find(BEGIN), page.find(END)
+def table_in(page: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """The table between the ``markers`` of ``page`` (empty when they are missing)."""
+    begin, stop = markers
+    start, end = page.find(begin), page.find(stop)
     if start < 0 or end < start:
         return ""
-    return page[start + len(BEGIN) : end].strip()
+    return page[start + len(begin) : end].strip()
 
 
-def with_table(page: str, table: str) -> str:
-    """``page`` with ``table`` between its markers."""
-    start, end = page.find(BEGIN), page.find(END)
+def with_table(page: str, table: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """``page`` with ``table`` between its ``markers`` (another table of the page has its
+    own)."""
+    begin, stop = markers
+    start, end = page.find(begin), page.find(stop)
     if start < 0 or end < start:
-        raise ValueError(f"{DOC} has no {BEGIN!r} … {END!r} markers to write the table between")
-    return page[: start + len(BEGIN)] + "\n\n" + table + "\n\n" + page[end:]
+        raise ValueError(f"{DOC} has no {begin!r} … {stop!r} markers to write the table between")
+    return page[: start + len(begin)] + "\n\n" + table + "\n\n" + page[end:]

@@ -1,0 +1,1 @@
+"""The parity matrix: the same guardrail, the same verdict, on every runtime."""
