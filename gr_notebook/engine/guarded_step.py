@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
 from gr_notebook.engine.state import RunState
 from gr_notebook.events import PromptInjectedEvent, ToolCallEvent
-from gr_notebook.guardrails.approval import Approvals, denial_order
+from gr_notebook.guardrails.approval import Approvals, denial_order, refused_edit
 from gr_notebook.guardrails.feedback import Feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guardrails.resources import ResourceReport
@@ -141,8 +141,9 @@ class GuardedStep:
         """A person's (or ``confirm=``'s) answer to a held call. An edit must pass the
         tool's ``schema`` and then every live policy, as the model's call did: a denial
         wins; an ask from a policy that had not asked is put to the person again, showing
-        the edit. What runs is exactly the input the last request showed. ``reread`` turns
-        an input as the host names it into the call the policies judge."""
+        the edit. What runs is exactly the input the last request showed: an edit the
+        schema refused and a person then approved does not run, and the model reads why.
+        ``reread`` turns an input as the host names it into the call the policies judge."""
         state = self.state
         approvals = approvals or state.approvals
         call, ask = held.call, held.ask
@@ -162,6 +163,10 @@ class GuardedStep:
             if not resolution.edited:
                 return Allowed(call, edited=call is not held.call)
             call = reread(resolution.input)
+            problem = (schema or _no_schema)(call.host_input)
+            if problem is not None:  # approved as shown, and the tool cannot take it
+                text = refused_edit(call.host_input, problem)
+                return Refused(ToolOutput(text, True, denial_order(text, ask.policy)))
             denial = state.guards.check(
                 call.tool, call.params, turn=state.turn, tool_use_id=call.tool_use_id
             )

@@ -190,16 +190,8 @@ class _Turn:
         if isinstance(verdict, Refused):
             return tool, use, verdict.output, False
         edited = verdict.edited
-        if edited:  # what runs is what the person was last shown, checked like the model's
+        if edited:  # what runs is what the person was last shown
             use = ToolUseBlock(use.id, use.name, dict(verdict.call.params))
-            problem = registry.check_call(use.name, use.input)[1]
-            if problem is not None:
-                return (
-                    tool,
-                    use,
-                    replace(problem, content=edited_note(use.input) + problem.content),
-                    False,
-                )
         if tool.ends_job:
             verdict_stop = self._judge_stop(use)
             if not verdict_stop.allowed:

@@ -49,6 +49,7 @@ __all__ = [
     "Resolution",
     "denial_order",
     "edited_note",
+    "refused_edit",
 ]
 
 Decision: TypeAlias = Literal["approve", "deny", "edit"]
@@ -560,3 +561,15 @@ def edited_note(params: Mapping[str, Any]) -> str:
     """The line the model reads before the result of a call a person edited: what ran."""
     shown = clip(json.dumps(dict(params), ensure_ascii=False, default=str))
     return f"A person edited this call's input before it ran; it ran as {shown}.\n\n"
+
+
+def refused_edit(params: Mapping[str, Any], problem: str) -> str:
+    """What the model reads of a call a person edited into an input the tool refuses: it
+    did not run, and the model is not to run it as first made either."""
+    shown = clip(json.dumps(dict(params), ensure_ascii=False, default=str))
+    return (
+        f"Not run: a person edited this call into {shown}, which the tool refuses "
+        f"({problem.rstrip('.')}). Do not repeat the call as you first made it; carry on "
+        "with the rest of your task, and say in your final summary that this step was not "
+        "done."
+    )

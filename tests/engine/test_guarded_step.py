@@ -204,7 +204,7 @@ def test_approve_after_a_refused_edit_runs_only_what_the_request_showed(
     assert ran == []  # neither the original nor the refused edit ran
     assert [dict(r.input) for r in shown] == [{"query": "DROP TABLE users"}, {"query": 42}]
     assert shown[1].problem is not None
-    [call] = run.events.of_kind("tool_call")
-    assert call.data["is_error"] and call.data["input"] == {"query": 42}
-    assert "A person edited this call's input" in call.data["result"]
+    [call] = run.events.of_kind("tool_call")  # the model's call, which did not run
+    assert call.data["is_error"] and call.data["input"] == {"query": "DROP TABLE users"}
+    assert 'Not run: a person edited this call into {"query": 42}' in call.data["result"]
     assert "'query' must be a string" in call.data["result"]

@@ -203,7 +203,8 @@ CASES: tuple[Case, ...] = (
                 _live("approval", "lookup", "ask"),
                 _asked("lookup", "r-1"),
                 _answered("edit"),
-                _end(),
+                _live("approval", "lookup", "ask"),  # the edit meets every policy: the asker's
+                _end(),  # ask is the question the person just answered
             ),
             {"lookup": ("r-2",), "purge": ()},
         ),
@@ -233,18 +234,18 @@ CASES: tuple[Case, ...] = (
         (lookup(), FINAL),
         lambda: {
             "policies": [_approval(["lookup"])],
-            "confirm": Answers(ApprovalAnswer.edit({"key": "r-2", "note": "x"}), True),
+            "confirm": Answers(ApprovalAnswer.edit({"key": 2}), True),
         },
         Expected(
             (
                 _live("approval", "lookup", "ask"),
                 _asked("lookup", "r-1"),
                 _answered("edit", problem="problem"),
-                _asked("lookup", "r-2", "problem", note="x"),
+                ("asked", "lookup", json.dumps({"key": 2}), "problem"),
                 _answered("approve"),
-                _end(),
+                _end(),  # the approved edit is what runs, and the tool refuses it: nothing ran
             ),
-            {"lookup": ("r-2",), "purge": ()},
+            {"lookup": (), "purge": ()},
         ),
     ),
     Case(
