@@ -14,41 +14,60 @@ none).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, ClassVar
 
 from gr_notebook import runner
+from gr_notebook.agent import Agent
 from gr_notebook.engine.controls import Controls
+from gr_notebook.engine.guarded_step import GuardedCall, GuardedStep
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.events import ErrorEvent, ModelCallEvent
+from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import Harness
+from gr_notebook.integrations.session_interventions import session_intervention
 from gr_notebook.integrations.session_record import (
     Pricing,
     agent_wide_policies,
-    record_model_call,
     record_start,
     toolsets_on,
 )
 from gr_notebook.messages import Usage
 from gr_notebook.models.catalog import facts_of
 from gr_notebook.run import Limits, Run
+from gr_notebook.tools.base import ToolOutput
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import LockOwner, WorkspaceLock
 
 if TYPE_CHECKING:
-    from gr_notebook.agent import Agent
     from gr_notebook.guardrails.view import RunView
     from gr_notebook.history.store import Store
     from gr_notebook.tools.base import Tool
 
-__all__ = ["HostedSession"]
+__all__ = ["HostedSession", "session_root"]
+
+
+def session_root(agent: object, cwd: str | os.PathLike[str] | None, bridge: str) -> Path:
+    """The workspace a session's guardrails read: ``cwd``, else the agent's workspace, else
+    the current directory. ``bridge`` is the function given ``agent``, for its error."""
+    from gr_notebook.agent import Agent
+
+    if not isinstance(agent, Agent):
+        raise ConfigError(f"{bridge} takes a gr.Agent (its guardrails), not {type(agent).__name__}")
+    if cwd is None:
+        workspace = agent.workspace
+        cwd = workspace.root if isinstance(workspace, Workspace) else workspace or os.getcwd()
+    return Path(cwd).expanduser().resolve()
 
 
 class HostedSession:
@@ -101,6 +120,8 @@ class HostedSession:
             harness=self.harness,
             shadow=definition.shadow,
         )
+        self.step = GuardedStep(state, regulated=agent.regulation is not None)
+        """What happens around each call and stop, as on gr's loop."""
         self.controls = Controls(state)
         """A person's stop (the hooks honour it at the next call or reply)."""
         self.run = Run(
@@ -278,6 +299,23 @@ class HostedSession:
         """A stop needs no judging: the run ended, or is ending (a limit, stuck, a person)."""
         return self.run.done or self.outcome is not None or bool(self.controls.stop_reason)
 
+    # -- tool calls ----------------------------------------------------------------------------
+
+    def after(self, call: GuardedCall, output: ToolOutput, *, ran: bool, duration_s: float) -> str:
+        """The guarded step's aftermath of a call, as what the model reads beside its
+        result: the feedback blocks, and a tier that fired (seed 004's, as a session meets
+        them: a strategy check, a second one, or the end of the session, ``stuck``)."""
+        after = self.step.after(call, output, ran=ran, duration_s=duration_s)
+        parts = [render_feedback(after.feedback)] if after.feedback else []
+        if after.intervention is not None:
+            order = session_intervention(after.intervention)
+            if isinstance(order, LoopOutcome):
+                self.end_with(order)
+            else:
+                self.step.told(order)
+                parts.append(order)
+        return "\n\n".join(parts)
+
     # -- model calls ---------------------------------------------------------------------------
 
     def model_call(
@@ -293,17 +331,40 @@ class HostedSession:
     ) -> ConfigError | None:
         """One model call the host made (its tokens already counted), priced and recorded.
         A capped session whose model has no price ends ``failed`` here: the ConfigError."""
-        refused = record_model_call(
-            self.state,
-            usage,
-            pricing=self.pricing,
-            context_tokens=prompt_tokens,
-            stop_reason=stop_reason,
-            tool_calls=tool_calls,
-            text=text,
-            duration_s=duration_s,
-            model=model,
+        state = self.state
+        refused: ConfigError | None = None
+        try:
+            cost = self.pricing.cost(model, usage)
+        except ConfigError as exc:
+            cost, refused = None, exc
+        if cost is not None:
+            state.cost_usd += cost
+        spent = state.usage()
+        state.emit(
+            ModelCallEvent(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                cache_write_tokens=usage.cache_creation_input_tokens,
+                context_tokens=prompt_tokens,
+                layer1_tokens=0,  # the host assembles the request: gr sees no layers
+                layer2_tokens=0,
+                layer3_tokens=0,
+                layer4_tokens=0,
+                layer5_tokens=0,
+                messages=0,
+                stop_reason=stop_reason,
+                tool_calls=tool_calls,
+                text=text,
+                duration_s=duration_s,
+                model=model,
+                cost_usd=cost,
+                tokens_used=state.tokens,
+                iterations_used=spent.iterations,
+                **state.measured(),
+            )
         )
         if refused is not None:  # the cap cannot count this model: not one call more
+            state.emit(ErrorEvent(source="budget", error_type="ConfigError", message=str(refused)))
             self.finish(LoopOutcome("failed", str(refused), refused))
         return refused

@@ -1,7 +1,6 @@
 """What every bridge's session shares with a run of gr's loop: the agent's guardrails
 rebound to the session's tools, the record of the run's start (the store's row, the events
-that follow it there, ``run_started``), and of each model call the harness made (its cost,
-``model_call``)."""
+that follow it there, ``run_started``), and the price of each model call the host made."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError
-from gr_notebook.events import ErrorEvent, ModelCallEvent, RunStartedEvent
+from gr_notebook.events import RunStartedEvent
 from gr_notebook.harness import Harness
 from gr_notebook.history.store import Store
 from gr_notebook.messages import Usage
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from gr_notebook.agent import Agent
     from gr_notebook.guardrails.policy import ToolPolicy
 
-__all__ = ["Pricing", "agent_wide_policies", "record_model_call", "record_start", "toolsets_on"]
+__all__ = ["Pricing", "agent_wide_policies", "record_start", "toolsets_on"]
 
 
 def agent_wide_policies(agent: Agent) -> list[ToolPolicy]:
@@ -110,56 +109,3 @@ class Pricing:
             return cost
         self.refuse(model)
         return None
-
-
-def record_model_call(
-    state: RunState,
-    usage: Usage,
-    *,
-    pricing: Pricing,
-    context_tokens: int,
-    stop_reason: str,
-    tool_calls: int,
-    text: str,
-    duration_s: float,
-    model: str,
-) -> ConfigError | None:
-    """One model call the session made (its tokens already counted): its cost, and the
-    ``model_call`` event, with no context layers (the harness assembles the request).
-    Returns the ConfigError of a capped session whose model has no price, recorded as an
-    ``error`` event: the session ends on it, ``failed``."""
-    refused: ConfigError | None = None
-    try:
-        cost = pricing.cost(model, usage)
-    except ConfigError as exc:
-        cost, refused = None, exc
-    if cost is not None:
-        state.cost_usd += cost
-    spent = state.usage()
-    state.emit(
-        ModelCallEvent(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_input_tokens,
-            cache_write_tokens=usage.cache_creation_input_tokens,
-            context_tokens=context_tokens,
-            layer1_tokens=0,
-            layer2_tokens=0,
-            layer3_tokens=0,
-            layer4_tokens=0,
-            layer5_tokens=0,
-            messages=0,
-            stop_reason=stop_reason,
-            tool_calls=tool_calls,
-            text=text,
-            duration_s=duration_s,
-            model=model,
-            cost_usd=cost,
-            tokens_used=state.tokens,
-            iterations_used=spent.iterations,
-            **state.measured(),
-        )
-    )
-    if refused is not None:
-        state.emit(ErrorEvent(source="budget", error_type="ConfigError", message=str(refused)))
-    return refused

@@ -26,10 +26,11 @@ from gr_notebook.integrations.claude_agent_sdk.permission import (
 )
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import ToolAlias, ToolNames
+from gr_notebook.integrations.extras import load_extra
+from gr_notebook.integrations.hosted_session import session_root
 from gr_notebook.run import Run
 from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.tools.toolset import Toolset
-from gr_notebook.workflow.workspace import Workspace
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions
@@ -41,13 +42,7 @@ EXTRA = "pip install 'gr-notebook[claude-agent-sdk]'"
 
 def load_sdk() -> ModuleType:
     """The ``claude_agent_sdk`` module, or a one-line error that names the extra."""
-    try:
-        import claude_agent_sdk
-    except ImportError:
-        raise ConfigError(
-            f"the Claude Agent SDK is not installed; it is an optional extra: {EXTRA}"
-        ) from None
-    return claude_agent_sdk
+    return load_extra("claude_agent_sdk", what="the Claude Agent SDK", extra=EXTRA)
 
 
 def guardrail_hooks(
@@ -69,11 +64,7 @@ def guardrail_hooks(
     ``{"mcp__files__save": gr.ToolAlias("write_file", "target")}``.
     """
     sdk = load_sdk()
-    if not isinstance(agent, Agent):
-        raise ConfigError(
-            f"guardrail_hooks takes a gr.Agent (its guardrails), not {type(agent).__name__}"
-        )
-    root = Path(cwd if cwd is not None else _default_cwd(agent)).expanduser().resolve()
+    root = session_root(agent, cwd, "guardrail_hooks")
     toolset_tools = {t.name for ts in agent.user_tools if isinstance(ts, Toolset) for t in ts.tools}
     servers = [s.name for s in agent.mcp_servers]
     names = ToolNames.of(root, tool_map, toolset_tools, servers)
@@ -96,13 +87,6 @@ def _claude_mcp_config(server: MCPServer) -> dict[str, Any]:
         "args": list(server.args),
         "env": dict(server.env or {}),
     }
-
-
-def _default_cwd(agent: Agent) -> str | os.PathLike[str]:
-    workspace = agent.workspace
-    if isinstance(workspace, Workspace):
-        return workspace.root
-    return workspace if workspace is not None else os.getcwd()
 
 
 class GuardrailHooks:

@@ -24,11 +24,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from gr_notebook.engine.guarded_step import Allowed, GuardedCall, GuardedStep, Held, Refused
+from gr_notebook.engine.guarded_step import Allowed, GuardedCall, Held, Refused
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.errors import RunError
 from gr_notebook.events import ErrorEvent
-from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.integrations.claude_agent_sdk import prompts
 from gr_notebook.integrations.claude_agent_sdk.hook_input import (
     ToolHookInput,
@@ -40,7 +39,6 @@ from gr_notebook.integrations.claude_agent_sdk.hook_input import (
 from gr_notebook.integrations.claude_agent_sdk.session import Session
 from gr_notebook.integrations.claude_agent_sdk.tools import Call
 from gr_notebook.integrations.claude_agent_sdk.view import ClaudeView
-from gr_notebook.integrations.session_interventions import session_intervention
 from gr_notebook.tools.base import ToolOutput
 
 __all__ = ["HookCallbacks"]
@@ -54,7 +52,7 @@ class HookCallbacks:
     def __init__(self, session: Session, view: ClaudeView) -> None:
         self.session, self.view = session, view
         self.names = session.names
-        self.step = GuardedStep(session.state, regulated=session.agent.regulation is not None)
+        self.step = session.step
         self._calls: dict[str, tuple[Call, GuardedCall, float]] = {}
         """The calls allowed and not yet answered, by tool use id: the call in Claude's and
         in the guardrails' terms (the input that runs), and when it was allowed."""
@@ -193,16 +191,8 @@ class HookCallbacks:
         """What follows every call, allowed or not: the guarded step's, then what Claude is
         told beside the result (feedback, a strategy check, the wrap-up order)."""
         with self._judging(call):
-            after = self.step.after(guarded, output, ran=ran, duration_s=_seconds(ms, started))
-        parts = [self.names.in_claude_terms(render_feedback(after.feedback))]
-        if after.intervention is not None:
-            order = session_intervention(after.intervention)
-            if isinstance(order, LoopOutcome):
-                self.session.end_with(order)
-            else:
-                self.step.told(order)
-                parts.append(order)
-        parts.append(self.step.wrap_up() or "")
+            told = self.session.after(guarded, output, ran=ran, duration_s=_seconds(ms, started))
+        parts = [self.names.in_claude_terms(told), self.step.wrap_up() or ""]
         return "\n\n".join(p for p in parts if p)
 
     # -- Stop: the completion checker ----------------------------------------------------------

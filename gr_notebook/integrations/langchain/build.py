@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gr_notebook.agent import Agent
 from gr_notebook.errors import ConfigError
+from gr_notebook.integrations.extras import load_extra
+from gr_notebook.integrations.hosted_session import session_root
 from gr_notebook.tools.toolset import flatten_tools
 from gr_notebook.workflow.workspace import Workspace
 
@@ -31,15 +32,12 @@ FILE_TOOLS = ("read_file", "write_file", "edit_file")
 def load_langchain() -> ModuleType:
     """The ``langchain`` module (v1, with its agent middleware), or a one-line error that
     names the extra."""
-    try:
-        import langchain
-        from langchain.agents.middleware import types  # noqa: F401 (v1's middleware)
-    except ImportError:
-        raise ConfigError(
-            f"LangChain (v1, with langchain.agents.middleware) is not installed; it is an "
-            f"optional extra: {EXTRA}"
-        ) from None
-    return langchain
+    return load_extra(
+        "langchain",
+        needs=("langchain.agents.middleware",),  # v1's middleware
+        what="LangChain (v1, with langchain.agents.middleware)",
+        extra=EXTRA,
+    )
 
 
 def guardrail_middleware(
@@ -63,10 +61,7 @@ def guardrail_middleware(
     until a reply names it.
     """
     load_langchain()
-    if not isinstance(agent, Agent):
-        raise ConfigError(
-            f"guardrail_middleware takes a gr.Agent (its guardrails), not {type(agent).__name__}"
-        )
+    root = session_root(agent, cwd, "guardrail_middleware")
     if agent.mcp_servers:  # ignored in silence, they would look connected and guarded
         servers = ", ".join(s.name for s in agent.mcp_servers)
         raise ConfigError(
@@ -79,7 +74,6 @@ def guardrail_middleware(
     from gr_notebook.integrations.langchain.session import Session
     from gr_notebook.integrations.langchain.tools import as_langchain
 
-    root = Path(cwd if cwd is not None else _default_cwd(agent)).expanduser().resolve()
     offered = []
     if gr_tools:
         own = [t for t in (agent.registry.get(n) for n in FILE_TOOLS) if t is not None]
@@ -94,10 +88,3 @@ def guardrail_middleware(
         instructions=instructions,
     )
     return GuardrailMiddleware(session, as_langchain(offered, session.state))
-
-
-def _default_cwd(agent: Agent) -> str | os.PathLike[str]:
-    workspace = agent.workspace
-    if isinstance(workspace, Workspace):
-        return workspace.root
-    return workspace if workspace is not None else os.getcwd()

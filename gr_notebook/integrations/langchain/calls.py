@@ -20,18 +20,8 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from gr_notebook.engine.guarded_step import (
-    Allowed,
-    GuardedCall,
-    GuardedStep,
-    Held,
-    Refused,
-    SchemaCheck,
-)
-from gr_notebook.engine.outcome import LoopOutcome
-from gr_notebook.guardrails.feedback import render_feedback
+from gr_notebook.engine.guarded_step import Allowed, GuardedCall, Held, Refused, SchemaCheck
 from gr_notebook.integrations.langchain.session import Session
-from gr_notebook.integrations.session_interventions import session_intervention
 from gr_notebook.tools.base import ToolOutput
 from gr_notebook.tools.schema import validate
 
@@ -91,12 +81,11 @@ class Sequencer:
 
 class ToolStep:
     """LangChain's translation of the guarded step (:mod:`gr_notebook.engine.guarded_step`):
-    a call under LangChain's name and arguments, an ended session, an intervention that
-    acts at once."""
+    a call under LangChain's name and arguments, and a session that has ended."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.step = GuardedStep(session.state, regulated=session.agent.regulation is not None)
+        self.step = session.step
 
     def call(self, name: str, params: Mapping[str, Any], call_id: str) -> GuardedCall:
         return GuardedCall(self.session.tool(name), params, call_id)
@@ -110,18 +99,9 @@ class ToolStep:
         return self.step.check(call)
 
     def after(self, call: GuardedCall, output: ToolOutput, *, ran: bool, started: float) -> str:
-        """What follows every call, allowed or not: the step's, and what the model is told
-        beside the result (feedback blocks, a strategy check), or ""."""
-        after = self.step.after(call, output, ran=ran, duration_s=time.perf_counter() - started)
-        parts = [render_feedback(after.feedback)] if after.feedback else []
-        if after.intervention is not None:
-            order = session_intervention(after.intervention)
-            if isinstance(order, LoopOutcome):
-                self.session.end_with(order)
-            else:
-                self.step.told(order)
-                parts.append(order)
-        return "\n\n".join(parts)
+        """What follows every call, allowed or not, and what the model reads beside the
+        result (feedback blocks, a strategy check), or ""."""
+        return self.session.after(call, output, ran=ran, duration_s=time.perf_counter() - started)
 
 
 def schema_of(tool: BaseTool | None) -> SchemaCheck | None:

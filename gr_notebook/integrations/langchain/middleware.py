@@ -17,7 +17,8 @@ The hooks, at LangChain's fixed points:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from langchain.agents.middleware.types import (
@@ -122,15 +123,8 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any] | AIMessage:
         self._before_call(request)
         started = time.perf_counter()
-        try:
+        with self._calling(request):
             response = handler(request)
-        except NotImplementedError as exc:
-            raise self._cannot_call_tools(request, exc) from exc
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            self._model_failed(exc)
-            raise
         self._after_call(request, response, started)
         return response
 
@@ -141,8 +135,16 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any] | AIMessage:
         self._before_call(request)
         started = time.perf_counter()
-        try:
+        with self._calling(request):
             response = await handler(request)
+        self._after_call(request, response, started)
+        return response
+
+    @contextmanager
+    def _calling(self, request: ModelRequest[Any]) -> Iterator[None]:
+        """The model call: a model that cannot call tools, or one that fails, ends the run."""
+        try:
+            yield
         except NotImplementedError as exc:
             raise self._cannot_call_tools(request, exc) from exc
         except GraphBubbleUp:
@@ -150,8 +152,6 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except Exception as exc:
             self._model_failed(exc)
             raise
-        self._after_call(request, response, started)
-        return response
 
     def _before_call(self, request: ModelRequest[Any]) -> None:
         session = self._session
