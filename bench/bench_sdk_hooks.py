@@ -6,9 +6,9 @@
    the call pattern Read f, Write f, Read g, Edit g, ... over 20 files on ``/dev/shm``:
    - through the bridge: ``PreToolUse`` then ``PostToolUse``, awaited directly as the SDK
      awaits them (the hook inputs are what the CLI sends; no CLI, no model);
-   - natively: the same guardrails at the same points of gr's tool step (``guards.check``,
-     ``guards.after_success``, the ``tool_call`` event, the intervention engine,
-     ``guards.after_call``), on a run state of the same agent.
+   - natively: the same guardrails through the guarded step gr's loop calls
+     (:mod:`gr_notebook.engine.guarded_step`: its check, then what follows the call), on a
+     run state of the same agent.
    Each side is timed per call with ``perf_counter_ns`` at 100 and at 5,000 prior calls.
 2. Session wall time: a four-turn session (a denied write, a read, a write, a stop) through
    the real SDK and the Claude Code CLI against ``gr_notebook.testing.MessagesServer``, the
@@ -33,8 +33,8 @@ from typing import Any
 import _util
 
 import gr_notebook as gr
+from gr_notebook.engine.guarded_step import GuardedCall, GuardedStep, Refused
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import ToolCallEvent
 from gr_notebook.integrations.claude_agent_sdk import guardrail_hooks, local_env
 from gr_notebook.testing import MessagesServer
 from gr_notebook.tools.base import ToolOutput
@@ -116,28 +116,14 @@ async def native_step(ws: Path) -> Step:
 
 
 def guardrail_step(state: RunState, tool: Any, args: dict[str, Any], call_id: str) -> None:
-    """gr's own guardrails at one tool call, in the order its tool step runs them, without the
-    tool: the baseline every bridge's per-call cost is measured against."""
-    guards = state.guards
-    denial = guards.check(tool, args, turn=state.turn, tool_use_id=call_id)
-    output = ToolOutput(denial.message() if denial else "ok", denial is not None)
-    if denial is None:
-        guards.after_success(tool, args, output, turn=state.turn)
-    state.emit(
-        ToolCallEvent(
-            tool=tool.name,
-            tool_use_id=call_id,
-            input=args,
-            is_error=output.is_error,
-            result=output.content,
-            duration_s=0.0,
-        )
-    )
-    assert state.interventions is not None
-    check = state.interventions.observe(tool.name, args, output.content, is_error=False)
-    if check is not None:
-        state.emit(check.event())
-    guards.after_call(tool.name, args, is_error=output.is_error, turn=state.turn)
+    """gr's own guardrails at one tool call, without the tool: the guarded step every runtime
+    calls (its check, then what follows the call), the baseline of each bridge's cost."""
+    step = GuardedStep(state)
+    call = GuardedCall(tool, args, call_id)
+    verdict = step.check(call)
+    refused = isinstance(verdict, Refused)
+    output = verdict.output if isinstance(verdict, Refused) else ToolOutput("ok")
+    step.after(call, output, ran=not refused, duration_s=0.0)
 
 
 async def timed(make: Callable[[Path], Awaitable[Step]], prior: int) -> list[float]:

@@ -44,6 +44,7 @@ from gr_notebook.guardrails.budget import Budget, BudgetUsage
 from gr_notebook.guardrails.interventions import InterventionEngine, ProgressTracker
 from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
+from gr_notebook.guardrails.shadow import run_guardrails
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
@@ -95,7 +96,9 @@ class RunState:
         )
         if definition.regulation is not None:
             self.regulation = SelfRegulation(definition.regulation, self)
-        self.guards = Guardrails(definition.guardrails, self, shadow=definition.shadow)
+        self.guards: Guardrails = run_guardrails(
+            definition.guardrails, self, shadow=definition.shadow
+        )
         """The live guardrails, which tee every point to the shadow ones."""
         self.approvals = Approvals(
             emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left

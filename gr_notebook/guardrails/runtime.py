@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.errors import RunError
 from gr_notebook.events import CompletionCheckEvent, ErrorEvent, PolicyDecisionEvent
@@ -49,11 +49,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from gr_notebook.guardrails.budget import BudgetUsage, SpentLimit
-    from gr_notebook.guardrails.shadow import Shadow, ShadowSpec
     from gr_notebook.guardrails.view import RunView
     from gr_notebook.tools.base import Tool, ToolOutput
 
-__all__ = ["SNAPSHOT_VERSION", "Denial", "Guardrails", "StopVerdict"]
+__all__ = ["SNAPSHOT_VERSION", "Denial", "Guardrails", "StopVerdict", "Tee"]
 
 SNAPSHOT_VERSION = 1
 
@@ -85,6 +84,36 @@ class StopVerdict:
     """Refused too many times in a row: the run ends as incomplete."""
 
 
+class Tee(Protocol):
+    """What the guardrails tee every point to: the shadow guardrails
+    (:class:`~gr_notebook.guardrails.shadow.Shadow`), shown read-only copies and heard by no
+    one (their answers are dropped)."""
+
+    def check(
+        self, tool: Tool, params: Mapping[str, Any], *, turn: int, tool_use_id: str | None
+    ) -> None: ...
+    def after_success(
+        self, tool: Tool, params: Mapping[str, Any], result: ToolOutput, *, turn: int
+    ) -> None: ...
+    def after_call(
+        self,
+        tool: str,
+        params: Mapping[str, Any],
+        result: str,
+        *,
+        is_error: bool,
+        turn: int,
+        observe: bool = True,
+    ) -> None: ...
+    def judge_stop(self, kind: StopKind, tentative: Any) -> None: ...
+    def note_work(self) -> None: ...
+    def note_reset(self) -> None: ...
+    def reset_policies(self) -> None: ...
+    def rebind(self, tools: Sequence[Tool]) -> None: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def restore(self, snapshot: Mapping[str, Any], *, recent: Any) -> None: ...
+
+
 class Guardrails:
     def __init__(
         self,
@@ -92,12 +121,13 @@ class Guardrails:
         run: RunView,
         *,
         harness: Harness = GR_LOOP,
-        shadow: ShadowSpec | None = None,
+        shadow: Tee | None = None,
     ) -> None:
         """Once ``run.wrap_up`` says the run was told to wrap up, a stop is never refused,
         since refusing it would contradict that order. ``harness`` is what runs the model:
         a refused stop and the checker's feedback are worded for it. ``shadow`` are the
-        guardrails on trial, teed at every point and obeyed by nothing."""
+        guardrails on trial (built by :func:`~gr_notebook.guardrails.shadow.run_guardrails`),
+        teed at every point and obeyed by nothing."""
         self.spec = spec
         self.harness = harness
         self._run = run
@@ -107,11 +137,7 @@ class Guardrails:
         self.memories = {b.key: PolicyMemory(b.key) for b in spec.bindings}
         self.feedback = FeedbackRunner(spec.feedback, run)
         self.refusals = 0
-        self._shadow: Shadow | None = None
-        if shadow is not None and not shadow.empty:
-            from gr_notebook.guardrails.shadow import Shadow  # it is built of Guardrails
-
-            self._shadow = Shadow(shadow, run, harness=harness)
+        self._shadow = shadow
 
     def rebind(self, spec: GuardrailSpec, tools: Sequence[Tool]) -> None:
         """Govern other tools (a session named its own, a run met its MCP servers'): the

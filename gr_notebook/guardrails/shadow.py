@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["SHADOW_KINDS", "Shadow", "ShadowSpec", "ShadowView"]
+__all__ = ["SHADOW_KINDS", "Shadow", "ShadowSpec", "ShadowView", "run_guardrails"]
 
 SHADOW_KINDS = (
     "a tool policy (e.g. gr.ReadBeforeWritePolicy()), a gr.FeedbackProviderConfig(...), a "
@@ -159,6 +159,18 @@ class ShadowSpec:
         del described["max_refusals"]
         interventions = self.interventions
         return {**described, "interventions": interventions.describe() if interventions else None}
+
+
+def run_guardrails(
+    spec: GuardrailSpec,
+    run: RunView,
+    *,
+    harness: Harness = GR_LOOP,
+    shadow: ShadowSpec | None = None,
+) -> Guardrails:
+    """A run's live guardrails, teeing every point to its shadow ones when it has any."""
+    tee = Shadow(shadow, run, harness=harness) if shadow is not None and not shadow.empty else None
+    return Guardrails(spec, run, harness=harness, shadow=tee)
 
 
 class ShadowView:

@@ -31,8 +31,7 @@ from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.events import ErrorEvent, ModelCallEvent
 from gr_notebook.guardrails.feedback import render_feedback
-from gr_notebook.guardrails.runtime import Guardrails
-from gr_notebook.guardrails.shadow import ShadowSpec
+from gr_notebook.guardrails.shadow import ShadowSpec, run_guardrails
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.harness import Harness
 from gr_notebook.integrations.session_interventions import session_intervention
@@ -114,7 +113,7 @@ class HostedSession:
         self.state = state = RunState(
             definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
         )
-        state.guards = Guardrails(
+        state.guards = run_guardrails(
             definition.guardrails,
             self.view_of(state),
             harness=self.harness,
