@@ -22,7 +22,7 @@ async def test_a_live_dashboard_shows_the_shadows_apart_and_greyed(make_agent: F
     dash = Dashboard(run)
     await run.wait()
     dash.refresh()
-    assert dash._shadow is not None  # built at the shadows' first decision worth a line
+    assert dash._shadow_panel is not None  # built at the shadows' first decision worth a line
     panel = dash.shadow.value
     children = list(dash.children)
     assert children.index(dash.shadow) + 1 == children.index(dash.timeline)
@@ -37,7 +37,7 @@ async def test_a_live_dashboard_shows_the_shadows_apart_and_greyed(make_agent: F
 def test_a_dashboard_without_shadows_has_no_shadow_panel(make_agent: Factory) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("done")])).run_sync("job")
     dash = Dashboard(run)
-    assert dash._shadow is None
+    assert dash._shadow_panel is None
     assert all("gr-shadow" not in str(getattr(c, "value", "")) for c in dash.children)
 
 
