@@ -159,7 +159,7 @@ def _refused_live(run: gr.Run) -> list[str]:
     refusals = []
     for name, control in [
         ("pause", run.pause),
-        ("resume", run.resume),
+        ("unpause", run.unpause),
         ("rewind", lambda: run.rewind("the approach fails")),
         ("add a todo", lambda: run.add_todo("Check the glossary")),
         ("complete a todo", run.complete_todo),

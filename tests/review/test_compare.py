@@ -100,7 +100,7 @@ def test_compare_says_what_it_takes() -> None:
 
 
 def test_the_timeline_tells_a_resume_a_fork_and_a_pause_apart() -> None:
-    assert describe(RunResumedEvent()) == "Resumed"
+    assert describe(RunResumedEvent()) == "Unpaused"
     fork = RunResumedEvent(parent_run_id="p1", parent_turn=7, relation="fork")
     assert describe(fork) == "Forked from run p1 at turn 7"
     back = RunResumedEvent(
