@@ -415,10 +415,12 @@ def test_bad_policies_are_config_errors(
         make_agent(policies=policies)
 
 
-# -- state: guardrail_state, restore_guardrail_state, rewind -----------------------------------------------------------
+# -- state: guardrail_state, restore_guardrail_state, rewind ------------------------------------
 
 
-def test_guardrail_state_is_json_and_restoring_brings_it_back(make_agent: Callable[..., gr.Agent]) -> None:
+def test_guardrail_state_is_json_and_restoring_brings_it_back(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
     model = gr.ScriptedModel([gr.tool_call("read_file", path="instructions.md"), gr.text("done")])
     run = make_agent(
         model,
@@ -438,7 +440,9 @@ def test_guardrail_state_is_json_and_restoring_brings_it_back(make_agent: Callab
     assert run.guardrail_state() == json.loads(text)
 
 
-def test_guardrail_state_of_another_agent_is_refused_whole(make_agent: Callable[..., gr.Agent]) -> None:
+def test_guardrail_state_of_another_agent_is_refused_whole(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("x")]), policies=[Recorder("a")]).run_sync("job")
     before = run.guardrail_state()
     with pytest.raises(gr.RunError, match="not a guardrail snapshot"):
@@ -446,7 +450,9 @@ def test_guardrail_state_of_another_agent_is_refused_whole(make_agent: Callable[
     with pytest.raises(gr.RunError, match="not a guardrail snapshot"):
         run.restore_guardrail_state({"version": 99})
     with pytest.raises(gr.RunError, match="invoked_keys must be"):
-        run.restore_guardrail_state({**before, "policies": {"a": {"invoked_keys": [["only-two", 1]]}}})
+        run.restore_guardrail_state(
+            {**before, "policies": {"a": {"invoked_keys": [["only-two", 1]]}}}
+        )
     assert run.guardrail_state() == before
 
 
