@@ -341,7 +341,7 @@ def test_a_run_stopped_mid_turn_keeps_its_journal_and_resumes(tmp_path: Path) ->
     sets that file aside rather than calling it a change by hand."""
     ws = tmp_path / "ws"
 
-    def note_then_stop(context: gr.ToolContext, params: Any) -> str:
+    def note_then_stop(context: gr.tools.ToolContext, params: Any) -> str:
         context.workspace.write_text("late.md", "written in the stopped turn\n")
         raise KeyboardInterrupt
 
