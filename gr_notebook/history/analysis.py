@@ -7,7 +7,6 @@ fields (:data:`FRAMES`), as Inspect AI's are against its event classes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -38,7 +37,7 @@ from gr_notebook.events import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gr_notebook.history.store import Store
+    from gr_notebook.history.store import Store, StoreLike
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -419,7 +418,7 @@ def shadow_df(events: Iterable[Event]) -> pd.DataFrame:
     return pd.DataFrame([r.values() for r in shadow_rows(events)], columns=SHADOW_COLUMNS)
 
 
-def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:
+def runs_df(store: StoreLike | None = None) -> pd.DataFrame:
     """Every run in the store (default ``gr_runs/store.sqlite``), newest first.
 
     A run recorded as ``running`` whose process no longer holds its workspace (killed, or

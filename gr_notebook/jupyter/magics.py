@@ -374,8 +374,8 @@ class AgentMagics(Magics):
         run = _person(
             lambda: resume(
                 args.run_id,
-                args.store,
                 agent,
+                store=args.store,
                 workspace=args.workspace or None,
                 wait=not loop_is_running(),
             )

@@ -191,7 +191,7 @@ class TestReplay:
         assert based.interventions.tolist() == [0]
 
     def test_bad_inputs_say_what_to_pass(self) -> None:
-        with pytest.raises(ConfigError, match="runs takes a Run"):
+        with pytest.raises(ConfigError, match="runs takes a run"):
             gr.replay_guardrails(42, interventions=gr.InterventionConfig())
         with pytest.raises(ConfigError, match="'grace' is not one"):
             gr.sweep_guardrails([[]], grid={"grace": [1]})

@@ -461,9 +461,7 @@ async def test_a_resumed_run_goes_on_with_its_shadows_state(make_agent: Factory)
     await run.wait()
     assert run.status == "cancelled"
     rest = [gr.tool_call("write_file", path="notes.md", content="x\n"), gr.text("Done.")]
-    resumed = gr.resume(
-        run.run_id, run.store, agent.replace(model=gr.ScriptedModel(rest)), wait=False
-    )
+    resumed = gr.resume(run, agent.replace(model=gr.ScriptedModel(rest)), wait=False)
     await resumed.wait()
     assert resumed.status == "ended"
     [resumed_at] = resumed.events.of_kind("run_resumed")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.errors import ConfigError
+from gr_notebook.errors import ConfigError, StoreError
 from gr_notebook.events import PolicyDecisionEvent, ToolCallEvent
 from gr_notebook.guardrails.completion import CompositeChecker
 from gr_notebook.guardrails.interventions import ACTIONS
@@ -359,15 +359,15 @@ def test_run_ids_with_a_store_and_a_mapping_of_runs(reckless: gr.Run) -> None:
 def test_bad_input_says_what_to_type(reckless: gr.Run, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="needs a guardrail to replay"):
         gr.replay_guardrails(reckless)
-    with pytest.raises(ConfigError, match="run ids need the store"):
-        gr.replay_guardrails("20260101-000000-abcdef", policies=[RBW])
+    with pytest.raises(StoreError, match="no run store at"):  # the default one, here none
+        gr.replay_guardrails("20260101-000000-abcdef", policies=[RBW], store=tmp_path / "x")
     store = reckless.store
     assert store is not None
     with pytest.raises(ConfigError, match="no run 'nope'"):
         gr.replay_guardrails(["nope"], store=store.path, policies=[RBW])
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.replay_guardrails(42, policies=[RBW])
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.replay_guardrails([reckless, 3.5], policies=[RBW])
     with pytest.raises(ConfigError, match="not a tool policy"):
         gr.replay_guardrails(reckless, policies=[gr.ReadBeforeWritePolicy])
@@ -419,7 +419,7 @@ def test_sweep_bad_input(reckless: gr.Run) -> None:
         gr.sweep_guardrails([reckless], make=lambda n: 42, grid={"n": [1]})
     with pytest.raises(ConfigError, match="keyword arguments"):
         gr.sweep_guardrails([reckless], make=lambda n: {"policy": RBW}, grid={"n": [1]})
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.sweep_guardrails(42, make=lambda n: RBW, grid={"n": [1]})
     with pytest.raises(ConfigError, match="make takes a function"):
         gr.sweep_guardrails([reckless], make=RBW, grid={"n": [1]})  # type: ignore[arg-type]

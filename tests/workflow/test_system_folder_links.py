@@ -108,7 +108,7 @@ def test_a_resume_in_place_never_moves_files_through_a_linked_system_folder(
     linked_system_folder(root, outside)
     held = sorted(p.name for p in outside.iterdir())
     with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     assert (root / "late.md").read_text() == "written after the checkpoint\n"
     assert sorted(p.name for p in outside.iterdir()) == held  # no lock, no aside
 
