@@ -91,7 +91,7 @@ def test_a_fork_under_the_same_agent_never_diverges(tmp_path: Path) -> None:
 
 
 def test_compare_says_what_it_takes() -> None:
-    with pytest.raises(gr.ConfigError, match="compare takes a gr.Run, a run id"):
+    with pytest.raises(gr.ConfigError, match=r"compare takes a gr\.Run, a run id"):
         gr.compare(3, 4)
     with pytest.raises(gr.ConfigError, match="labels takes two names"):
         gr.compare([], [], labels=["one"])
