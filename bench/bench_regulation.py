@@ -101,7 +101,9 @@ async def audit(
             searches=int((calls.tool == "search").sum()),
             prunes=sum(e.kind == "conversation_pruned" for e in run.events),
             interventions=len(run.interventions_df().query("fired")),
-            interventions_if_reads_count=len(gr.replay_interventions(run, READING)),
+            interventions_if_reads_count=len(
+                gr.replay_guardrails(run, interventions=READING).interventions_df().query("fired")
+            ),
             report=report.read_text() if report.exists() else None,
             wall_s=wall,
         )

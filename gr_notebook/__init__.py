@@ -7,8 +7,11 @@ The root holds what a notebook types. The rest has a home of its own: ``gr_noteb
 (every error), ``.events`` (every event kind, the ``EventLog``), ``.guardrails`` (the
 protocols and values behind policies, feedback, completion checks and budgets),
 ``.models`` (the ``Model`` protocol, requests and responses), ``.messages`` (content
-blocks), ``.tools`` (tool outputs, the coding toolset), ``.workflow`` (plan, todos,
-phases) and ``.testing`` (local servers that speak the model APIs).
+blocks), ``.tools`` (tool outputs, the ``ToolContext`` a handler gets, the coding toolset),
+``.workflow`` (plan, todos, phases) and ``.testing`` (local servers that speak the model
+APIs). What only an extension reads stays in its home: a feedback provider's
+``FeedbackContext`` and a ``confirm=`` callback's ``ConfirmationRequest`` are in
+``.guardrails``.
 """
 
 from __future__ import annotations
@@ -37,10 +40,8 @@ from gr_notebook.guardrails import (
     ApprovalPolicy,
     Budget,
     BudgetTable,
-    ConfirmationRequest,
     DeadlineFeedback,
     Feedback,
-    FeedbackContext,
     FeedbackProviderConfig,
     FeedbackTrigger,
     FileCreatedTrigger,
@@ -70,12 +71,11 @@ from gr_notebook.models.simulated.model import SimulatedModel
 from gr_notebook.review.compare import compare
 from gr_notebook.review.guardrail_replay import replay_guardrails, sweep_guardrails
 from gr_notebook.review.lint import lint_guidance
-from gr_notebook.review.replay import replay_interventions, sweep_interventions
 from gr_notebook.review.timetravel import fork, resume
 from gr_notebook.review.timetravel import fork_run as _fork_run
 from gr_notebook.run import Run, current_run
 from gr_notebook.run import set_forker as _set_forker
-from gr_notebook.tools import Tool, ToolContext, Toolset
+from gr_notebook.tools import Tool, Toolset
 from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.workflow import Workspace
 
@@ -138,14 +138,12 @@ __all__ = [
     "Budget",
     "BudgetTable",
     "ConfigError",
-    "ConfirmationRequest",
     "Dashboard",
     "DeadlineFeedback",
     "Event",
     "Experiment",
     "FakeClock",
     "Feedback",
-    "FeedbackContext",
     "FeedbackProviderConfig",
     "FeedbackTrigger",
     "FileCreatedTrigger",
@@ -169,7 +167,6 @@ __all__ = [
     "StaticFeedbackProvider",
     "Store",
     "Tool",
-    "ToolContext",
     "ToolError",
     "Toolset",
     "Workspace",
@@ -178,11 +175,9 @@ __all__ = [
     "fork",
     "lint_guidance",
     "replay_guardrails",
-    "replay_interventions",
     "resume",
     "runs_df",
     "sweep_guardrails",
-    "sweep_interventions",
     "text",
     "tool_call",
     "tool_calls",

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gr_notebook import runner
 from gr_notebook.blocking import run_blocking
@@ -34,7 +34,7 @@ from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
@@ -80,7 +80,7 @@ class Agent:
         confirm_above_tokens: int | None = None,
         release_after_s: float | None = 3600.0,
         compaction: bool = True,
-        store: Store | str | os.PathLike[str] | bool | None = None,
+        store: StoreLike | Literal[False] | None = None,
         system_prompt: str = "",
         stuck_turns: int | None = 10,
         stuck_detector: StuckDetector | None = None,
@@ -168,6 +168,11 @@ class Agent:
         self.stuck_detector = stuck_detector
         self.clock = clock
         self.name = name
+        if store is not False and not isinstance(store, (Store, str, os.PathLike, type(None))):
+            raise ConfigError(
+                f"store takes a gr.Store or the path of one (or False to keep no record), not "
+                f"{type(store).__name__}"
+            )
         self._store_spec = store
         self._store: Store | None = None
         if not isinstance(checkpoints, bool):
@@ -348,8 +353,7 @@ class Agent:
             if isinstance(spec, Store):
                 self._store = spec
             else:
-                path = DEFAULT_STORE_PATH if spec in (None, True) else spec
-                self._store = Store(path)  # type: ignore[arg-type]
+                self._store = Store(DEFAULT_STORE_PATH if spec is None else spec)
         return self._store
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gr_notebook.agent import Agent
 from gr_notebook.events import Event, PhaseStartedEvent, RewindEvent
-from gr_notebook.history.store import DEFAULT_STORE_PATH
+from gr_notebook.history.store import DEFAULT_STORE_PATH, StoreLike
 from gr_notebook.run import Run
 
 __all__ = ["DEMO_INSTRUCTIONS", "run_demo"]
@@ -51,7 +51,7 @@ Write a short field guide for beginners. Work through these parts in order.
 def run_demo(
     *,
     workspace: str | os.PathLike[str] | None = None,
-    store: str | os.PathLike[str] | None = None,
+    store: StoreLike | None = None,
     profile: str = "diligent",
     out: Callable[[str], object] = print,
 ) -> Run:
@@ -90,5 +90,6 @@ def run_demo(
     if run.job is not None:
         out(f"Job summary: {run.job.summary} (confidence {run.job.confidence})")
     out(f"Workspace: {run.workspace.root}")
-    out(f"Store:     {os.path.abspath(store or DEFAULT_STORE_PATH)}")
+    kept = run.store.path if run.store is not None else DEFAULT_STORE_PATH
+    out(f"Store:     {os.path.abspath(kept)}")
     return run

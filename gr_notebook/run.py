@@ -173,11 +173,6 @@ class Run:
             return "paused" if loop.paused else "pausing"
         return "running"
 
-    @property
-    def state(self) -> RunStatus:
-        """The same as :attr:`status` (the name it had when status told only ends)."""
-        return self.status
-
     # -- control --------------------------------------------------------------------------------
 
     async def wait(self) -> Run:
@@ -212,14 +207,16 @@ class Run:
         return self._phases.complete_todo(source="person")
 
     def pause(self) -> None:
-        """Hold the run at the next safe point between turns, until :meth:`resume`."""
+        """Hold the run at the next safe point between turns, until :meth:`unpause`."""
         loop = self._live_loop("pause")
         if loop.stop_reason:
             raise RunError(f"cannot pause: run {self.run_id} is stopping ({loop.stop_reason})")
         loop.request_pause()
 
-    def resume(self) -> None:
-        self._live_loop("resume").request_resume()
+    def unpause(self) -> None:
+        """Let a paused run go on. (``gr.resume`` is another thing: it restarts a run that
+        was killed, from its checkpoint.)"""
+        self._live_loop("unpause").request_resume()
 
     def rewind(self, issue: str, *, reset_policies: bool = False) -> None:
         """Run the rewind workflow at the next safe point between turns.
@@ -275,15 +272,16 @@ class Run:
 
     # -- guardrail state ------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
+    def guardrail_state(self) -> dict[str, Any]:
         """All guardrail state (policy memories, trigger cadences, the refusal streak) as
-        JSON-serialisable data, for :meth:`restore`."""
-        return self._guards("take a snapshot").snapshot()
+        JSON-serialisable data, for :meth:`restore_guardrail_state`. A snapshot is the whole
+        run's state (``RunState.snapshot``, what a checkpoint keeps); this is one part of it."""
+        return self._guards("read guardrail state").snapshot()
 
-    def restore(self, snapshot: Mapping[str, Any]) -> None:
-        """Bring back guardrail state from :meth:`snapshot`; refused whole if it does not
-        fit this agent's guardrails."""
-        self._guards("restore a snapshot").restore(snapshot)
+    def restore_guardrail_state(self, state: Mapping[str, Any]) -> None:
+        """Bring back guardrail state from :meth:`guardrail_state`; refused whole if it does
+        not fit this agent's guardrails."""
+        self._guards("restore guardrail state").restore(state)
 
     @property
     def approvals(self) -> ApprovalDesk:

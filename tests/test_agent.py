@@ -221,7 +221,7 @@ def test_cancel_straight_after_start_finishes_the_run(
 
 
 def test_async_tool_handlers_are_awaited(make_agent: Callable[..., gr.Agent]) -> None:
-    async def fetch(ctx: gr.ToolContext, params: Any) -> str:
+    async def fetch(ctx: gr.tools.ToolContext, params: Any) -> str:
         await asyncio.sleep(0)
         return f"fetched {params['key']}"
 

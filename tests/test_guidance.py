@@ -208,10 +208,10 @@ class StopNow:
 
     name = "StopNow"
 
-    def should_run(self, *, context: gr.FeedbackContext) -> bool:
+    def should_run(self, *, context: gr.guardrails.FeedbackContext) -> bool:
         return True
 
-    def provide(self, *, context: gr.FeedbackContext) -> gr.Feedback:
+    def provide(self, *, context: gr.guardrails.FeedbackContext) -> gr.Feedback:
         return gr.Feedback(provider_name=self.name, summary="Stop now, you are done.")
 
 

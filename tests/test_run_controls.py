@@ -57,12 +57,12 @@ async def test_pause_holds_between_turns_and_resume_goes_on(make_agent: Factory)
     run = make_agent(slow_reader(30)).start("job")
     await until(lambda: run.turns >= 3)
     run.pause()
-    assert run.state in ("pausing", "paused")
+    assert run.status in ("pausing", "paused")
     await until(lambda: run.paused)
     held = run.turns
     await asyncio.sleep(0.05)
-    assert run.turns == held and run.state == "paused"
-    run.resume()
+    assert run.turns == held and run.status == "paused"
+    run.unpause()
     await run.wait()
     assert run.status == "ended" and not run.paused
     kinds = [e.kind for e in run.events]
@@ -75,7 +75,7 @@ async def test_pause_before_the_first_turn_holds_the_run(make_agent: Factory) ->
     run.pause()
     await until(lambda: run.paused)
     assert run.turns == 0
-    run.resume()
+    run.unpause()
     assert (await run.wait()).turns == 6
 
 
@@ -91,7 +91,7 @@ async def test_stop_while_paused_ends_the_run_cancelled(make_agent: Factory) -> 
 
 async def test_controls_on_a_finished_run_say_so(make_agent: Factory) -> None:
     run = await make_agent(gr.ScriptedModel([gr.text("ok")])).run("job")
-    for action in (run.pause, run.resume, run.complete_todo, lambda: run.add_todo("x")):
+    for action in (run.pause, run.unpause, run.complete_todo, lambda: run.add_todo("x")):
         with pytest.raises(gr.RunError, match="has finished"):
             action()
 
@@ -115,14 +115,14 @@ async def test_person_todo_edits_are_events_with_the_person_as_source(
 
 async def test_state_tells_paused_from_running(make_agent: Factory) -> None:
     run = make_agent(slow_reader(50)).start("job")
-    assert run.state == "running"
+    assert run.status == "running"
     run.pause()
-    assert run.state == "pausing"
+    assert run.status == "pausing"
     await until(lambda: run.paused)
-    assert run.state == "paused" and "paused" in repr(run)
+    assert run.status == "paused" and "paused" in repr(run)
     run.cancel()
     await run.wait()
-    assert run.state == "cancelled"
+    assert run.status == "cancelled"
 
 
 async def test_start_runs_the_task_in_the_context_it_is_given(make_agent: Factory) -> None:
@@ -158,6 +158,6 @@ async def test_a_stop_is_never_held_by_a_later_pause(make_agent: Factory) -> Non
     run.cancel("stopped by the person")
     with pytest.raises(gr.RunError, match="is stopping"):
         run.pause()
-    assert run.state == "stopping"
+    assert run.status == "stopping"
     await asyncio.wait_for(run.wait(), 5)
     assert run.status == "cancelled" and "run_paused" not in [e.kind for e in run.events]

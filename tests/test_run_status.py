@@ -51,7 +51,7 @@ def test_a_quitter_without_a_checker_ends_and_says_so_everywhere(tmp_path: Path)
     assert status_line(run).startswith(f"Run {run.run_id}: ended (the model ended its turn);")
     assert repr(run).startswith(f"<Run {run.run_id} ended (the model ended its turn):")
     state = dashboard_of(run).snapshot(run)
-    assert state.state == "ended" and state.ended_early
+    assert state.status == "ended" and state.ended_early
     assert ">ended</span>" in render_header(state)
     assert text_dashboard(state).startswith(f"Run {run.run_id}: ended (")
     [finished] = run.events.of_kind("run_finished")
@@ -94,12 +94,12 @@ async def test_a_paused_background_run_says_paused_everywhere(make_agent: Factor
     run.pause()
     assert run.status == "pausing" and not run.done
     await until(lambda: run.paused)
-    assert run.status == run.state == "paused" and not run.done
+    assert run.status == "paused" and not run.done
     assert status_line(run).startswith(f"Run {run.run_id}: paused;")
     state = dashboard_of(run).snapshot(run)
-    assert state.state == "paused" and state.settled
+    assert state.status == "paused" and state.settled
     assert run.summary()["status"] == "paused"
-    run.resume()
+    run.unpause()
     assert run.status == "running"
     await run.wait()
     assert run.status == "ended" and run.done

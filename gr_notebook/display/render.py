@@ -329,7 +329,7 @@ def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) 
 
 
 def _state_colour(state: DashboardState) -> str:
-    return STATE_COLOURS.get(state.state, "#616161")
+    return STATE_COLOURS.get(state.status, "#616161")
 
 
 def render_header(state: DashboardState) -> str:
@@ -343,7 +343,7 @@ def render_header(state: DashboardState) -> str:
     return (
         f"<div class='gr-header'><b>Run {escape(state.run_id)}</b> "
         f"<span class='gr-state' style='color:#fff;background:{colour};border-radius:3px;"
-        f"padding:0 6px'>{escape(state.state)}</span>{reason}{job}</div>"
+        f"padding:0 6px'>{escape(state.status)}</span>{reason}{job}</div>"
     )
 
 
@@ -382,7 +382,7 @@ def render_run_card(state: DashboardState, *, turns: int, phases_completed: int)
     )
     return (
         f"<div class='gr-run'><b>Run {escape(state.run_id)}</b> "
-        f"<span style='color:{colour};font-weight:600'>{escape(state.state)}</span>{reason}"
+        f"<span style='color:{colour};font-weight:600'>{escape(state.status)}</span>{reason}"
         f" · {plural(turns, 'turn')}{phases}"
         f" · {tokens:,} tokens{job}</div>"
     )
@@ -390,7 +390,7 @@ def render_run_card(state: DashboardState, *, turns: int, phases_completed: int)
 
 def text_dashboard(state: DashboardState) -> str:
     """The dashboard as plain text, for ``text/plain`` and terminals."""
-    head = f"Run {state.run_id}: {state.state}"
+    head = f"Run {state.run_id}: {state.status}"
     if state.note:
         head += f" ({state.note})"
     lines = [head]

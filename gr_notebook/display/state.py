@@ -227,7 +227,7 @@ class ToolCallEntry:
 @dataclass(frozen=True, slots=True)
 class DashboardState:
     run_id: str
-    state: str
+    status: str
     reason: str | None
     todos: TodoList
     plan: Plan | None
@@ -253,19 +253,19 @@ class DashboardState:
     @property
     def ended_early(self) -> bool:
         """The model stopped by itself with the job not reported complete: not a success."""
-        return self.state == "ended"
+        return self.status == "ended"
 
     @property
     def note(self) -> str | None:
         """Why the run is where it is, when that is worth saying."""
         if self.ended_early:  # either harness ends so only with no checker to judge the stop
             return f"{self.reason or 'stopped'}; no completion check confirmed the job"
-        return self.reason if self.state != "completed" else None
+        return self.reason if self.status != "completed" else None
 
     @property
     def settled(self) -> bool:
         """Finished or paused: a state that is still true when the notebook is saved."""
-        return self.state not in ("running", "pausing", "stopping")
+        return self.status not in ("running", "pausing", "stopping")
 
 
 class RunTracker:
@@ -402,7 +402,7 @@ class RunTracker:
         job = run.job
         return DashboardState(
             run_id=run.run_id,
-            state=run.status,
+            status=run.status,
             reason=run.reason,
             todos=run.todos,
             plan=run.plan,

@@ -115,7 +115,7 @@ def _paused(e: RunPausedEvent) -> str:
 @_line(RunResumedEvent)
 def _resumed(e: RunResumedEvent) -> str:
     if e.parent_run_id is None:
-        return "Resumed"
+        return "Unpaused"
     verb = "Forked from" if e.relation == "fork" else "Resumed after an interruption of"
     aside = f"; {plural(len(e.kept_aside), 'later file')} kept aside" if e.kept_aside else ""
     return f"{verb} run {e.parent_run_id} at turn {e.parent_turn}{aside}"

@@ -12,6 +12,7 @@ from typing import Final, TypeAlias, get_args
 
 from gr_notebook.events.base import Event, EventData, as_typed, decode, event_class, kinds
 from gr_notebook.events.guardrails import (
+    GUARDRAIL_KINDS,
     AllotmentExtendedEvent,
     ApprovalAnsweredEvent,
     ApprovalRequestedEvent,
@@ -64,6 +65,7 @@ from gr_notebook.events.workflow import (
 __all__ = [
     "CORE_EVENTS",
     "EVENT_KINDS",
+    "GUARDRAIL_KINDS",
     "AllotmentExtendedEvent",
     "ApprovalAnsweredEvent",
     "ApprovalRequestedEvent",

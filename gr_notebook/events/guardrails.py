@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from gr_notebook.eventdata import clip_json
 from gr_notebook.events.base import Event
@@ -14,6 +14,7 @@ from gr_notebook.events.turn import GuidanceRecord
 from gr_notebook.wording import plural
 
 __all__ = [
+    "GUARDRAIL_KINDS",
     "AllotmentExtendedEvent",
     "ApprovalAnsweredEvent",
     "ApprovalRequestedEvent",
@@ -28,6 +29,20 @@ __all__ = [
     "TaskAssessedEvent",
     "is_shadow",
 ]
+
+GuardrailKind: TypeAlias = Literal["policy", "approval", "feedback", "checker", "intervention"]
+GUARDRAIL_KINDS: tuple[GuardrailKind, ...] = (
+    "policy",
+    "approval",
+    "feedback",
+    "checker",
+    "intervention",
+)
+"""What a guardrail decision is of, in every frame (``kind``) and trace (``gr.guardrail.kind``).
+Each kind has its own verdicts, the ``verdict`` of its events: a policy ``allow``, ``deny``
+or ``ask``; a person ``approve``, ``deny`` or ``edit``; feedback ``fire``; a checker
+``accept``, ``refuse`` or ``bypass`` (a spent limit let the stop through unchecked); an
+intervention check ``skip`` or the tier's action, ``replan``, ``rewind`` or ``stop``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -125,6 +140,11 @@ class FeedbackEvent(Event):
     """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
     None when the decision was live."""
 
+    @property
+    def verdict(self) -> Literal["fire"]:
+        """A block is recorded only when its provider fired (``skip`` is never an event)."""
+        return "fire"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class CompletionCheckEvent(Event):
@@ -143,6 +163,12 @@ class CompletionCheckEvent(Event):
     mode: Literal["shadow"] | None = None
     """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
     None when the decision was live."""
+
+    @property
+    def verdict(self) -> Literal["accept", "refuse", "bypass"]:
+        if self.bypassed:
+            return "bypass"
+        return "refuse" if self.complete is False else "accept"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -168,6 +194,11 @@ class InterventionCheckEvent(Event):
     mode: Literal["shadow"] | None = None
     """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
     None when the decision was live."""
+
+    @property
+    def verdict(self) -> str:
+        """The tier's action (``replan``, ``rewind``, ``stop``) when it fired, else ``skip``."""
+        return (self.action or "replan") if self.fired else "skip"
 
     @property
     def why(self) -> str:

@@ -18,7 +18,6 @@ carried on the event and on the run's outcome; its sentence is only how it reads
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -30,7 +29,7 @@ from gr_notebook.wording import plural
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.budget_table import BudgetTable
-    from gr_notebook.history.store import Store
+    from gr_notebook.history.store import StoreLike
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
@@ -101,7 +100,7 @@ class Budget:
     def suggest(
         task_type: str,
         *,
-        store: Store | str | os.PathLike[str] | None = None,
+        store: StoreLike | None = None,
         percentile: int = 90,
         table: BudgetTable | None = None,
     ) -> BudgetSuggestion:
@@ -160,7 +159,7 @@ class BudgetAdvisor(Protocol):
         self,
         task_type: str,
         *,
-        store: Store | str | os.PathLike[str] | None,
+        store: StoreLike | None,
         percentile: int,
         table: BudgetTable | None,
     ) -> BudgetSuggestion: ...

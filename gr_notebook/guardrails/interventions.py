@@ -7,7 +7,7 @@ not busy editing, and it has gone ``consecutive_stuck_tolerance`` checks without
 Interventions escalate while the agent stays stuck: re-plan, rewind, stop.
 
 The engine is pure (no clock, no I/O besides logging), so the loop drives it live and
-:func:`gr_notebook.replay_interventions` drives it again over a recorded run. Its tracker is
+:func:`gr_notebook.replay_guardrails` drives it again over a recorded run. Its tracker is
 plain data (:meth:`InterventionEngine.to_json`), part of the run state's snapshot.
 """
 

@@ -440,7 +440,7 @@ class Guardrails:
         except (KeyError, TypeError, ValueError) as exc:
             raise RunError(
                 f"this is not a guardrail snapshot of this agent ({type(exc).__name__}: {exc}); "
-                "pass what run.snapshot() returned"
+                "pass what run.guardrail_state() returned"
             ) from None
         self.memories, self.refusals = memories, refusals
         apply_feedback()

@@ -10,7 +10,6 @@ guardrails layer, kept with :class:`Budget` (and importable from here too).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.events import JobCompleteEvent, RunFinishedEvent, TaskAssessedEvent, as_typed
 from gr_notebook.guardrails.budget import Budget, BudgetSuggestion
 from gr_notebook.guardrails.budget_table import BudgetTable
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, reading, status_as_read
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike, reading, status_as_read
 
 __all__ = ["BudgetSuggestion", "suggest_budget"]
 
@@ -26,7 +25,7 @@ __all__ = ["BudgetSuggestion", "suggest_budget"]
 def suggest_budget(
     task_type: str,
     *,
-    store: Store | str | os.PathLike[str] | None = None,
+    store: StoreLike | None = None,
     percentile: int = 90,
     table: BudgetTable | None = None,
 ) -> BudgetSuggestion:

@@ -7,7 +7,6 @@ fields (:data:`FRAMES`), as Inspect AI's are against its event classes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -38,7 +37,7 @@ from gr_notebook.events import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gr_notebook.history.store import Store
+    from gr_notebook.history.store import Store, StoreLike
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -163,7 +162,13 @@ FRAMES: Mapping[str, EventFrame] = {
     ),
     "policy_df": EventFrame(
         (PolicyDecisionEvent,),
-        (*_columns(*_AT, "tool", "allowed", "policy", "reason", "policies"), MODE),
+        (
+            *_columns(*_AT, "tool"),
+            EventColumn("decision", "verdict"),
+            EventColumn("guardrail", "policy"),
+            *_columns("reason", "policies"),
+            MODE,
+        ),
     ),
     "feedback_df": EventFrame(
         (FeedbackEvent,),
@@ -325,7 +330,9 @@ def thinking_df(events: Iterable[Event]) -> pd.DataFrame:
 
 
 def policy_df(events: Iterable[Event]) -> pd.DataFrame:
-    """One row per governed tool call: ``allowed``, and for a denial the policy and reason."""
+    """One row per governed tool call: the ``decision`` (``allow``, ``deny``, ``ask``), and
+    for a denial or an ask the ``guardrail`` (the policy) that made it and its ``reason``;
+    ``policies`` are those asked."""
     return FRAMES["policy_df"].build(events)
 
 
@@ -334,6 +341,7 @@ APPROVAL_COLUMNS = [
     "turn",
     "tool",
     "tool_use_id",
+    "guardrail",
     "reason",
     "asked",
     "input",
@@ -348,9 +356,10 @@ APPROVAL_COLUMNS = [
 
 
 def approvals_df(events: Iterable[Event]) -> pd.DataFrame:
-    """One row per question put to a person about a tool call: who was asked, the answer
-    (``approve``, ``deny``, ``edit``; None while it waits), who gave it, and the seconds
-    waited. A refused edit is its own row, and the question asked again is the next."""
+    """One row per question put to a person about a tool call: the ``guardrail`` (the
+    policies) that asked, who was asked, the ``decision`` (``approve``, ``deny``, ``edit``;
+    None while it waits), who gave it, and the seconds waited. A refused edit is its own
+    row, and the question asked again is the next."""
     import pandas as pd
 
     rows: dict[str, dict[str, Any]] = {}
@@ -361,6 +370,7 @@ def approvals_df(events: Iterable[Event]) -> pd.DataFrame:
                 "turn": e.turn,
                 "tool": e.tool,
                 "tool_use_id": e.tool_use_id,
+                "guardrail": ", ".join(e.policies),
                 "reason": e.reason,
                 "asked": e.asked,
                 "input": e.input,
@@ -398,7 +408,7 @@ def interventions_df(events: Iterable[Event]) -> pd.DataFrame:
 
 def shadow_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per shadow decision that differs from what happened live at the same call,
-    stop or check: ``seq, turn, guardrail, name, tool, tool_use_id, live, shadow, reason``
+    stop or check: ``seq, turn, kind, guardrail, tool, tool_use_id, live, decision, reason``
     (see :class:`~gr_notebook.history.shadow_rows.ShadowRow`). Empty when the shadows agree
     with the run, or when it had none."""
     import pandas as pd
@@ -408,7 +418,7 @@ def shadow_df(events: Iterable[Event]) -> pd.DataFrame:
     return pd.DataFrame([r.values() for r in shadow_rows(events)], columns=SHADOW_COLUMNS)
 
 
-def runs_df(store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:
+def runs_df(store: StoreLike | None = None) -> pd.DataFrame:
     """Every run in the store (default ``gr_runs/store.sqlite``), newest first.
 
     A run recorded as ``running`` whose process no longer holds its workspace (killed, or

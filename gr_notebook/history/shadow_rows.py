@@ -30,12 +30,12 @@ __all__ = ["SHADOW_COLUMNS", "ShadowRow", "shadow_rows"]
 SHADOW_COLUMNS = [
     "seq",
     "turn",
+    "kind",
     "guardrail",
-    "name",
     "tool",
     "tool_use_id",
     "live",
-    "shadow",
+    "decision",
     "reason",
 ]
 
@@ -44,24 +44,23 @@ SHADOW_COLUMNS = [
 class ShadowRow:
     """One shadow decision that differs from what happened live.
 
-    ``guardrail`` is ``policy``, ``feedback``, ``completion`` or ``intervention``; ``name``
-    the shadow's (policy key, provider, checker class, ``interventions``). ``live`` and
-    ``shadow`` are the two decisions in one vocabulary per kind: ``allow``/``deny``/``ask``
-    for a call (``ask``: it would have waited for a person), ``accept``/``refuse`` for a
-    stop (a stop a spent limit let through unchecked is ``accept``), ``none``/``fired`` for
-    feedback (a shadow block live did not deliver; ``fired`` on the live side when live
-    delivered other blocks there), and ``none`` or the tier's action (``replan``,
-    ``rewind``, ``stop``) for an intervention check. ``reason`` says why the
+    ``kind`` is ``policy``, ``feedback``, ``checker`` or ``intervention``; ``guardrail``
+    the shadow's name (policy key, provider, checker class, ``interventions``). ``decision``
+    (the shadow's) and ``live`` are in the verdicts of the kind, as every frame and trace
+    says them (:data:`~gr_notebook.events.guardrails.GUARDRAIL_KINDS`): ``allow``/``deny``/
+    ``ask`` for a call, ``accept``/``refuse``/``bypass`` for a stop, ``fire``/``skip`` for
+    feedback (``fire`` on the live side when live delivered other blocks there), and
+    ``skip`` or the tier's action for an intervention check. ``reason`` says why the
     shadow decided as it did (for a call it allowed and live denied: the live reason)."""
 
     seq: int
     turn: int
+    kind: str
     guardrail: str
-    name: str
     tool: str | None
     tool_use_id: str | None
     live: str
-    shadow: str
+    decision: str
     reason: str | None
 
     def values(self) -> list[Any]:
@@ -132,20 +131,19 @@ def _policy(e: PolicyDecisionEvent, live: PolicyDecisionEvent | None) -> ShadowR
 
 
 def _stop(e: CompletionCheckEvent, live: CompletionCheckEvent | None) -> ShadowRow | None:
-    live_accepts = live is None or live.complete is not False
-    accepts = e.complete is not False
-    if live_accepts == accepts:
+    live_verdict = "accept" if live is None else live.verdict
+    if (live_verdict == "refuse") == (e.verdict == "refuse"):  # a bypass stops as an accept
         return None
     return ShadowRow(
         e.seq,
         e.turn,
-        "completion",
+        "checker",
         e.checker,
         None,
         None,
-        "accept" if live_accepts else "refuse",
-        "accept" if accepts else "refuse",
-        e.feedback if not accepts else (live.feedback if live else None),
+        live_verdict,
+        e.verdict,
+        e.feedback if e.verdict == "refuse" else (live.feedback if live else None),
     )
 
 
@@ -159,8 +157,8 @@ def _feedback(e: FeedbackEvent, live: set[str], call: ToolCallEvent | None) -> S
         e.provider,
         e.tool or None,
         call.tool_use_id if call is not None else None,
-        "fired" if live else "none",
-        "fired",
+        "fire" if live else "skip",
+        e.verdict,
         e.summary,
     )
 
@@ -168,8 +166,8 @@ def _feedback(e: FeedbackEvent, live: set[str], call: ToolCallEvent | None) -> S
 def _intervention(
     e: InterventionCheckEvent, live: InterventionCheckEvent | None, call: ToolCallEvent | None
 ) -> ShadowRow | None:
-    live_action = (live.action if live is not None and live.fired else None) or "none"
-    action = (e.action if e.fired else None) or "none"
+    live_action = live.verdict if live is not None else "skip"
+    action = e.verdict
     if live_action == action:
         return None
     return ShadowRow(

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Self, TypeAlias
 
 from gr_notebook.errors import StoreError
 from gr_notebook.events import Event, decode
@@ -44,6 +44,7 @@ __all__ = [
     "Migration",
     "Store",
     "StoreError",
+    "StoreLike",
     "reading",
     "status_as_read",
 ]
@@ -52,6 +53,10 @@ __all__ = [
 DEFAULT_STORE_PATH: Final = Path("gr_runs") / "store.sqlite"
 
 Migration = Callable[[sqlite3.Connection], None]
+
+StoreLike: TypeAlias = "Store | str | os.PathLike[str]"
+"""What every ``store=`` takes: a :class:`Store`, or the path of one (None, where a store is
+optional, is the default path; only ``gr.Agent(store=False)`` keeps no store)."""
 
 #: Applied in this order; a migration's name is its function's ``__name__``.
 MIGRATIONS: list[Migration] = []
@@ -487,7 +492,7 @@ class Store:
 
 
 @contextlib.contextmanager
-def reading(store: Store | str | os.PathLike[str] | None) -> Iterator[Store]:
+def reading(store: StoreLike | None) -> Iterator[Store]:
     """The store to read from: the :class:`Store` given, left open, or the one at a path
     (default :data:`DEFAULT_STORE_PATH`), opened with ``create=False`` and closed after. A
     store that is read must exist: a mistyped path is a StoreError naming it, and leaves

@@ -42,7 +42,7 @@ display = cast(Callable[..., None], ipython_display.display)
 magic_arguments = cast(Callable[[], Callable[[F], F]], ma.magic_arguments)
 argument = cast(Callable[..., Callable[[F], F]], ma.argument)
 
-AGENT_ACTIONS = ("status", "stop", "pause", "resume")
+AGENT_ACTIONS = ("status", "stop", "pause", "unpause")
 CONFIRM_TIMEOUT_S = 300.0  # how long the Approve/Deny buttons %%agent shows wait for a click
 # --run VAR is an option only as the first or last word: free text may mention "--run".
 _RUN_FIRST = re.compile(r"^\s*--run(?:\s+|=)(\S+)(?:\s+|$)")
@@ -100,8 +100,8 @@ AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instr
 
 {_PARSER.format_help().strip()}
 
-As a line magic, %agent controls a run: %agent status|stop|pause|resume [--run VAR].
-%agent resume RUN_ID [--agent VAR] continues an interrupted run from its last checkpoint;
+As a line magic, %agent controls a run: %agent status|stop|pause|unpause [--run VAR].
+%agent resume RUN_ID [--agent VAR] restarts an interrupted run from its last checkpoint;
 %agent fork --turn N [--agent VAR] [--run VAR] plays a run again from turn N under VAR.
 
 A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens unless set)
@@ -165,7 +165,7 @@ class AgentMagics(Magics):
             raise UsageError("say what is wrong: %rewind The approach fails because …")
         _person(lambda: run.rewind(issue))
         when = (
-            "when the run resumes (%agent resume)"
+            "when the run is unpaused (%agent unpause)"
             if run.status in ("paused", "pausing")
             else "at the next safe point between turns"
         )
@@ -262,7 +262,7 @@ class AgentMagics(Magics):
         display(Dashboard.for_run(run))
         print(
             f"Run {run.run_id} goes on in the background as `{out}`. Steer it with %todo, "
-            f"%rewind ISSUE, %agent status|pause|resume|stop; `await {out}.wait()` waits."
+            f"%rewind ISSUE, %agent status|pause|unpause|stop; `await {out}.wait()` waits."
         )
 
     def _run_blocking(self, agent: Agent, instructions: str, out: str) -> None:
@@ -322,12 +322,18 @@ class AgentMagics(Magics):
             raise
         display(run)
 
-    # -- %agent status|stop|pause|resume -------------------------------------------------------
+    # -- %agent status|stop|pause|unpause ------------------------------------------------------
 
     def _control(self, line: str) -> None:
         match = _RUN_FIRST.match(line) or _RUN_LAST.search(line)
         bare = (line[: match.start()] + " " + line[match.end() :] if match else line).split()
-        if bare[:1] == ["resume"] and len(bare) > 1 and not match:
+        if bare[:1] == ["resume"]:
+            if len(bare) == 1 or match:
+                raise UsageError(
+                    "%agent resume restarts an interrupted run from its checkpoint and takes "
+                    "its id: %agent resume RUN_ID; to let a paused run go on, type "
+                    "%agent unpause"
+                )
             self._resume_stored(line.strip().removeprefix("resume"))
             return
         if bare[:1] == ["fork"]:
@@ -337,7 +343,8 @@ class AgentMagics(Magics):
         if action not in AGENT_ACTIONS:
             raise UsageError(
                 f"unknown %agent action {action!r}; type %agent status, %agent stop, "
-                "%agent pause or %agent resume (or %%agent as a cell magic to start a run)"
+                "%agent pause, %agent unpause or %agent resume RUN_ID (or %%agent as a cell "
+                "magic to start a run)"
             )
         if action == "status":
             print(status_line(run))
@@ -349,13 +356,13 @@ class AgentMagics(Magics):
                 print(f"Stop requested for run {run.run_id}.")
         elif action == "pause":
             _person(run.pause)
-            print(f"Run {run.run_id} pauses at the next safe point; %agent resume goes on.")
+            print(f"Run {run.run_id} pauses at the next safe point; %agent unpause goes on.")
         elif run.status not in ("paused", "pausing"):
-            _person(run.resume)  # a finished run says so
-            print(f"Run {run.run_id} is not paused ({run.status}); nothing to resume.")
+            _person(run.unpause)  # a finished run says so
+            print(f"Run {run.run_id} is not paused ({run.status}); nothing to unpause.")
         else:
-            run.resume()
-            print(f"Run {run.run_id} resumed.")
+            run.unpause()
+            print(f"Run {run.run_id} unpaused.")
 
     # -- %agent resume RUN_ID, %agent fork --turn N ----------------------------------------------
 
@@ -367,8 +374,8 @@ class AgentMagics(Magics):
         run = _person(
             lambda: resume(
                 args.run_id,
-                args.store,
                 agent,
+                store=args.store,
                 workspace=args.workspace or None,
                 wait=not loop_is_running(),
             )

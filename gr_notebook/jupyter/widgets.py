@@ -359,9 +359,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         live = not self.run.done  # the todo panel redraws itself, through its own throttle
         for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):
             control.disabled = not live
-        self.pause_button.disabled = state.state not in ("running", "pausing", "paused")
-        paused = state.state in ("paused", "pausing")
-        self.pause_button.description = "Resume" if paused else "Pause"
+        self.pause_button.disabled = state.status not in ("running", "pausing", "paused")
+        paused = state.status in ("paused", "pausing")
+        self.pause_button.description = "Unpause" if paused else "Pause"
         self.pause_button.icon = "play" if paused else "pause"
         self._refresh_fork(state)
 
@@ -446,9 +446,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         if not self._loop_controls("pause"):
             return
         try:
-            if self.run.state in ("paused", "pausing"):
-                self.run.resume()
-                self.add_log("Resumed.")
+            if self.run.status in ("paused", "pausing"):
+                self.run.unpause()
+                self.add_log("Unpaused.")
             else:
                 self.run.pause()
                 self.add_log("Pause requested: the run holds at the next safe point between turns.")

@@ -12,7 +12,6 @@ other agent's model often makes the same call there, so a call it denies still d
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from html import escape
@@ -31,7 +30,8 @@ from gr_notebook.events import (
     as_typed,
     is_shadow,
 )
-from gr_notebook.history.store import Store, reading, status_as_read
+from gr_notebook.history.run_arg import read_run
+from gr_notebook.history.store import StoreLike, status_as_read
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,12 +116,12 @@ def compare(
     run_a: object,
     run_b: object,
     *,
-    store: Store | str | os.PathLike[str] | None = None,
+    store: StoreLike | None = None,
     labels: Sequence[str] | None = None,
 ) -> Comparison:
     """Compare two runs: each a :class:`~gr_notebook.run.Run`, a run id in ``store``
-    (default ``gr_runs/store.sqlite``; StoreError when there is no store there), or a
-    run's events."""
+    (a Store or its path, default ``gr_runs/store.sqlite``; StoreError when there is no
+    store there), or a run's events."""
     import pandas as pd
 
     names = list(labels) if labels is not None else []
@@ -170,24 +170,9 @@ _COLUMNS = [
 ]
 
 
-def _side(run: object, label: str | None, store: Store | str | os.PathLike[str] | None) -> _Side:
-    if isinstance(run, str):
-        with reading(store) as opened:
-            events = opened.events(run)
-        if not events:
-            raise ConfigError(f"no run {run!r} in the store; gr.runs_df() lists the runs")
-        name = run
-    else:
-        found = getattr(run, "events", run)
-        if not isinstance(found, Iterable) or isinstance(found, (str, bytes)):
-            raise ConfigError(
-                f"compare takes runs, run ids or runs' events, not {type(run).__name__}"
-            )
-        events = list(found)
-        if not all(isinstance(e, Event) for e in events):
-            raise ConfigError("compare takes runs, run ids or runs' events")
-        name = str(getattr(run, "run_id", "run"))
-    return _read(label or name, events)
+def _side(run: object, label: str | None, store: StoreLike | None) -> _Side:
+    with read_run(run, store, "compare") as given:
+        return _read(label or given.run_id or "run", given.events)
 
 
 def _read(label: str, events: Iterable[Event]) -> _Side:

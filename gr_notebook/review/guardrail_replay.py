@@ -1,5 +1,7 @@
 """Replay any guardrail on recorded runs, with no model call: what a policy would have
-denied, a checker refused, a feedback provider said, an intervention setting done.
+denied, a checker refused, a feedback provider said, an intervention setting done. It is the
+one door for replays and sweeps, interventions included (``interventions=`` and a sweep's
+grid over :class:`~gr_notebook.guardrails.interventions.InterventionConfig` fields).
 
 The real :class:`~gr_notebook.guardrails.runtime.Guardrails` and
 :class:`~gr_notebook.guardrails.interventions.InterventionEngine` are driven again along
@@ -35,15 +37,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import ConfigError
+from gr_notebook.events import InterventionCheckEvent, RunStartedEvent
 from gr_notebook.guardrails.feedback import FeedbackProviderConfig
-from gr_notebook.guardrails.interventions import InterventionConfig
+from gr_notebook.guardrails.interventions import ACTIONS, InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
+from gr_notebook.history.analysis import FRAMES
 from gr_notebook.review.replay_guardrail_set import GuardrailSet, guardrail_set, made_guardrail_set
 from gr_notebook.review.replay_sources import RecordedRun, recorded_runs
 from gr_notebook.review.replayer import CANNOT_TELL, Replayer
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from gr_notebook.history.store import StoreLike
 
 
 __all__ = [
@@ -67,15 +73,18 @@ COLUMNS = [
     "decision",
     "reason",
     "error",
-    "recorded",
+    "live",
     "differs",
     "after_divergence",
     "full_input",
 ]
 """The columns of :attr:`GuardrailReplay.df`: one row per recorded tool call, stop attempt
 or intervention check, and guardrail. ``kind`` is policy, feedback, checker or
-intervention; ``recorded`` is what happened live at that point in the same words as
-``decision``; ``full_input`` is False where the call's input is known only clipped."""
+intervention, ``guardrail`` its name, and ``decision`` its verdict in the words every frame
+and trace uses (:data:`~gr_notebook.events.guardrails.GUARDRAIL_KINDS`), or ``not asked``
+(another guardrail decided first) or ``cannot tell``; ``live`` is what happened live at that
+point in the same words; ``full_input`` is False where the call's input is known only
+clipped."""
 
 
 # -- the result -------------------------------------------------------------------------------
@@ -93,15 +102,15 @@ class Divergence:
     tool: str | None
     guardrail: str
     decision: str
-    recorded: str
+    live: str
     reason: str | None
 
     def __str__(self) -> str:
         at = f"{self.point} {self.tool}" if self.tool else self.point
         why = f": {self.reason}" if self.reason else ""
         return (
-            f"turn {self.turn}, {at}: {self.guardrail} would {self.decision} where the run "
-            f"recorded {self.recorded}{why}"
+            f"turn {self.turn}, {at}: {self.guardrail} would {self.decision} where the live "
+            f"run had {self.live}{why}"
         )
 
 
@@ -114,6 +123,10 @@ class GuardrailReplay:
     runs: tuple[str, ...]
     guardrails: tuple[str, ...]
     divergences: Mapping[str, Divergence | None] = field(repr=False)
+    checks: Mapping[str, tuple[InterventionCheckEvent, ...]] = field(
+        default_factory=dict, repr=False
+    )
+    """Each run's replayed intervention checks (with ``interventions=``), by its label."""
 
     def first_divergence(self, run: object) -> Divergence | None:
         """The first point in ``run`` (a run, its id, or its label in a mapping) where the
@@ -123,6 +136,17 @@ class GuardrailReplay:
             known = ", ".join(self.runs[:5]) + (", ..." if len(self.runs) > 5 else "")
             raise ConfigError(f"run {key!r} was not replayed here; the runs replayed: {known}")
         return self.divergences[key]
+
+    def interventions_df(self) -> pd.DataFrame:
+        """The replayed intervention checks in the columns of ``run.interventions_df()``
+        after ``run`` (the run's label): every check, fired with its tier or held off by a
+        safeguard, with the tracker's figures. Replayed with a run's own settings, a run's
+        rows are its live ones."""
+        import pandas as pd
+
+        frame = FRAMES["interventions_df"]
+        rows = [[run, *row] for run in self.runs for row in frame.rows(self.checks.get(run, ()))]
+        return pd.DataFrame(rows, columns=["run", *frame.names])
 
     def summary(self) -> pd.DataFrame:
         """Counts per run and guardrail: rows, each decision, the rows that differ from
@@ -176,16 +200,18 @@ def replay_guardrails(
     feedback_providers: Iterable[FeedbackProviderConfig] | None = None,
     task_completion_checker: object = None,
     interventions: InterventionConfig | None = None,
-    store: object = None,
+    store: StoreLike | None = None,
 ) -> GuardrailReplay:
     """What these guardrails would have decided on recorded runs, with no model call.
 
-    ``runs`` is a Run, a list of them, run ids with ``store=`` (a Store or its path), a
-    dict of label → run, or an experiment's results. Each guardrail is asked at the points
-    it is asked live: a policy before each tool call, the checker at each attempt to stop,
-    a feedback provider after each call, the interventions at their checks. A policy's
-    ``ask`` is recorded as "would ask"; a guardrail that raises is recorded as what it does
-    live (a policy or a checker refuses, feedback stays silent), with the error.
+    ``runs`` is a run (a Run, a run id, or its events), a list of them, a dict of label →
+    run, or an experiment's results; ``store=`` (a Store or its path, default
+    ``gr_runs/store.sqlite``) holds the runs given by id. Each guardrail is asked at the
+    points it is asked live: a policy before each tool call, the checker at each attempt to
+    stop, a feedback provider after each call, the interventions at their checks
+    (:meth:`GuardrailReplay.interventions_df` has them in full). A guardrail that raises is
+    recorded as what it does live (a policy or a checker refuses, feedback stays silent),
+    with the error.
     """
     chosen = guardrail_set(policies, feedback_providers, task_completion_checker, interventions)
     return _replay(recorded_runs(runs, store, "replay_guardrails"), chosen)
@@ -196,16 +222,19 @@ def _replay(sources: Iterable[RecordedRun], chosen: GuardrailSet) -> GuardrailRe
 
     rows: list[dict[str, Any]] = []
     divergences: dict[str, Divergence | None] = {}
+    checks: dict[str, tuple[InterventionCheckEvent, ...]] = {}
     labels: list[str] = []
     for source in sources:
         if source.label in divergences:
             raise ConfigError(f"run {source.label!r} is given twice; give each run once")
-        found = Replayer(source, chosen).rows()
+        replayer = Replayer(source, chosen)
+        found = replayer.rows()
         divergences[source.label] = _mark(found)
+        checks[source.label] = tuple(replayer.checks)
         labels.append(source.label)
         rows += found
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    return GuardrailReplay(frame, tuple(labels), chosen.names, divergences)
+    return GuardrailReplay(frame, tuple(labels), chosen.names, divergences, checks)
 
 
 def _mark(rows: list[dict[str, Any]]) -> Divergence | None:
@@ -223,7 +252,7 @@ def _mark(rows: list[dict[str, Any]]) -> Divergence | None:
         tool=first["tool"],
         guardrail=first["guardrail"],
         decision=first["decision"],
-        recorded=first["recorded"],
+        live=first["live"],
         reason=first["reason"],
     )
 
@@ -241,6 +270,9 @@ _SWEEP_COUNTS = [
     "feedback",
     "refusals",
     "interventions",
+    "first_intervention_step",
+    "max_tier",
+    "stopped",
     "cannot_tell",
     "differs",
     "first_divergence_turn",
@@ -250,19 +282,32 @@ _SWEEP_COUNTS = [
 def sweep_guardrails(
     runs: object,
     *,
-    make: Callable[..., object],
     grid: Mapping[str, Iterable[Any]],
-    store: object = None,
+    make: Callable[..., object] | InterventionConfig | None = None,
+    store: StoreLike | None = None,
 ) -> pd.DataFrame:
     """Replay the guardrails ``make(**params)`` builds for every combination of ``grid``
-    (parameter name → values) on every run: one tidy row per (run, combination), the grid
-    values then the counts. ``make`` returns a guardrail (a policy, a
-    ``FeedbackProviderConfig``, a checker, an ``InterventionConfig``), a list of them, or a
-    dict of :func:`replay_guardrails` keyword arguments."""
+    (parameter name → values) on every run (as :func:`replay_guardrails` takes them): one
+    tidy row per (run, combination), the run's model, the grid values, then the counts.
+    ``make`` returns a guardrail (a policy, a ``FeedbackProviderConfig``, a checker, an
+    ``InterventionConfig``), a list of them, or a dict of :func:`replay_guardrails` keyword
+    arguments. Without ``make`` the grid names ``InterventionConfig`` fields, e.g.
+    ``{"grace_period_after_reset": range(5, 26, 5)}``; ``make=`` an ``InterventionConfig``
+    is the base those fields change.
+
+    The counts: rows (``decisions``), ``denials``, ``asks``, ``feedback`` blocks,
+    ``refusals`` of a stop, ``interventions`` (with the tool call of the first, the highest
+    tier, and whether one ``stopped`` the run), ``cannot_tell``, the rows that differ from
+    the live run and the turn of the first divergence."""
     import pandas as pd
 
+    if make is None or isinstance(make, InterventionConfig):
+        make = _interventions_from(make or InterventionConfig(), grid)
     if not callable(make):
-        raise ConfigError("make takes a function: make=lambda **params: gr.MyPolicy(**params)")
+        raise ConfigError(
+            "make takes a function: make=lambda **params: gr.MyPolicy(**params), or an "
+            "InterventionConfig whose fields the grid names"
+        )
     if not isinstance(grid, Mapping):
         raise ConfigError(
             "grid maps make's parameter names to the values to try, e.g. {'n': [1, 2]}"
@@ -281,7 +326,22 @@ def sweep_guardrails(
         for source in recorded_runs(runs, store, "sweep_guardrails")  # read while it is open
         for combo, chosen in sets
     ]
-    return pd.DataFrame(rows, columns=["run", *names, *_SWEEP_COUNTS])
+    return pd.DataFrame(rows, columns=["run", "model", *names, *_SWEEP_COUNTS])
+
+
+def _interventions_from(
+    base: InterventionConfig, grid: Mapping[str, Iterable[Any]]
+) -> Callable[..., InterventionConfig]:
+    """``make`` for a grid over ``base``'s fields, refused up front if it names another."""
+    known = set(InterventionConfig.__dataclass_fields__)
+    unknown = [name for name in grid if name not in known] if isinstance(grid, Mapping) else []
+    if unknown:
+        raise ConfigError(
+            f"without make=, grid names InterventionConfig fields, and {unknown[0]!r} is not "
+            f"one (they include grace_period_after_reset, consecutive_stuck_tolerance); to "
+            "sweep another guardrail, pass make=lambda **params: ..."
+        )
+    return lambda **params: base.with_(**params)
 
 
 def _sweep_row(
@@ -292,15 +352,21 @@ def _sweep_row(
     frame = replay.df
     where = replay.divergences[source.label]
     decisions = frame["decision"]
+    fired = [c for c in replay.checks[source.label] if c.fired]
+    started = next((e for e in source.events if isinstance(e, RunStartedEvent)), None)
     return {
         "run": source.label,
+        "model": started.model if started is not None else None,
         **combo,
         "decisions": len(frame),
         "denials": int((decisions == "deny").sum()),
-        "asks": int((decisions == "would ask").sum()),
-        "feedback": int((decisions == "feedback fired").sum()),
+        "asks": int((decisions == "ask").sum()),
+        "feedback": int((decisions == "fire").sum()),
         "refusals": int((decisions == "refuse").sum()),
-        "interventions": int((decisions == "intervene").sum()),
+        "interventions": int(decisions.isin(ACTIONS).sum()),
+        "first_intervention_step": fired[0].step if fired else None,
+        "max_tier": max((c.tier for c in fired), default=0),
+        "stopped": any(c.action == "stop" for c in fired),
         "cannot_tell": int((decisions == CANNOT_TELL).sum()),
         "differs": int(frame["differs"].sum()),
         "first_divergence_turn": where.turn if where is not None else None,

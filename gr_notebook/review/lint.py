@@ -38,12 +38,12 @@ from gr_notebook.events import (
     FeedbackEvent,
     GuidanceRecord,
     ToolCallEvent,
-    as_typed,
     directive_of,
 )
-from gr_notebook.history.analysis import events_of
+from gr_notebook.history.run_arg import read_run
 
 if TYPE_CHECKING:
+    from gr_notebook.history.store import StoreLike
     from gr_notebook.run import Run
 
 __all__ = ["RULES", "GuidanceConflict", "lint_guidance"]
@@ -87,13 +87,16 @@ class GuidanceConflict:
         return (self.rule, self.turn, self.texts)
 
 
-def lint_guidance(run: Run | Iterable[Event]) -> list[GuidanceConflict]:
+def lint_guidance(
+    run: Run | str | Iterable[Event], *, store: StoreLike | None = None
+) -> list[GuidanceConflict]:
     """The conflicts among the orders a run gave its model, in the order they happened.
-    Takes a run or its events (ConfigError for anything else).
+    Takes a Run, a run id in ``store``, or a run's events (ConfigError for anything else).
 
     Shadow feedback (``gr.Agent(shadow=[...])``) is checked as if it had been sent: the
     conflicts only it would have made follow the live ones, each with ``mode="shadow"``."""
-    events = [as_typed(e) for e in events_of(run, "lint_guidance")]
+    with read_run(run, store, "lint_guidance") as given:
+        events = given.events
     live = _lint(events, directive_of)
     if not any(_shadow_order(e) for e in events):
         return live

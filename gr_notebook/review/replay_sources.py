@@ -4,19 +4,21 @@ with its events, its checkpoints and the whole inputs of its calls."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from gr_notebook.errors import ConfigError
 from gr_notebook.eventdata import MAX_EVENT_ITEMS, MAX_EVENT_TEXT
-from gr_notebook.events import Event, RunStartedEvent, ToolCallEvent, as_typed
+from gr_notebook.events import Event, ToolCallEvent, as_typed
+from gr_notebook.history.run_arg import RUN_SHAPES, given_run, is_run
 
 if TYPE_CHECKING:
     from gr_notebook.history.checkpoint_store import Checkpoint
-    from gr_notebook.history.store import Store
+    from gr_notebook.history.store import Store, StoreLike
 
 __all__ = ["FullInputs", "RecordedRun", "recorded_runs"]
 
@@ -75,44 +77,36 @@ class RecordedRun:
 
 
 _RUNS_HELP = (
-    "runs takes a Run, a list of runs, run ids with store=..., a dict of label → run, or "
-    "an experiment's results"
+    f"runs takes a run ({RUN_SHAPES}), a list of them, a dict of label → run, or an "
+    "experiment's results"
 )
 
 
-def recorded_runs(runs: object, store: object, call: str) -> Iterator[RecordedRun]:
-    """Each run ``runs`` names, read as it is reached; a store opened here (from a path)
-    is closed when the last one is done. ``call`` names the function in errors."""
+def recorded_runs(runs: object, store: StoreLike | None, call: str) -> Iterator[RecordedRun]:
+    """Each run ``runs`` names, read as it is reached; a store opened here (from a path,
+    or the default one) is closed when the last one is done. ``call`` names the function
+    in errors."""
     from gr_notebook.history.store import reading
 
     results_store = getattr(runs, "store", None)
     if hasattr(runs, "records") and isinstance(results_store, (str, Path)):
         ids = [r.run_id for r in runs.records if r.run_id is not None]
-        with reading(results_store) as opened:
+        with reading(results_store) as merged:
             for run_id in ids:
-                yield _stored(run_id, run_id, opened)
+                yield _stored(run_id, run_id, merged)
         return
     items = _labelled(runs, call)
-    ids = [run for _, run in items if isinstance(run, str)]
-    if ids and store is None:
-        raise ConfigError(
-            f"{call}: run ids need the store that holds them: {call}([{ids[0]!r}, ...], "
-            "store='gr_runs/store.sqlite')"
-        )
-    opened_store = None
-    try:
-        if ids:
-            opened_store = _open(store)
+    with contextlib.ExitStack() as stack:
+        opened: Store | None = None
+        if any(isinstance(run, str) for _, run in items):
+            opened = stack.enter_context(reading(store))
         for label, run in items:
-            yield _recorded(label, run, opened_store, call)
-    finally:
-        if opened_store is not None and not _is_store(store):
-            opened_store.close()
+            yield _recorded(label, run, opened, call)
 
 
 def _labelled(runs: object, call: str) -> list[tuple[str | None, object]]:
     """The runs as (label or None, run) pairs; a run is a Run, a run id or its events."""
-    if _is_run(runs) or isinstance(runs, str):
+    if is_run(runs) or isinstance(runs, str):
         items: list[tuple[str | None, object]] = [(None, runs)]
     elif isinstance(runs, Mapping):
         items = [(str(label), run) for label, run in runs.items()]
@@ -129,41 +123,29 @@ def _labelled(runs: object, call: str) -> list[tuple[str | None, object]]:
 
 def _recorded(label: str | None, run: object, store: Store | None, call: str) -> RecordedRun:
     """One run, from a run id in ``store``, a live or stored Run, or a list of its events."""
-    if isinstance(run, str):
+    if not isinstance(run, str) and not is_run(run) and isinstance(run, (bytes, Mapping)):
+        raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(run).__name__}")
+    try:
+        given = given_run(run, None, call)
+    except ConfigError:
+        raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(run).__name__}") from None
+    if given.events is None and given.run is None:
         assert store is not None
-        return _stored(label or run, run, store)
-    if _is_run(run):
-        run_id = str(run.run_id)  # type: ignore[attr-defined]
-        events = [as_typed(e) for e in run.events]  # type: ignore[attr-defined]
-        return RecordedRun(label or run_id, run_id, events, getattr(run, "store", None))
-    if isinstance(run, Iterable) and not isinstance(run, (str, bytes, Mapping)):
-        events = [as_typed(e) for e in run]
-        if not events or not all(isinstance(e, Event) for e in events):
-            raise ConfigError(f"{call}: {_RUNS_HELP}; got a list that holds no events")
-        started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
-        run_id = started.run_id if started is not None else ""
-        return RecordedRun(label or run_id or "run", run_id, events, None)
-    raise ConfigError(f"{call}: {_RUNS_HELP}; got {type(run).__name__}")
+        return _stored(label or given.run_id, given.run_id, store)
+    if given.run is not None:
+        events = [as_typed(e) for e in given.run.events]  # type: ignore[attr-defined]
+        kept = given.store if _is_store(given.store) else None
+        return RecordedRun(label or given.run_id, given.run_id, events, kept)
+    events = list(given.events or ())
+    if not events:
+        raise ConfigError(f"{call}: {_RUNS_HELP}; got a list that holds no events")
+    return RecordedRun(label or given.run_id or "run", given.run_id, events, None)
 
 
-def _is_run(value: object) -> bool:
-    return hasattr(value, "run_id") and hasattr(value, "events") and hasattr(value, "fork")
-
-
-def _is_store(value: object) -> bool:
+def _is_store(value: object) -> TypeGuard[Store]:
     from gr_notebook.history.store import Store
 
     return isinstance(value, Store)
-
-
-def _open(store: object) -> Store:
-    from gr_notebook.history.store import Store
-
-    if isinstance(store, Store):
-        return store
-    if not isinstance(store, (str, Path)):
-        raise ConfigError(f"store takes a Store or the path of one, not {type(store).__name__}")
-    return Store(store, create=False)
 
 
 def _stored(label: str, run_id: str, store: Store) -> RecordedRun:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from gr_notebook.events import (
     ErrorEvent,
     Event,
     FeedbackEvent,
+    InterventionCheckEvent,
     ModelCallEvent,
     PoliciesResetEvent,
     PolicyDecisionEvent,
@@ -58,8 +60,8 @@ __all__ = ["CANNOT_TELL", "Replayer"]
 
 CANNOT_TELL = "cannot tell"
 
-_EFFECT = {"allow": "run", "deny": "not run", "would ask": "ask"}
-_STOPPED = {"complete": "stop", "bypassed": "stop", "refuse": "go on"}
+_EFFECT = {"allow": "run", "deny": "not run", "ask": "ask"}
+_STOPPED = {"accept": "stop", "bypass": "stop", "refuse": "go on"}
 
 
 class Replayer:
@@ -93,6 +95,8 @@ class Replayer:
         """(guardrail, path): a memory stamped while the file was not known."""
         self.feedback_tainted: set[int] = set()
         self.out: list[dict[str, Any]] = []
+        self.checks: list[InterventionCheckEvent] = []
+        """The replayed intervention checks, each at the turn of the call it followed."""
         self.last_calls = last_calls(events)
         self.winding_down = False
         """The run was told to wrap up: the live interventions no longer observed."""
@@ -320,7 +324,7 @@ class Replayer:
                 decision=decision,
                 reason=reason,
                 error=error,
-                recorded=recorded,
+                live=recorded,
                 differs=differs,
             )
         return denial.policy if denial is not None else None
@@ -336,8 +340,7 @@ class Replayer:
             return "not asked", f"{denial.policy} denied first" if denial else None
         if error is not None or not isinstance(answer, PolicyDecision):
             return "deny", denial.reason if denial is not None and denial.policy == key else error
-        decision = {"allow": "allow", "deny": "deny", "ask": "would ask"}[answer.verdict]
-        return decision, answer.reason
+        return answer.verdict, answer.reason
 
     # -- a stop ---------------------------------------------------------------------------------
 
@@ -378,7 +381,7 @@ class Replayer:
             decision=decision,
             reason=reason,
             error=error,
-            recorded=recorded,
+            live=recorded,
             differs=differs,
         )
         return decision == "refuse"
@@ -389,10 +392,8 @@ class Replayer:
         """What the live checker did at this stop, in the row's words; with no live
         check the stop went through, unless a live policy denied the call."""
         if live is None:
-            return "complete" if not self.live.denied(event) else "not asked"
-        if live.bypassed:
-            return "bypassed"
-        return "complete" if live.complete else "refuse"
+            return "accept" if not self.live.denied(event) else "not asked"
+        return live.verdict
 
     def _judge(
         self, checker: TaskCompletionChecker, kind: str, tentative: Any
@@ -405,8 +406,8 @@ class Replayer:
             (f"{e.error_type}: {e.message}" for e in emitted if isinstance(e, ErrorEvent)), None
         )
         if verdict.bypassed:
-            return "bypassed", verdict.bypassed, error
-        decision = "complete" if verdict.allowed else "refuse"
+            return "bypass", verdict.bypassed, error
+        decision = "accept" if verdict.allowed else "refuse"
         reason = check.feedback if check is not None else verdict.feedback
         paths = checker_reads(checker, self.plan_file)
         if (paths is None or paths) and not self.space.knows(paths):
@@ -440,7 +441,7 @@ class Replayer:
         for index, config in enumerate(self.chosen.feedback):
             name = provider_name(config)
             block = fired.get(index)
-            decision = "feedback fired" if block is not None else "no feedback"
+            decision = "fire" if block is not None else "skip"
             reason = block.summary if block is not None else None
             paths = NOTHING if triggers[index]["file_fired"] else feedback_reads(config)
             if (paths is None or paths) and (
@@ -448,7 +449,7 @@ class Replayer:
             ):
                 self.feedback_tainted.add(index)
                 decision, reason = CANNOT_TELL, _why_unknown(self.space.known)
-            recorded = "feedback fired" if self.live.fed(index, n) else "no feedback"
+            recorded = "fire" if self.live.fed(index, n) else "skip"
             self._row(
                 {**base, "point": "tool call"},
                 len(self.watched) + 1 + index,
@@ -457,7 +458,7 @@ class Replayer:
                 decision=decision,
                 reason=reason,
                 error=errors.get(name),
-                recorded=recorded,
+                live=recorded,
                 differs=decision != CANNOT_TELL and decision != recorded,
             )
 
@@ -475,9 +476,11 @@ class Replayer:
         for check in checks:
             event, _tool, full = calls[check.step]
             live = self.live.interventions.get(check.step)
-            decision = "intervene" if check.fired else "hold off"
-            reason = check.event().why
-            recorded = "no check" if live is None else "intervene" if live.fired else "hold off"
+            replayed = replace(check.event(), turn=event.turn)
+            self.checks.append(replayed)
+            decision = replayed.verdict
+            reason = replayed.why
+            recorded = "no check" if live is None else live.verdict
             self._row(
                 {
                     "run": self.source.label,
@@ -495,8 +498,8 @@ class Replayer:
                 decision=decision,
                 reason=reason,
                 error=None,
-                recorded=recorded,
-                differs=check.fired != (live is not None and live.fired),
+                live=recorded,
+                differs=(check.fired or live is not None) and decision != recorded,
             )
 
     def _row(self, base: Mapping[str, Any], order: int, **fields: Any) -> None:

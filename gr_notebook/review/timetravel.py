@@ -34,12 +34,13 @@ from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.checkpoint import written_since
 from gr_notebook.engine.state import RunState
-from gr_notebook.errors import RunError, WorkspaceError
+from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.events import RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import RESUMABLE, Checkpoint, load_checkpoint
 from gr_notebook.history.lineage import Lineage, copy_events, lineage, record_lineage
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.history.run_arg import given_run
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike
 from gr_notebook.run import Run
 from gr_notebook.tools import ToolRegistry
 from gr_notebook.workflow.workspace import SYSTEM_DIR, TOOL_DOCS_DIR, Workspace
@@ -56,21 +57,23 @@ _OWN_ENDS: Final = frozenset({"budget_exhausted", "incomplete", "stuck"})
 
 
 def resume(
-    run_id: str,
-    store: Store | str | os.PathLike[str] | None = None,
+    run: Run | str,
     agent: Agent | None = None,
     *,
+    store: StoreLike | None = None,
     workspace: str | os.PathLike[str] | None = None,
     wait: bool = True,
 ) -> Run:
-    """Continue the interrupted run ``run_id`` from its latest checkpoint, as a new run
-    linked to it. In its own workspace (brought back to the checkpoint's files; the run's
-    later writes set aside), or in ``workspace``, an empty folder: a copy.
+    """Restart the interrupted ``run`` (a Run, or a run id in ``store``) from its latest
+    checkpoint, as a new run linked to it. In its own workspace (brought back to the
+    checkpoint's files; the run's later writes set aside), or in ``workspace``, an empty
+    folder: a copy. (A paused run needs no restart: ``run.unpause()``.)
 
     Returns the new run once it has ended, wherever it is called from; ``wait=False``
     returns it live at once (it needs a running event loop: a notebook cell or async code).
     """
     _check_wait(wait, "gr.resume")
+    run_id, store = _checkpointed(run, store, "gr.resume")
     with _opened(store) as opened:
         row = _run_row(opened, run_id)
         _check_resumable(opened, row)
@@ -177,10 +180,10 @@ def fork(
     agent: Agent | None = None,
     *,
     workspace: str | os.PathLike[str] | None = None,
-    store: Store | str | os.PathLike[str] | None = None,
+    store: StoreLike | None = None,
     wait: bool = True,
 ) -> Run:
-    """A new run from the checkpoint of ``turn`` of ``run`` (a run, or a stored run's id):
+    """A new run from the checkpoint of ``turn`` of ``run`` (a Run, or a run id in ``store``):
     that turn is played again, under ``agent`` (default: the run's own), in ``workspace``
     (default ``gr_runs/<new run id>``), which must be new or empty. The new run records its
     parent and the turn. ``run.fork(turn, ...)`` is this call for a run in hand.
@@ -194,18 +197,8 @@ def fork(
         refusal = run.loop_control_refusal("fork")
         if refusal is not None:
             raise refusal
-        if store is None:
-            store = run.store
-        if store is None:
-            raise RunError(
-                f"run {run.run_id} kept no store, so it has no checkpoints to fork from; give "
-                "its agent a store (the default) and run it again"
-            )
-        chosen = _agent_for(run.run_id, agent, call)
-        run_id = run.run_id
-    else:
-        run_id = run
-        chosen = _agent_for(run_id, agent, call)
+    run_id, store = _checkpointed(run, store, call)
+    chosen = _agent_for(run_id, agent, call)
     if isinstance(turn, bool) or not isinstance(turn, int):
         raise RunError(f"turn takes a turn number, e.g. turn=12; got {turn!r}")
     with _opened(store) as opened:
@@ -271,10 +264,30 @@ def _check_new(target: Path, checkpoint: Checkpoint, what: str) -> None:
 # -- shared ---------------------------------------------------------------------------------------
 
 
+def _checkpointed(run: object, store: StoreLike | None, call: str) -> tuple[str, StoreLike | None]:
+    """The run's id and the store that holds its checkpoints, from any run argument; events
+    alone hold no checkpoint, and a Run that kept no store has none."""
+    try:
+        given = given_run(run, store, call)
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    if given.events is not None:
+        raise RunError(
+            f"{call} starts from a checkpoint, which a run's events do not hold: pass the run "
+            "or its id (with store=)"
+        )
+    if given.run is not None and given.store is None:
+        raise RunError(
+            f"run {given.run_id} kept no store, so it has no checkpoints to start from; give "
+            "its agent a store (the default) and run it again"
+        )
+    return given.run_id, given.store
+
+
 class _opened:
     """The store given, or opened from a path (and closed after) or the default."""
 
-    def __init__(self, store: Store | str | os.PathLike[str] | None) -> None:
+    def __init__(self, store: StoreLike | None) -> None:
         self._given = store if isinstance(store, Store) else None
         self._path = None if isinstance(store, Store) else (store or DEFAULT_STORE_PATH)
         self._opened: Store | None = None

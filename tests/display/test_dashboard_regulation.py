@@ -168,11 +168,11 @@ def test_held_off_checks_make_way_before_any_other_line() -> None:
         "Paused",
         "No intervention after 50 tool calls: grace period after a rewind or a start-over "
         "(0 tool calls since)",
-        "Resumed",
+        "Unpaused",
     ]
     assert tracker.timeline_total == 12
     log.append("run_paused")
-    assert [e.text for e in tracker.timeline] == ["Paused", "Resumed", "Paused"]
+    assert [e.text for e in tracker.timeline] == ["Paused", "Unpaused", "Paused"]
     log.append("intervention_skipped", {"step": 55, "skip_reason": "not_stuck"})
     assert [e.kind for e in tracker.timeline] == [  # the newest line stays, even muted
         "run_resumed",

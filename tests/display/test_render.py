@@ -187,7 +187,7 @@ def test_tracker_keeps_a_bounded_newest_first_timeline() -> None:
 def _state(**changes: object) -> DashboardState:
     base = DashboardState(
         run_id="r1",
-        state="completed",
+        status="completed",
         reason=None,
         todos=todos(),
         plan=None,
@@ -220,7 +220,7 @@ def test_text_dashboard_shows_state_todos_meters_and_timeline() -> None:
 def test_a_model_that_quits_early_is_not_shown_as_a_success() -> None:
     """gr's loop ends a run ``ended`` only with no checker, as a session does: nothing judged
     the job either way, and the note says no more than that, in one wording for both."""
-    early = _state(state="ended", job_summary=None, reason="the model ended its turn")
+    early = _state(status="ended", job_summary=None, reason="the model ended its turn")
     note = "the model ended its turn; no completion check confirmed the job"
     assert early.ended_early and early.note == note
     html = render_dashboard(early)
@@ -240,5 +240,5 @@ def test_every_status_has_its_colour_and_ended_is_amber_everywhere() -> None:
 
 
 def test_settled_means_finished_or_paused() -> None:
-    assert _state().settled and _state(state="paused").settled
-    assert not _state(state="running").settled and not _state(state="pausing").settled
+    assert _state().settled and _state(status="paused").settled
+    assert not _state(status="running").settled and not _state(status="pausing").settled

@@ -63,7 +63,7 @@ def _call(tool: str, params: dict[str, str], error: bool, order: str | None = No
 def _state(**changes: object) -> DashboardState:
     base = DashboardState(
         run_id="s1",
-        state="completed",
+        status="completed",
         reason="the model ended its turn",
         todos=TodoList(),
         plan=None,
@@ -126,7 +126,7 @@ def test_a_session_dashboard_has_its_calls_and_no_todo_layer_or_plan() -> None:
 def test_a_session_that_nothing_checked_does_not_claim_the_job() -> None:
     """The model ended its turn and no checker judged it: neither done nor not done."""
     unchecked = [
-        _state(state=s, job_summary=None, harness=h)
+        _state(status=s, job_summary=None, harness=h)
         for s in ("completed", "ended")
         for h in (CLAUDE_AGENT_SDK, GR_LOOP)  # one wording: neither had a checker
     ]

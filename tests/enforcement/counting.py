@@ -80,7 +80,7 @@ def gr_tools(counter: Counter) -> list[gr.Tool]:
     """The local tools as gr tools, for gr's loop (and as the agent's own in a session)."""
 
     def make(name: str, description: str) -> gr.Tool:
-        def handler(_context: gr.ToolContext, params: Mapping[str, Any]) -> str:
+        def handler(_context: gr.tools.ToolContext, params: Mapping[str, Any]) -> str:
             return counter.record(name, params)
 
         return gr.Tool(name, description, dict(SCHEMA), handler)

@@ -55,5 +55,5 @@ def decisions_of(*runs: gr.Run) -> tuple[tuple[str, bool], ...]:
     rows: list[tuple[str, bool]] = []
     for run in runs:
         frame = run.policy_df()
-        rows += [(str(r["tool"]), bool(r["allowed"])) for r in frame.to_dict("records")]
+        rows += [(str(r["tool"]), r["decision"] == "allow") for r in frame.to_dict("records")]
     return tuple(rows)

@@ -75,7 +75,7 @@ class GrLoopDriver:
             with backend.model(responses(scenario.resumed)) as model:
                 agent = self._agent(scenario, model, root, counter, store)
                 # live on this loop (the adapters' clients belong to it), then awaited
-                resumed = await gr.resume(first.run_id, path, agent=agent, wait=False).wait()
+                resumed = await gr.resume(first.run_id, agent=agent, wait=False, store=path).wait()
             told.update(backend.told())
             assert resumed.status == "ended", (resumed.status, resumed.reason)
             assert any(e.kind == "run_resumed" for e in resumed.events)

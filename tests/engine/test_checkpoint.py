@@ -182,7 +182,7 @@ def test_a_file_edited_by_hand_during_a_pause_is_in_the_next_checkpoint(tmp_path
         while not run.paused:
             await __import__("asyncio").sleep(0.001)
         (tmp_path / "ws" / "by_hand.md").write_text("mine\n", encoding="utf-8")
-        run.resume()
+        run.unpause()
         return await run.wait()
 
     run = __import__("asyncio").run(main())

@@ -215,18 +215,18 @@ def test_a_field_added_to_a_parts_snapshot_comes_back_on_resume_with_no_other_ch
 def test_the_feedback_calls_read_back_after_a_person_restores_the_guardrails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``run.restore()`` puts back older call records, whose indexes the next calls use
-    again: those calls are logged all the same."""
+    """``run.restore_guardrail_state()`` puts back older call records, whose indexes the
+    next calls use again: those calls are logged all the same."""
     truth = Truth(monkeypatch)
     saved: dict[str, Any] = {}
     runs: list[gr.Run] = []
 
     def save(request: ModelRequest) -> ModelResponse:
-        saved["guardrails"] = runs[0].snapshot()
+        saved["guardrails"] = runs[0].guardrail_state()
         return gr.tool_call("write_file", path="b.txt", content="two")
 
     def put_back(request: ModelRequest) -> ModelResponse:
-        runs[0].restore(saved["guardrails"])
+        runs[0].restore_guardrail_state(saved["guardrails"])
         return gr.tool_call("write_file", path="c.txt", content="three")
 
     script: list[Any] = [

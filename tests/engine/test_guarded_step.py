@@ -129,8 +129,8 @@ def test_an_approvers_edit_meets_every_live_policy(make_agent: Factory) -> None:
     [call] = run.events.of_kind("tool_call")
     assert call.data["is_error"] and "Denied by policy 'no_secret'" in call.data["result"]
     decisions = run.policy_df()
-    assert decisions["allowed"].tolist() == [False, False]  # the ask, then the edit's denial
-    assert decisions["policy"].tolist() == ["approval", "no_secret"]
+    assert decisions["decision"].tolist() == ["ask", "deny"]  # the ask, then the edit's denial
+    assert decisions["guardrail"].tolist() == ["approval", "no_secret"]
 
 
 def test_an_edit_another_policy_asks_about_is_put_to_the_person_again(

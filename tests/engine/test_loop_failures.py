@@ -91,7 +91,7 @@ def test_paths_outside_the_workspace_are_refused(
 
 
 def test_a_tool_that_raises_becomes_an_error_result(make_agent: Callable[..., gr.Agent]) -> None:
-    def explode(ctx: gr.ToolContext, params: Mapping[str, Any]) -> str:
+    def explode(ctx: gr.tools.ToolContext, params: Mapping[str, Any]) -> str:
         raise RuntimeError("disk on fire")
 
     tool = gr.Tool("explode", "Always fails.", {"type": "object", "properties": {}}, explode)
@@ -105,7 +105,7 @@ def test_a_tool_that_raises_becomes_an_error_result(make_agent: Callable[..., gr
 
 
 def test_a_tool_raising_tool_error_says_its_message(make_agent: Callable[..., gr.Agent]) -> None:
-    def picky(ctx: gr.ToolContext, params: Mapping[str, Any]) -> str:
+    def picky(ctx: gr.tools.ToolContext, params: Mapping[str, Any]) -> str:
         raise gr.ToolError("the index is stale; call refresh_index() first")
 
     tool = gr.Tool("picky", "Needs a fresh index.", {"type": "object"}, picky)

@@ -90,7 +90,7 @@ def test_every_part_of_the_state_is_in_the_snapshot(
     assert snap == json_round_trip(snap)  # JSON values only
     assert snap["version"] == STATE_VERSION
     assert snap["guardrails"]["version"] == SNAPSHOT_VERSION  # the guardrails' own, reused
-    assert snap["guardrails"] == state.guards.snapshot() == run.snapshot()
+    assert snap["guardrails"] == state.guards.snapshot() == run.guardrail_state()
     assert snap["run"] == {
         "run_id": run.run_id,
         "name": "agent",

@@ -104,7 +104,7 @@ def test_a_tool_that_ends_the_job_is_judged_and_completes_the_run(tmp_path: Path
     result = JobResult("shipped", confidence=0.9)
     calls: list[str] = []
 
-    def ship(ctx: gr.ToolContext, params: Mapping[str, Any]) -> ToolOutput:
+    def ship(ctx: gr.tools.ToolContext, params: Mapping[str, Any]) -> ToolOutput:
         calls.append("ran")
         return ToolOutput("Shipped.", effects=(CompleteJob(result),))
 
@@ -166,7 +166,7 @@ def test_the_effects_of_a_failed_call_are_ignored(tmp_path: Path) -> None:
 
 
 def test_a_tool_that_reads_a_file_gets_the_redundancy_check(tmp_path: Path) -> None:
-    def peek(ctx: gr.ToolContext, params: Mapping[str, Any]) -> str:
+    def peek(ctx: gr.tools.ToolContext, params: Mapping[str, Any]) -> str:
         return ctx.workspace.read_text(params["file"])
 
     peeker = gr.Tool(
@@ -215,7 +215,7 @@ def test_a_handler_that_records_the_job_itself_ends_the_run(tmp_path: Path) -> N
     """``ctx.phases.complete_job`` from any tool ends the run after that call, as it always
     did: the calls after it in the turn are not run."""
 
-    def finish(ctx: gr.ToolContext, params: Mapping[str, Any]) -> str:
+    def finish(ctx: gr.tools.ToolContext, params: Mapping[str, Any]) -> str:
         ctx.phases.complete_job(JobResult("done by hand"))
         return "recorded"
 

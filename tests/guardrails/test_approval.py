@@ -86,7 +86,7 @@ def test_a_denial_wins_over_an_ask(make_agent: Callable[..., gr.Agent]) -> None:
     run = agent.run_sync("job")
     assert not answers_of(run)
     assert "never write" in calls_of(run)[0].result
-    assert run.policy_df()["allowed"].tolist() == [False]
+    assert run.policy_df()["decision"].tolist() == ["deny"]
 
 
 def test_when_picks_the_calls_and_a_raising_rule_asks(
@@ -123,7 +123,7 @@ def test_nobody_to_ask_denies_and_says_so(make_agent: Callable[..., gr.Agent]) -
     assert not run.workspace.exists("a.txt")
     df = run.approvals_df()
     assert df[["asked", "decision", "by"]].values.tolist() == [["nobody", "deny", "nobody"]]
-    assert run.policy_df()["allowed"].tolist() == [False]
+    assert run.policy_df()["decision"].tolist() == ["ask"]
     assert run.events_df().query("kind == 'policy_decision'")["needs_approval"].tolist() == [True]
 
 
@@ -337,7 +337,7 @@ def test_a_shadow_approval_policy_would_ask_and_nothing_waits(
     run = agent.run_sync("job")
     assert run.workspace.read_text("a.txt") == "hello" and run.approvals_df().empty
     rows = run.shadow_df()
-    assert rows[["live", "shadow"]].values.tolist() == [["allow", "ask"]]
+    assert rows[["live", "decision"]].values.tolist() == [["allow", "ask"]]
 
 
 async def test_a_cell_awaits_the_next_request_then_answers_it(

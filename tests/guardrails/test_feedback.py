@@ -300,10 +300,10 @@ class Picky:
     ready: bool = False
     seen: list[dict[str, Any]] = field(default_factory=list)
 
-    def should_run(self, *, context: gr.FeedbackContext) -> bool:
+    def should_run(self, *, context: gr.guardrails.FeedbackContext) -> bool:
         return self.ready
 
-    def provide(self, *, context: gr.FeedbackContext) -> gr.Feedback:
+    def provide(self, *, context: gr.guardrails.FeedbackContext) -> gr.Feedback:
         self.seen.append(
             {
                 "count": context.tool_call_count,
@@ -355,10 +355,10 @@ def test_a_provider_that_fails_is_reported_and_the_call_goes_on(tmp_path: Path) 
     class Broken:
         name = "Broken"
 
-        def should_run(self, *, context: gr.FeedbackContext) -> bool:
+        def should_run(self, *, context: gr.guardrails.FeedbackContext) -> bool:
             return True
 
-        def provide(self, *, context: gr.FeedbackContext) -> gr.Feedback:
+        def provide(self, *, context: gr.guardrails.FeedbackContext) -> gr.Feedback:
             raise ValueError("bug")
 
     h = harness(
@@ -438,7 +438,7 @@ def test_deadline_feedback_stays_quiet_without_a_deadline(tmp_path: Path) -> Non
 def test_deadline_feedback_provide_without_a_deadline_says_nothing(tmp_path: Path) -> None:
     """WINK's raises ValueError; here None is a provider's way to have nothing to say."""
     h = harness(tmp_path)
-    context = gr.FeedbackContext(
+    context = gr.guardrails.FeedbackContext(
         h.guards.feedback,
         workspace=h.ws,
         todos=TodoList.of(["a"]),

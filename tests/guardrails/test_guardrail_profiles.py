@@ -36,7 +36,7 @@ def test_reckless_clobbers_notes_without_the_policy(make_agent: Callable[..., gr
 
 def test_reckless_is_denied_then_reads_and_merges(make_agent: Callable[..., gr.Agent]) -> None:
     run = run_profile(make_agent, "reckless", policies=[gr.ReadBeforeWritePolicy()])
-    denials = run.policy_df().query("allowed == False")
+    denials = run.policy_df().query("decision == 'deny'")
     assert len(denials) >= 2 and set(denials.tool) == {"write_file"}
     assert denials.reason.str.contains("read_file\\('notes.md'\\)").all()
     notes = run.workspace.read_text("notes.md")
@@ -58,7 +58,7 @@ def test_impatient_is_held_to_the_order(make_agent: Callable[..., gr.Agent]) -> 
         policies=[gr.SequentialDependencyPolicy({"job_complete": {"list_files"}})],
         task_completion_checker=gr.PlanBasedChecker(),
     )
-    [denial] = run.policy_df().query("allowed == False").itertuples()
+    [denial] = run.policy_df().query("decision == 'deny'").itertuples()
     assert denial.tool == "job_complete" and "requires list_files" in denial.reason
     assert run.job is not None and run.workspace.exists("report.md")
 
@@ -93,8 +93,8 @@ def test_dataframes_have_their_columns_even_when_empty(
         "turn",
         "phase",
         "tool",
-        "allowed",
-        "policy",
+        "decision",
+        "guardrail",
         "reason",
         "policies",
         "mode",

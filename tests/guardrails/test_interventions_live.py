@@ -117,11 +117,14 @@ class TestReplay:
     ) -> None:
         run = await make_agent(gr.ScriptedModel(looping_script()), stuck_turns=None).run("job")
         live = run.interventions_df()
-        replayed = gr.replay_interventions(run, include_skipped=True)
-        assert replayed.drop(columns="turn").equals(live.drop(columns="turn"))
+        replay = gr.replay_guardrails(run, interventions=gr.InterventionConfig())
+        replayed = replay.interventions_df()
+        assert replayed.drop(columns=["run", "turn"]).equals(live.drop(columns="turn"))
         assert replayed.turn.tolist() == live.turn.tolist()
-        only_fired = gr.replay_interventions(run)
-        assert only_fired[["step", "tier"]].values.tolist() == [[15, 1], [30, 2], [50, 3]]
+        fired = replayed.query("fired")
+        assert fired[["step", "tier"]].values.tolist() == [[15, 1], [30, 2], [50, 3]]
+        rows = replay.df.query("kind == 'intervention' and decision != 'skip'")
+        assert rows.decision.tolist() == ["replan", "rewind", "stop"]
 
     async def test_replay_sees_first_reads_as_the_live_run_did(self, make_agent: Factory) -> None:
         config = gr.InterventionConfig(progress_signal=pass_count_todos_and_first_reads)
@@ -132,8 +135,8 @@ class TestReplay:
         )
         live = run.interventions_df()
         assert live.query("fired").step.tolist() == [40, 55]  # 12 new files, then circles
-        replayed = gr.replay_interventions(run, config, include_skipped=True)
-        assert replayed.drop(columns="turn").equals(live.drop(columns="turn"))
+        replayed = gr.replay_guardrails(run, interventions=config).interventions_df()
+        assert replayed.drop(columns=["run", "turn"]).equals(live.drop(columns="turn"))
 
     async def test_replay_answers_what_other_settings_would_have_done(
         self, make_agent: Factory
@@ -144,10 +147,13 @@ class TestReplay:
             stuck_turns=None,
         ).run("job")
         assert run.status == "ended"
-        eager = gr.replay_interventions(run.events, gr.InterventionConfig())
-        assert eager[["step", "tier"]].values.tolist() == [[15, 1], [30, 2]]
-        patient = gr.replay_interventions(run, gr.InterventionConfig(consecutive_stuck_tolerance=9))
-        assert patient.empty
+        eager = gr.replay_guardrails(run.events, interventions=gr.InterventionConfig())
+        fired = eager.interventions_df().query("fired")
+        assert fired[["step", "tier"]].values.tolist() == [[15, 1], [30, 2]]
+        patient = gr.replay_guardrails(
+            run, interventions=gr.InterventionConfig(consecutive_stuck_tolerance=9)
+        )
+        assert not patient.interventions_df().fired.any()
 
     async def test_sweep_is_tidy_over_the_grid(self, make_agent: Factory) -> None:
         loop_run = await make_agent(
@@ -156,9 +162,9 @@ class TestReplay:
         from tests.conftest import full_job_script
 
         good_run = await make_agent(gr.ScriptedModel(full_job_script())).run("job")
-        frame = gr.sweep_interventions(
+        frame = gr.sweep_guardrails(
             {"looper": loop_run, "good": good_run},
-            {"consecutive_stuck_tolerance": [2, 3, 9], "check_every": [5, 10]},
+            grid={"consecutive_stuck_tolerance": [2, 3, 9], "check_every": [5, 10]},
         )
         assert len(frame) == 2 * 3 * 2
         assert list(frame.columns[:4]) == [
@@ -175,14 +181,21 @@ class TestReplay:
         assert looper.loc[(9, 5), "interventions"] == 0
         good = frame[(frame.run == "good") & (frame.consecutive_stuck_tolerance >= 3)]
         assert (good.interventions == 0).all()
-        assert frame.steps.gt(0).all()
+        assert frame.decisions.gt(0).all()
+        assert looper.loc[(2, 5), "max_tier"] >= 2 and not looper.loc[(9, 5), "stopped"]
+        based = gr.sweep_guardrails(
+            [loop_run],
+            make=gr.InterventionConfig(consecutive_stuck_tolerance=9),
+            grid={"check_every": [5]},
+        )
+        assert based.interventions.tolist() == [0]
 
     def test_bad_inputs_say_what_to_pass(self) -> None:
-        with pytest.raises(ConfigError, match="a Run or its events"):
-            gr.replay_interventions(42)  # type: ignore[arg-type]
-        with pytest.raises(ConfigError, match="no field 'grace'"):
-            gr.sweep_interventions([[]], {"grace": [1]})
+        with pytest.raises(ConfigError, match="runs takes a run"):
+            gr.replay_guardrails(42, interventions=gr.InterventionConfig())
+        with pytest.raises(ConfigError, match="'grace' is not one"):
+            gr.sweep_guardrails([[]], grid={"grace": [1]})
         with pytest.raises(ConfigError, match="at least one value"):
-            gr.sweep_interventions([[]], {"check_every": []})
+            gr.sweep_guardrails([[]], grid={"check_every": []})
         with pytest.raises(ConfigError, match="check_every must be a whole number"):
-            gr.sweep_interventions([[]], {"check_every": [0]})
+            gr.sweep_guardrails([[]], grid={"check_every": [0]})

@@ -415,10 +415,12 @@ def test_bad_policies_are_config_errors(
         make_agent(policies=policies)
 
 
-# -- state: snapshot, restore, rewind -----------------------------------------------------------
+# -- state: guardrail_state, restore_guardrail_state, rewind ------------------------------------
 
 
-def test_snapshot_is_json_and_restore_brings_it_back(make_agent: Callable[..., gr.Agent]) -> None:
+def test_guardrail_state_is_json_and_restoring_brings_it_back(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
     model = gr.ScriptedModel([gr.tool_call("read_file", path="instructions.md"), gr.text("done")])
     run = make_agent(
         model,
@@ -429,25 +431,29 @@ def test_snapshot_is_json_and_restore_brings_it_back(make_agent: Callable[..., g
             )
         ],
     ).run_sync("job")
-    snap = run.snapshot()
+    snap = run.guardrail_state()
     text = json.dumps(snap)
     run._loop.state.guards.reset_policies()  # type: ignore[union-attr]
     assert run.policy_state("read_before_write").invoked_keys == frozenset()
-    run.restore(json.loads(text))
+    run.restore_guardrail_state(json.loads(text))
     assert run.policy_state("read_before_write").invoked_keys == {("read_file", "instructions.md")}
-    assert run.snapshot() == json.loads(text)
+    assert run.guardrail_state() == json.loads(text)
 
 
-def test_a_snapshot_of_another_agent_is_refused_whole(make_agent: Callable[..., gr.Agent]) -> None:
+def test_guardrail_state_of_another_agent_is_refused_whole(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("x")]), policies=[Recorder("a")]).run_sync("job")
-    before = run.snapshot()
+    before = run.guardrail_state()
     with pytest.raises(gr.RunError, match="not a guardrail snapshot"):
-        run.restore({**before, "policies": {"other": {}}})
+        run.restore_guardrail_state({**before, "policies": {"other": {}}})
     with pytest.raises(gr.RunError, match="not a guardrail snapshot"):
-        run.restore({"version": 99})
+        run.restore_guardrail_state({"version": 99})
     with pytest.raises(gr.RunError, match="invoked_keys must be"):
-        run.restore({**before, "policies": {"a": {"invoked_keys": [["only-two", 1]]}}})
-    assert run.snapshot() == before
+        run.restore_guardrail_state(
+            {**before, "policies": {"a": {"invoked_keys": [["only-two", 1]]}}}
+        )
+    assert run.guardrail_state() == before
 
 
 def test_todo_rewind_keeps_the_read_history_unless_asked_to_reset(

@@ -326,9 +326,9 @@ class TestConfirmation:
 
     @pytest.mark.parametrize("answer", [True, False])
     async def test_a_confirmer_decides(self, make_agent: Factory, answer: bool) -> None:
-        seen: list[gr.ConfirmationRequest] = []
+        seen: list[gr.guardrails.ConfirmationRequest] = []
 
-        async def confirm(request: gr.ConfirmationRequest) -> bool:
+        async def confirm(request: gr.guardrails.ConfirmationRequest) -> bool:
             seen.append(request)
             await asyncio.sleep(0)
             return answer
@@ -339,7 +339,7 @@ class TestConfirmation:
         assert run.events.of_kind("tool_call")[0].data["is_error"] is not answer
 
     async def test_small_budgets_and_a_raising_confirmer(self, make_agent: Factory) -> None:
-        def broken(request: gr.ConfirmationRequest) -> bool:
+        def broken(request: gr.guardrails.ConfirmationRequest) -> bool:
             raise RuntimeError("no UI")
 
         model = gr.ScriptedModel(

@@ -135,11 +135,11 @@ def test_a_run_with_shadows_makes_the_same_requests_and_files_byte_for_byte(
     assert files == plain_files
     # ... while the shadows decided all along, and said where they would have acted
     assert plain.shadow_df().empty
-    kinds = shadowed.shadow_df().groupby(["guardrail", "live", "shadow"]).size().to_dict()
+    kinds = shadowed.shadow_df().groupby(["kind", "live", "decision"]).size().to_dict()
     assert kinds[("policy", "allow", "deny")] >= 1
-    assert kinds[("feedback", "none", "fired")] == len(plain.tool_calls_df())
-    assert kinds[("completion", "accept", "refuse")] == 1
-    assert kinds[("intervention", "none", "replan")] >= 1
+    assert kinds[("feedback", "skip", "fire")] == len(plain.tool_calls_df())
+    assert kinds[("checker", "accept", "refuse")] == 1
+    assert kinds[("intervention", "skip", "replan")] >= 1
     for frame in ("policy_df", "feedback_df", "completion_df", "interventions_df"):
         assert "shadow" in set(getattr(shadowed, frame)()["mode"])
     assert list(shadowed.policy_df().query("mode == 'live'").index) == []  # no live policy
@@ -155,11 +155,11 @@ def test_a_shadow_policy_denies_nothing_and_remembers_what_really_ran(make_agent
     assert run.status == "ended"
     listing = run.tool_calls_df().query("tool == 'list_files'")
     assert not listing.is_error.any()  # it ran: the denial never reached the run
-    [denial] = run.policy_df().query("allowed == False").itertuples()
+    [denial] = run.policy_df().query("decision == 'deny'").itertuples()
     assert denial.mode == "shadow" and denial.reason == "listing the folder is not allowed"
     assert policy.results == ["write_file", "list_files"]  # on_result after live successes
     [row] = run.shadow_df().itertuples()
-    assert (row.guardrail, row.name, row.tool, row.live, row.shadow) == (
+    assert (row.kind, row.guardrail, row.tool, row.live, row.decision) == (
         "policy",
         "no_listing",
         "list_files",
@@ -180,7 +180,7 @@ def test_shadow_feedback_reaches_no_tool_result(make_agent: Factory) -> None:
     assert list(feedback["mode"]) == ["shadow", "shadow"]
     assert run.guidance_df().query("source.str.startswith('feedback')").empty  # no order
     rows = run.shadow_df()
-    assert list(rows.guardrail) == ["feedback", "feedback"]
+    assert list(rows.kind) == ["feedback", "feedback"]
     assert list(rows.tool) == ["write_file", "list_files"]
 
 
@@ -192,8 +192,8 @@ def test_a_stricter_shadow_checker_refuses_nothing(make_agent: Factory) -> None:
     [check] = run.completion_df().itertuples()
     assert check.mode == "shadow" and check.complete is False and check.refusals == 1
     [row] = run.shadow_df().itertuples()
-    assert (row.guardrail, row.name, row.live, row.shadow) == (
-        "completion",
+    assert (row.kind, row.guardrail, row.live, row.decision) == (
+        "checker",
         "FileOutputChecker",
         "accept",
         "refuse",
@@ -234,7 +234,7 @@ def test_a_shadow_intervention_stops_nothing(
     assert set(fired["mode"]) == {"shadow"}
     assert list(fired.tier[:3]) == [1, 2, 3]
     assert run.events.of_kind("prompt_injected") == []  # no strategy check was sent
-    assert set(run.shadow_df().shadow) >= {"replan", "rewind", "stop"}
+    assert set(run.shadow_df().decision) >= {"replan", "rewind", "stop"}
 
 
 def test_a_shadow_that_raises_is_recorded_and_never_enforced(make_agent: Factory) -> None:
@@ -261,7 +261,7 @@ def test_a_shadow_that_raises_is_recorded_and_never_enforced(make_agent: Factory
     assert sources == {"shadow:policy", "shadow:feedback", "shadow:completion_checker"}
     assert all(is_shadow(e) for e in errors)
     # as live, a failing policy denies and a failing checker refuses: recorded, not enforced
-    assert set(run.policy_df().allowed) == {False}
+    assert set(run.policy_df().decision) == {"deny"}
     assert "the policy failed while checking" in run.policy_df().reason.iloc[0]
     assert list(run.completion_df().complete) == [False]
     # on the dashboard they stand with the shadows, not on the run's timeline
@@ -401,7 +401,7 @@ def test_a_fork_keeps_the_shadows_state_and_a_promoted_policy_its_memory(
     )
     run = agent.run_sync("job")
     assert run.status == "ended"
-    assert run.shadow_df().query("guardrail == 'policy'").empty  # read, then written: allowed
+    assert run.shadow_df().query("kind == 'policy'").empty  # read, then written: allowed
     snapshot = run._loop.state.snapshot()  # type: ignore[union-attr]
     assert snapshot["shadow"]["guardrails"]["policies"]["sequential_dependency"]
     # the same agent, forked at turn 3: the shadows go on from where they were
@@ -421,7 +421,7 @@ def test_a_fork_keeps_the_shadows_state_and_a_promoted_policy_its_memory(
     promoted = run.fork(3, live)
     [resumed] = promoted.events.of_kind("run_resumed")
     decisions = promoted.policy_df().query(f"seq > {resumed.seq}")
-    assert list(decisions.allowed) == [True], list(decisions.reason)
+    assert list(decisions.decision) == ["allow"], list(decisions.reason)
     assert not promoted.tool_calls_df().is_error.iloc[-1]
 
 
@@ -461,9 +461,7 @@ async def test_a_resumed_run_goes_on_with_its_shadows_state(make_agent: Factory)
     await run.wait()
     assert run.status == "cancelled"
     rest = [gr.tool_call("write_file", path="notes.md", content="x\n"), gr.text("Done.")]
-    resumed = gr.resume(
-        run.run_id, run.store, agent.replace(model=gr.ScriptedModel(rest)), wait=False
-    )
+    resumed = gr.resume(run, agent.replace(model=gr.ScriptedModel(rest)), wait=False)
     await resumed.wait()
     assert resumed.status == "ended"
     [resumed_at] = resumed.events.of_kind("run_resumed")

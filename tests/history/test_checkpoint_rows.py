@@ -74,7 +74,7 @@ def test_checkpoints_in_the_earlier_format_are_kept_and_refused_with_the_reason(
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE runs SET status = 'interrupted'")
     with pytest.raises(gr.RunError, match=refusal):
-        gr.resume(run_id, path, agent, workspace=tmp_path / "copy")
+        gr.resume(run_id, agent, workspace=tmp_path / "copy", store=path)
 
 
 def test_a_new_store_keeps_no_table_of_the_earlier_format(tmp_path: Path) -> None:

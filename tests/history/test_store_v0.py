@@ -33,6 +33,8 @@ NEWER_COLUMNS = {
     "completion_df": ["mode"],
 }
 """Columns a frame gained since: derived from the old events, and the old columns unchanged."""
+RENAMED_COLUMNS = {"policy_df": {"allowed": "decision", "policy": "guardrail"}}
+"""Columns renamed since: the old ``allowed`` reads as the verdict (``allow``, ``deny``)."""
 RENAMED_KINDS = {"stuck_checkpoint": "progress_check"}
 """Kinds renamed since: the old rows read as the new kind, in events and in ``kind`` columns."""
 
@@ -62,6 +64,12 @@ def cells(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def assert_same(got: pd.DataFrame, want: pd.DataFrame, name: str = "") -> None:
+    renamed = RENAMED_COLUMNS.get(name, {})
+    if renamed:
+        want = want.rename(columns=renamed)
+        if "decision" in want.columns:
+            verdicts = want["decision"].map({True: "allow", False: "deny"})
+            want["decision"] = verdicts.astype(got["decision"].dtype)
     newer = NEWER_COLUMNS.get(name, [])
     assert [c for c in got.columns if c not in want.columns] == newer
     if "mode" in newer:  # every decision of an old store was live

@@ -107,7 +107,7 @@ def decisions(run: gr.Run, ws: Path) -> dict[str, Any]:
 
     return {
         "status": run.status,
-        "policy": rows(run.policy_df(), ["turn", "tool", "allowed", "policy", "reason"]),
+        "policy": rows(run.policy_df(), ["turn", "tool", "decision", "guardrail", "reason"]),
         "feedback": rows(run.feedback_df(), ["turn", "provider", "call_index", "tool", "text"]),
         "completion": rows(
             run.completion_df(), ["turn", "stop", "complete", "bypassed", "refusals", "feedback"]

@@ -159,7 +159,7 @@ def _refused_live(run: gr.Run) -> list[str]:
     refusals = []
     for name, control in [
         ("pause", run.pause),
-        ("resume", run.resume),
+        ("unpause", run.unpause),
         ("rewind", lambda: run.rewind("the approach fails")),
         ("add a todo", lambda: run.add_todo("Check the glossary")),
         ("complete a todo", run.complete_todo),
@@ -312,7 +312,7 @@ async def test_a_policy_may_name_a_tool_only_the_session_has(tmp_path: Path) -> 
     ]
     session = await sdk_session(agent, script, ws, tools=["Read", "Bash"])
     rows = session.run.policy_df()
-    assert rows[["tool", "allowed"]].values.tolist() == [["Bash", False]]
+    assert rows[["tool", "decision"]].values.tolist() == [["Bash", "deny"]]
     assert "read_file" in rows["reason"].iloc[0] or "Read" in rows["reason"].iloc[0]
     assert not (ws / "out.txt").exists()
     with pytest.raises(ConfigError, match="does not have: Bash"):

@@ -58,9 +58,9 @@ async def test_a_policy_denial(tmp_path: Path) -> None:
     native, sdk, session = await both(tmp_path, make, script, {"data.md": "old\n"})
     assert sdk == native
     assert [(row[1], row[2]) for row in sdk["policy"]] == [
-        ("write_file", False),
-        ("read_file", True),
-        ("write_file", True),
+        ("write_file", "deny"),
+        ("read_file", "allow"),
+        ("write_file", "allow"),
     ]
     ws = tmp_path / "sdk" / "ws"
     assert (ws / "data.md").read_text() == "new\n"  # the second write ran, the first did not
@@ -182,7 +182,7 @@ async def test_a_policy_that_raises_denies(tmp_path: Path, denying: bool) -> Non
     ws = prepared(tmp_path / "ws", {})
     session = await sdk_session(agent_of(policies=[Broken()])(gr.ScriptedModel([]), ws), script, ws)
     [row] = session.run.policy_df().to_dict("records")
-    assert row["allowed"] is (not denying)
+    assert row["decision"] == ("deny" if denying else "allow")
     assert (ws / "a.md").exists() is (not denying)  # fail-closed: the write never ran
     if denying:
         assert "RuntimeError: no database" in row["reason"]

@@ -33,12 +33,12 @@ async def test_a_policy_live_in_a_session_replays_to_its_live_decisions(tmp_path
     await run.wait()
     live = run.policy_df()
     # both Writes: the Read of a file not written yet fails, so no read has succeeded
-    assert live["allowed"].astype(bool).tolist() == [False, True, False]
+    assert live["decision"].tolist() == ["deny", "allow", "deny"]
     replay = gr.replay_guardrails(run, policies=[FIRST_READ])
     frame = replay.df
     assert frame["tool"].tolist() == ["Write", "Read", "Write"]
     assert frame["decision"].tolist() == ["deny", "allow", "deny"]
-    assert (frame["decision"] == frame["recorded"]).all()
+    assert (frame["decision"] == frame["live"]).all()
     assert replay.first_divergence(run) is None
     # from the store, by id
     store = tmp_path / "store.sqlite"
@@ -63,5 +63,5 @@ async def test_a_session_has_no_checkpoints_so_file_readers_cannot_tell(tmp_path
     assert len(writes) == 2 and (writes["decision"] == CANNOT_TELL).all()
     assert (frame.loc[frame["tool"] == "Read", "decision"] == "allow").all()
     [stop] = frame[frame["kind"] == "checker"].to_dict("records")
-    assert (stop["point"], stop["decision"], stop["recorded"]) == ("stop", CANNOT_TELL, "complete")
+    assert (stop["point"], stop["decision"], stop["live"]) == ("stop", CANNOT_TELL, "accept")
     assert replay.first_divergence(run) is None

@@ -58,15 +58,15 @@ async def test_shadows_decide_in_the_session_and_claude_hears_nothing(tmp_path: 
     assert "Check your work" not in str(sent) and "Denied" not in str(sent)
     assert not run.tool_calls_df().is_error.any()
     # recorded in Claude's terms, as shadow decisions
-    [denial] = run.policy_df().query("allowed == False").itertuples()
+    [denial] = run.policy_df().query("decision == 'deny'").itertuples()
     assert (denial.mode, denial.tool) == ("shadow", "Write")
     assert "Read" in denial.reason and "read_file" not in denial.reason
     assert set(run.feedback_df()["mode"]) == {"shadow"}
     assert set(run.feedback_df().tool) == {"Write", "Read"}
     assert list(run.completion_df().complete) == [False]
     assert set(run.interventions_df()["mode"]) == {"shadow"}
-    kinds = set(run.shadow_df().guardrail)
-    assert kinds == {"policy", "feedback", "completion", "intervention"}
+    kinds = set(run.shadow_df().kind)
+    assert kinds == {"policy", "feedback", "checker", "intervention"}
     assert plain.run.shadow_df().empty
     assert gr.lint_guidance(run) == []
     await run.wait()

@@ -82,7 +82,7 @@ async def test_the_session_is_one_history_in_the_log_and_the_store(tmp_path: Pat
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert kinds.count("model_call") == 4 and kinds.count("tool_call") == 3
     assert run.tool_calls_df()["tool"].tolist() == ["write_file", "read_file", "write_file"]
-    assert run.policy_df()["allowed"].tolist() == [False, True, True]
+    assert run.policy_df()["decision"].tolist() == ["deny", "allow", "allow"]
     assert gr.lint_guidance(run) == []
     assert run.instructions == "Do the job."
     with Store(tmp_path / "store.sqlite") as store:
@@ -107,13 +107,13 @@ async def test_a_live_policy_replays_to_its_live_decisions(tmp_path: Path) -> No
     ws = tmp_path / "ws"
     first_read = gr.SequentialDependencyPolicy({"write_file": {"read_file"}})
     session = await langchain_session(agent_at(ws, policies=[first_read]), SCRIPT, ws)
-    live = session.run.policy_df()["allowed"].astype(bool).tolist()
-    assert live == [False, True, False]  # the read of a file not yet written failed
+    live = session.run.policy_df()["decision"].tolist()
+    assert live == ["deny", "allow", "deny"]  # the read of a file not yet written failed
     replay = gr.replay_guardrails(
         [session.run.run_id], store=tmp_path / "store.sqlite", policies=[first_read]
     )
     assert replay.df["tool"].tolist() == ["write_file", "read_file", "write_file"]
-    assert (replay.df["decision"] == replay.df["recorded"]).all()
+    assert (replay.df["decision"] == replay.df["live"]).all()
 
 
 async def test_tokens_come_from_usage_metadata(tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ async def test_a_denied_call_never_runs(tmp_path: Path, sync: bool) -> None:
     assert [m.status for m in read] == ["success"]
     rows = session.run.policy_df()
     assert rows["tool"].tolist() == ["deploy", "read_file", "deploy"]
-    assert rows["allowed"].tolist() == [False, True, False]
+    assert rows["decision"].tolist() == ["deny", "allow", "deny"]
 
 
 async def test_an_allowed_call_runs_once(tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ async def test_a_turns_calls_meet_the_guardrails_in_the_models_order(
         gr.text("Done."),
     ]
     session = await langchain_session(agent, script, ws, sync=sync)
-    assert session.run.policy_df()["allowed"].tolist() == [True, True]
+    assert session.run.policy_df()["decision"].tolist() == ["allow", "allow"]
     assert (ws / "data.md").read_text() == "n"
 
 
@@ -292,7 +292,7 @@ async def test_shadow_guardrails_decide_and_are_recorded(tmp_path: Path) -> None
 
     def rows(run: gr.Run) -> list[tuple[Any, ...]]:
         frame = run.shadow_df()
-        return [tuple(r) for r in frame[["turn", "guardrail", "tool", "live", "shadow"]].values]
+        return [tuple(r) for r in frame[["turn", "kind", "tool", "live", "decision"]].values]
 
     def make(model: Any, ws: Path) -> gr.Agent:
         return agent_at(ws, shadow=[gr.ReadBeforeWritePolicy()], store=False, model=model)
@@ -405,7 +405,7 @@ async def test_a_built_in_policy_governs_langchain_only_tools(tmp_path: Path) ->
     ]
     tools = [counted(ws), counted(ws, "run_tests")]
     session = await langchain_session(agent, script, ws, tools=tools)
-    assert session.run.policy_df()["allowed"].tolist() == [False, True, True]
+    assert session.run.policy_df()["decision"].tolist() == ["deny", "allow", "allow"]
     assert runs_of(ws) == 1 and runs_of(ws, "run_tests") == 1
     with pytest.raises(ConfigError, match="does not have: deploy, run_tests"):
         agent.run_sync("job")  # on gr's own loop these tools do not exist
@@ -462,7 +462,7 @@ async def test_a_shadows_edit_never_reaches_a_live_policys_memory(
     assert runs_of(ws, "purge") == 1
     assert session.run.policy_state("once_per_target").invoked_keys == {("purge", " users ")}
     live = session.run.policy_df().query("mode == 'live'")
-    assert live["allowed"].tolist() == [True, False]
+    assert live["decision"].tolist() == ["allow", "deny"]
     errors = [e.data for e in session.run.events.of_kind("error")]
     assert {(e["source"], e["error_type"]) for e in errors} == {("shadow:policy", "TypeError")}
 

@@ -48,9 +48,9 @@ async def test_a_policy_denial(tmp_path: Path) -> None:
     native, lc, session = await both(tmp_path, make, script, {"data.md": "old\n"})
     assert lc == native
     assert [(row[1], row[2]) for row in lc["policy"]] == [
-        ("write_file", False),
-        ("read_file", True),
-        ("write_file", True),
+        ("write_file", "deny"),
+        ("read_file", "allow"),
+        ("write_file", "allow"),
     ]
     assert (tmp_path / "langchain" / "ws" / "data.md").read_text() == "new\n"
     denied = _tool_messages(session)[0]

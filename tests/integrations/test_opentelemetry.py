@@ -128,8 +128,9 @@ def decision_rows(spans: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
         ],
         "policy": [
             (
-                a["gr.decision"] == "allow",
-                a.get("gr.policy.name"),
+                a["gr.guardrail.kind"],
+                a["gr.decision"],
+                a.get("gr.guardrail.name"),
                 a.get("gr.reason"),
                 a["gr.mode"],
                 s.attributes[semconv.GEN_AI_TOOL_NAME],
@@ -139,7 +140,11 @@ def decision_rows(spans: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
             for a in [e.attributes]
         ],
         "feedback": [
-            (e.attributes["gr.feedback.provider"], e.attributes["gr.reason"])
+            (
+                e.attributes["gr.guardrail.name"],
+                e.attributes["gr.decision"],
+                e.attributes["gr.reason"],
+            )
             for e, _ in events
             if e.name == "gr.feedback"
         ],
@@ -172,23 +177,31 @@ def frame_rows(run: gr.Run) -> dict[str, list[tuple[Any, ...]]]:
         "tool_calls": [(r["tool"], bool(r["is_error"])) for r in calls],
         "policy": [
             (
-                bool(r["allowed"]),
-                value(r["policy"]),
+                "policy",
+                r["decision"],
+                value(r["guardrail"]),
                 value(r["reason"]),
                 r["mode"],
                 r["tool"],
             )
             for r in policy
         ],
-        "feedback": [(r["provider"], r["summary"]) for r in run.feedback_df().to_dict("records")],
-        "completion": [
-            ("complete" if r["complete"] else "refused", r["refusals"]) for r in completion
+        "feedback": [
+            (r["provider"], "fire", r["summary"]) for r in run.feedback_df().to_dict("records")
         ],
+        "completion": [(_verdict(r), r["refusals"]) for r in completion],
         "interventions": [
             (r["step"], r["tier"], bool(r["fired"]), value(r["skip_reason"]))
             for r in run.interventions_df().to_dict("records")
         ],
     }
+
+
+def _verdict(check: dict[str, Any]) -> str:
+    """A completion_df row's verdict, in the words of ``gr.decision``."""
+    if isinstance(check["bypassed"], str):
+        return "bypass"
+    return "refuse" if check["complete"] is False else "accept"
 
 
 def _start(span: Any) -> int:
@@ -352,10 +365,8 @@ async def test_a_run_exports_from_its_store(tmp_path: Path) -> None:
     run, live, provider, exporter = await traced(tmp_path, "guarded", store=db)
     export_run(run.run_id, provider, store=db)
     assert layout(list(exporter.get_finished_spans())) == layout(live)
-    with pytest.raises(ConfigError, match="no events"):
+    with pytest.raises(ConfigError, match="no run '20990101-000000-abcdef' in"):
         export_run("20990101-000000-abcdef", provider, store=db)
-    with pytest.raises(ConfigError, match=r"store= goes with a run id"):
-        export_run(run, provider, store=db)
 
 
 async def test_a_resumed_run_is_traced_from_its_own_start(tmp_path: Path) -> None:
@@ -421,7 +432,7 @@ def test_other_wrong_arguments_say_what_to_pass(tmp_path: Path) -> None:
         instrument("agent", provider)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"capture_content takes True .* got 'yes'"):
         instrument(agent, provider, capture_content="yes")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"export_run takes a Run or its events"):
+    with pytest.raises(ConfigError, match=r"export_run takes a gr\.Run, a run id"):
         export_run(42, provider)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"from its start \(run_started\)"):
         export_run([], provider)

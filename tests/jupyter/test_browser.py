@@ -5,7 +5,7 @@ temporary dir) serves copies of the notebooks with their outputs cleared. Playwr
 each in Debian's Chromium and runs it as a reader does, from Run → Run All Cells: every cell
 is queued at once, which is what nbval's one-cell-at-a-time run cannot see. A notebook
 passes when every code cell ran and no output is an error or an asyncio complaint. The
-quickstart's dashboard is then used by hand: Pause, Resume, Rewind while paused.
+quickstart's dashboard is then used by hand: Pause, Unpause, Rewind while paused.
 
 Screenshots go to ``build/screenshots/`` (GR_SCREENSHOTS overrides it), to be looked at.
 Skipped only when Chromium or the ``playwright`` package is missing.
@@ -504,7 +504,7 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
         state = dashboard.locator(".gr-state").first
         pause = dashboard.locator(".gr-controls button", has_text="Pause")
-        resume = dashboard.locator(".gr-controls button", has_text="Resume")
+        unpause = dashboard.locator(".gr-controls button", has_text="Unpause")
         turns = _advances(dashboard, 0)
 
         pause.click()
@@ -512,7 +512,7 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         held = _turns(dashboard)
         time.sleep(1.0)
         assert _turns(dashboard) == held, "a paused run went on"
-        resume.click()
+        unpause.click()
         expect(state).to_have_text("running")
         turns = _advances(dashboard, held)
 
@@ -520,7 +520,7 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         expect(state).to_have_text("paused")
         dashboard.locator(".gr-controls input").fill("The parts are out of order")
         dashboard.locator(".gr-controls button", has_text="Rewind").click()
-        resume.click()
+        unpause.click()
         expect(dashboard.locator(".gr-timeline").first).to_contain_text(
             "The parts are out of order", timeout=WIDGET_TIMEOUT_MS
         )

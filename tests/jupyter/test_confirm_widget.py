@@ -215,9 +215,9 @@ def test_without_a_kernel_no_buttons_are_offered(ip: InteractiveShell, tmp_path:
 
 @pytest.mark.usefixtures("kernel")
 async def test_the_persons_own_confirmer_is_kept(ip: InteractiveShell, tmp_path: Path) -> None:
-    asked: list[gr.ConfirmationRequest] = []
+    asked: list[gr.guardrails.ConfirmationRequest] = []
 
-    def mine(request: gr.ConfirmationRequest) -> bool:
+    def mine(request: gr.guardrails.ConfirmationRequest) -> bool:
         asked.append(request)
         return True
 

@@ -110,6 +110,9 @@ MISUSE = [
     ("%%agent --workspace a_file/below\nx", "pick a writable directory with --workspace DIR"),
     ("%%agent -h\nx", "%agent? lists the options"),
     ("%agent pause --run finished", "has finished"),
+    ("%agent unpause --run finished", "has finished"),
+    ("%agent resume", "to let a paused run go on, type %agent unpause"),
+    ("%agent resume --run finished", "takes its id: %agent resume RUN_ID"),
     ("%todo complete --run finished", "has finished"),
 ]
 
@@ -175,7 +178,7 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
     with capture_output() as shown:
         ip.run_line_magic("todo", "add Check the spelling --run bg")
         ip.run_line_magic("rewind", "The drafts repeat each other; merge a and b")
-        ip.run_line_magic("agent", "resume")
+        ip.run_line_magic("agent", "unpause")
     assert "Added task 6 'Check the spelling'." in shown.stdout
     assert "Rewind requested for run" in shown.stdout
 
@@ -291,7 +294,7 @@ def test_run_option_is_only_the_first_or_last_word(ip: InteractiveShell, tmp_pat
     asyncio.run(main())
 
 
-def test_resume_and_pause_say_what_state_the_run_is_in(
+def test_unpause_and_pause_say_what_state_the_run_is_in(
     ip: InteractiveShell, tmp_path: Path
 ) -> None:
     ip.user_ns["slow"] = gr.Agent(
@@ -301,9 +304,9 @@ def test_resume_and_pause_say_what_state_the_run_is_in(
     async def main() -> None:
         with capture_output() as shown:
             ip.run_cell_magic("agent", "--background --agent slow --out bg", JOB)
-            ip.run_line_magic("agent", "resume")
+            ip.run_line_magic("agent", "unpause")
             ip.run_line_magic("agent", "stop")
-        assert "is not paused (running); nothing to resume" in shown.stdout
+        assert "is not paused (running); nothing to unpause" in shown.stdout
         with pytest.raises(UsageError, match=r"cannot pause: run .* is stopping"):
             ip.run_line_magic("agent", "pause")
         await ip.user_ns["bg"].wait()
@@ -325,7 +328,7 @@ def test_agent_help_lists_every_option_and_the_line_actions(ip: InteractiveShell
     for option in ("--model", "--workspace", "--name", "--max-iterations", "--background",
                    "--agent", "--out"):  # fmt: skip
         assert option in doc
-    assert "%agent status|stop|pause|resume" in doc
+    assert "%agent status|stop|pause|unpause" in doc
 
 
 async def test_a_persons_todo_edits_at_the_start_of_a_background_run_are_kept(

@@ -29,12 +29,12 @@ async def test_stop_click_stops_the_run(make_agent: Factory) -> None:
     assert "cancelled" in dash.header.value
 
 
-async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: Factory) -> None:
+async def test_pause_click_holds_the_run_and_a_second_click_unpauses(make_agent: Factory) -> None:
     run = make_agent(slow_reader(40)).start("job")
     dash = Dashboard(run)
     await until(lambda: run.turns >= 2)
     dash.pause_button.click()
-    assert dash.pause_button.description == "Resume"
+    assert dash.pause_button.description == "Unpause"
     await until(lambda: run.paused)
     held = run.turns
     await asyncio.sleep(0.03)
@@ -44,7 +44,7 @@ async def test_pause_click_holds_the_run_and_a_second_click_resumes(make_agent: 
     await run.wait()
     assert run.status == "ended"
     kinds = [e.text for e in dash.tracker.timeline]
-    assert "Paused" in kinds and "Resumed" in kinds
+    assert "Paused" in kinds and "Unpaused" in kinds
 
 
 async def test_rewind_click_sends_the_typed_issue_to_the_model(make_agent: Factory) -> None:
@@ -103,7 +103,7 @@ def test_a_dashboard_of_a_finished_run_replays_its_history(make_agent: Factory) 
     run = agent.run_sync("# Job\n\n## A\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n")
     dash = Dashboard(run)
     state = dash.state()
-    assert state.state == "completed" and state.job_summary
+    assert state.status == "completed" and state.job_summary
     assert state.timeline[0].kind == "run_finished"
     assert any(e.kind == "phase_transition" for e in state.timeline)
     assert "ACTIVE TODO LIST" in dash.todos.value

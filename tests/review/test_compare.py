@@ -91,7 +91,7 @@ def test_a_fork_under_the_same_agent_never_diverges(tmp_path: Path) -> None:
 
 
 def test_compare_says_what_it_takes() -> None:
-    with pytest.raises(gr.ConfigError, match="compare takes runs, run ids or runs' events"):
+    with pytest.raises(gr.ConfigError, match=r"compare takes a gr\.Run, a run id"):
         gr.compare(3, 4)
     with pytest.raises(gr.ConfigError, match="labels takes two names"):
         gr.compare([], [], labels=["one"])
@@ -100,7 +100,7 @@ def test_compare_says_what_it_takes() -> None:
 
 
 def test_the_timeline_tells_a_resume_a_fork_and_a_pause_apart() -> None:
-    assert describe(RunResumedEvent()) == "Resumed"
+    assert describe(RunResumedEvent()) == "Unpaused"
     fork = RunResumedEvent(parent_run_id="p1", parent_turn=7, relation="fork")
     assert describe(fork) == "Forked from run p1 at turn 7"
     back = RunResumedEvent(

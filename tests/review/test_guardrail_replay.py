@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.errors import ConfigError
+from gr_notebook.errors import ConfigError, StoreError
 from gr_notebook.events import PolicyDecisionEvent, ToolCallEvent
 from gr_notebook.guardrails.completion import CompositeChecker
+from gr_notebook.guardrails.interventions import ACTIONS
 from gr_notebook.history.store import Store
 from gr_notebook.review.guardrail_replay import CANNOT_TELL, COLUMNS
 
@@ -117,25 +118,23 @@ def test_a_guardrail_replayed_where_it_was_live_decides_as_it_did_live(
     frame = replay.df
     assert list(frame.columns) == COLUMNS
     assert len(frame) > 0
-    assert (frame["decision"] == frame["recorded"]).all(), frame[
-        frame["decision"] != frame["recorded"]
-    ]
+    assert (frame["decision"] == frame["live"]).all(), frame[frame["decision"] != frame["live"]]
     assert not frame["differs"].any() and not frame["after_divergence"].any()
     assert replay.first_divergence(run) is None
     # row for row: what acted live is what acts in the replay
     live_policy = run.policy_df()
     denials = (frame["kind"] == "policy") & (frame["decision"] == "deny")
-    live_denials = (~live_policy["allowed"].astype(bool)).sum() if len(live_policy) else 0
+    live_denials = (live_policy["decision"] == "deny").sum() if len(live_policy) else 0
     assert denials.sum() == live_denials
     completion = run.completion_df()
     refusals = (frame["kind"] == "checker") & (frame["decision"] == "refuse")
     live_refusals = (completion["complete"] == False).sum() if len(completion) else 0  # noqa: E712
     assert refusals.sum() == live_refusals
-    fired = frame[frame["decision"] == "feedback fired"]
+    fired = frame[frame["decision"] == "fire"]
     live_fed = [e for e in run.events if e.kind == "feedback" and e.config is not None]
     assert len(fired) == len(live_fed)
     fired_live = [e for e in run.events if e.kind == "intervention"]
-    assert (frame["decision"] == "intervene").sum() == len(fired_live)
+    assert frame["decision"].isin(ACTIONS).sum() == len(fired_live)
 
 
 def test_the_cases_show_each_guardrail_acting(live_runs: dict[str, gr.Run]) -> None:
@@ -147,10 +146,10 @@ def test_the_cases_show_each_guardrail_acting(live_runs: dict[str, gr.Run]) -> N
     assert (acted["read_before_write"] == "deny").any()
     assert (acted["sequential_dependency"] == "deny").any()
     for case in ("plan_based_checker", "file_output_checker", "composite_checker"):
-        assert (acted[case] == "refuse").any() and (acted[case] == "complete").any()
+        assert (acted[case] == "refuse").any() and (acted[case] == "accept").any()
     for case in ("static_and_file_created_feedback", "deadline_feedback"):
-        assert (acted[case] == "feedback fired").any()
-    assert (acted["interventions"] == "intervene").any()
+        assert (acted[case] == "fire").any()
+    assert acted["interventions"].isin(ACTIONS).any()
     assert (acted["call_count_policy"] == "deny").any()
     wound_down = live_runs["interventions_wound_down"]
     assert wound_down.status == "budget_exhausted"
@@ -165,7 +164,7 @@ def test_a_new_policy_diverges_where_it_would_have_denied(reckless: gr.Run) -> N
     replay = gr.replay_guardrails(reckless, policies=[RBW])
     where = replay.first_divergence(reckless)
     assert where is not None
-    assert (where.tool, where.decision, where.recorded) == ("write_file", "deny", "allow")
+    assert (where.tool, where.decision, where.live) == ("write_file", "deny", "allow")
     assert "notes.md" in (where.reason or "")
     assert f"turn {where.turn}" in str(where)
     frame = replay.df
@@ -184,7 +183,7 @@ def test_a_fork_at_the_divergence_with_the_policy_live_denies_there(reckless: gr
     forked = reckless.fork(turn=where.turn, agent=gr.Agent("simulated:reckless", policies=[RBW]))
     assert forked.status == "completed"
     denials = forked.policy_df()
-    denials = denials[~denials["allowed"].astype(bool)]
+    denials = denials[denials["decision"] == "deny"]
     assert len(denials) >= 1
     assert denials["turn"].iloc[0] == where.turn
     assert "notes.md" in denials["reason"].iloc[0]
@@ -197,7 +196,7 @@ def test_a_checker_replayed_on_a_run_without_one_would_refuse_the_early_stop(
     replay = gr.replay_guardrails(run, task_completion_checker=gr.PlanBasedChecker())
     where = replay.first_divergence(run)
     assert where is not None and where.point == "stop"
-    assert (where.decision, where.recorded) == ("refuse", "complete")
+    assert (where.decision, where.live) == ("refuse", "accept")
 
 
 def test_feedback_replayed_with_another_cadence_counts_its_blocks(reckless: gr.Run) -> None:
@@ -206,8 +205,8 @@ def test_feedback_replayed_with_another_cadence_counts_its_blocks(reckless: gr.R
     )
     frame = gr.replay_guardrails(reckless, feedback_providers=[every]).df
     calls = len(reckless.tool_calls_df())
-    assert (frame["decision"] == "feedback fired").sum() == calls // 10
-    assert (frame["recorded"] == "no feedback").all()
+    assert (frame["decision"] == "fire").sum() == calls // 10
+    assert (frame["live"] == "skip").all()
 
 
 # -- what a replay cannot know -------------------------------------------------------------------
@@ -260,7 +259,7 @@ def test_shadow_decisions_are_not_what_happened(reckless: gr.Run) -> None:
         events.append(event)
     events = [dataclasses.replace(e, seq=i) for i, e in enumerate(events)]
     frame = gr.replay_guardrails(events, policies=[SEQUENCE]).df
-    assert (frame["recorded"] == "allow").all()
+    assert (frame["live"] == "allow").all()
 
 
 # -- asks and failures ---------------------------------------------------------------------------
@@ -290,10 +289,10 @@ class Broken:
         pass
 
 
-def test_an_ask_is_recorded_as_would_ask(reckless: gr.Run) -> None:
+def test_an_ask_is_recorded_as_ask(reckless: gr.Run) -> None:
     frame = gr.replay_guardrails(reckless, policies=[AskForWrites()]).df
     writes = frame[frame["tool"] == "write_file"]
-    assert (writes["decision"] == "would ask").all()
+    assert (writes["decision"] == "ask").all()
     assert (writes["reason"] == "a person approves every write").all()
     assert writes["differs"].all()
     assert (frame.loc[frame["tool"] != "write_file", "decision"] == "allow").all()
@@ -323,7 +322,7 @@ def test_guardrails_that_raise_are_recorded_as_they_act_live(reckless: gr.Run) -
     stop = frame[frame["kind"] == "checker"]
     assert len(stop) > 0 and (stop["decision"] == "not asked").all()  # the policy denied first
     fed = frame[frame["kind"] == "feedback"]
-    assert (fed["decision"] == "no feedback").all()
+    assert (fed["decision"] == "skip").all()
     assert (fed["error"] == "KeyError: 'gone'").all()
 
 
@@ -360,15 +359,15 @@ def test_run_ids_with_a_store_and_a_mapping_of_runs(reckless: gr.Run) -> None:
 def test_bad_input_says_what_to_type(reckless: gr.Run, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="needs a guardrail to replay"):
         gr.replay_guardrails(reckless)
-    with pytest.raises(ConfigError, match="run ids need the store"):
-        gr.replay_guardrails("20260101-000000-abcdef", policies=[RBW])
+    with pytest.raises(StoreError, match="no run store at"):  # the default one, here none
+        gr.replay_guardrails("20260101-000000-abcdef", policies=[RBW], store=tmp_path / "x")
     store = reckless.store
     assert store is not None
     with pytest.raises(ConfigError, match="no run 'nope'"):
         gr.replay_guardrails(["nope"], store=store.path, policies=[RBW])
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.replay_guardrails(42, policies=[RBW])
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.replay_guardrails([reckless, 3.5], policies=[RBW])
     with pytest.raises(ConfigError, match="not a tool policy"):
         gr.replay_guardrails(reckless, policies=[gr.ReadBeforeWritePolicy])
@@ -395,7 +394,7 @@ def test_sweep_gives_a_row_per_run_and_setting(
         return gr.FeedbackProviderConfig(provider, gr.FeedbackTrigger(every_n_calls=every))
 
     frame = gr.sweep_guardrails(runs, make=make, grid={"every": [5, 10]})
-    assert list(frame.columns[:2]) == ["run", "every"]
+    assert list(frame.columns[:3]) == ["run", "model", "every"]
     assert len(frame) == 4
     by_run = frame.set_index(["run", "every"])["feedback"]
     assert by_run[(reckless.run_id, 5)] > by_run[(reckless.run_id, 10)] > 0
@@ -420,7 +419,7 @@ def test_sweep_bad_input(reckless: gr.Run) -> None:
         gr.sweep_guardrails([reckless], make=lambda n: 42, grid={"n": [1]})
     with pytest.raises(ConfigError, match="keyword arguments"):
         gr.sweep_guardrails([reckless], make=lambda n: {"policy": RBW}, grid={"n": [1]})
-    with pytest.raises(ConfigError, match="runs takes a Run"):
+    with pytest.raises(ConfigError, match="runs takes a run"):
         gr.sweep_guardrails(42, make=lambda n: RBW, grid={"n": [1]})
     with pytest.raises(ConfigError, match="make takes a function"):
         gr.sweep_guardrails([reckless], make=RBW, grid={"n": [1]})  # type: ignore[arg-type]
@@ -439,7 +438,7 @@ def test_an_experiments_results_replay_from_its_merged_store(tmp_path: Path) -> 
     assert replay.runs == tuple(results.df["run_id"])
     assert replay.first_divergence(ids["read-first"]) is None
     where = replay.first_divergence(ids["bare"])
-    assert where is not None and (where.decision, where.recorded) == ("deny", "allow")
+    assert where is not None and (where.decision, where.live) == ("deny", "allow")
     frame = replay.df.set_index("run")
     assert (frame.loc[ids["read-first"], "decision"] == "deny").sum() == (
         results.df.set_index("agent").loc["read-first", "denials"]

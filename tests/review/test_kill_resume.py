@@ -83,7 +83,7 @@ def test_a_run_killed_before_its_first_turn_has_nothing_to_resume(tmp_path: Path
     run_id = killed(tmp_path, -1)
     agent = gr.Agent(gr.SimulatedModel(), store=tmp_path / "store.sqlite")
     with pytest.raises(gr.RunError, match=r"has no checkpoints .*before its first turn"):
-        gr.resume(run_id, tmp_path / "store.sqlite", agent)
+        gr.resume(run_id, agent, store=tmp_path / "store.sqlite")
 
 
 @pytest.mark.slow
@@ -95,7 +95,7 @@ def test_a_killed_run_resumes_to_the_same_deliverables(
     frame = gr.runs_df(tmp_path / "store.sqlite").set_index("run_id")
     assert frame.loc[run_id, "status"] == "interrupted" and frame.loc[run_id, "resumable"]
     agent = gr.Agent(gr.SimulatedModel(), store=tmp_path / "store.sqlite", max_iterations=200)
-    resumed = gr.resume(run_id, tmp_path / "store.sqlite", agent)
+    resumed = gr.resume(run_id, agent, store=tmp_path / "store.sqlite")
     assert resumed.status == "completed" and resumed.job is not None
     assert resumed.job.deliverables == ("report.md",)
     assert files(tmp_path / "ws") == reference

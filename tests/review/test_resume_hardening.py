@@ -58,7 +58,7 @@ RACER = textwrap.dedent(
     timetravel._check_resumable = check_then_wait
     agent = gr.Agent(gr.SimulatedModel(), store=root / "store.sqlite", max_iterations=200)
     try:
-        run = gr.resume(run_id, root / "store.sqlite", agent, workspace=root / f"copy-{me}")
+        run = gr.resume(run_id, agent, workspace=root / f"copy-{me}", store=root / "store.sqlite")
     except gr.RunError as exc:
         print("refused", exc, flush=True)
     else:
@@ -112,7 +112,7 @@ def test_two_threads_resuming_one_run_onto_two_copies_one_is_refused(
         agent = agent_in(tmp_path)
         try:
             outcomes[name] = gr.resume(
-                run.run_id, tmp_path / "store.sqlite", agent, workspace=tmp_path / name
+                run.run_id, agent, workspace=tmp_path / name, store=tmp_path / "store.sqlite"
             )
         except Exception as exc:  # what the other thread's race gave
             outcomes[name] = exc
@@ -139,7 +139,7 @@ def test_a_fork_is_not_a_resume_and_a_run_forks_many_times(tmp_path: Path) -> No
     first = gr.fork(run.run_id, 10, workspace=tmp_path / "f1", store=tmp_path / "store.sqlite")
     second = gr.fork(run.run_id, 10, workspace=tmp_path / "f2", store=tmp_path / "store.sqlite")
     assert first.status == second.status == "completed"
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=tmp_path / "copy")
+    resumed = gr.resume(run.run_id, workspace=tmp_path / "copy", store=tmp_path / "store.sqlite")
     assert resumed.status == "completed"
 
 
@@ -181,7 +181,7 @@ def test_a_resume_onto_a_copy_inside_the_runs_workspace_is_refused(tmp_path: Pat
     root = run.workspace.root
     before = files(root)
     with pytest.raises(WorkspaceError, match=r"inside the workspace of run"):
-        gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=root / "copy")
+        gr.resume(run.run_id, workspace=root / "copy", store=tmp_path / "store.sqlite")
     assert not (root / "copy").exists() and files(root) == before
     assert resumes(tmp_path / "store.sqlite") == []
 
@@ -205,10 +205,10 @@ def test_a_late_file_replaced_by_a_link_outside_is_refused_as_changed_by_hand(
     late_write(root, run.run_id, "report.md")
     (root / "report.md").symlink_to(outside)
     with pytest.raises(WorkspaceError, match=r"changed by hand .*report\.md") as refused:
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     assert "workspace=" in str(refused.value)  # a copy is offered
     assert (root / "report.md").is_symlink() and outside.read_text() == "not the run's\n"
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=tmp_path / "copy")
+    resumed = gr.resume(run.run_id, workspace=tmp_path / "copy", store=tmp_path / "store.sqlite")
     assert resumed.status == "completed"
     assert not (resumed.workspace.root / "report.md").is_symlink()
 
@@ -221,7 +221,7 @@ def test_a_file_of_the_checkpoint_replaced_by_a_link_is_refused(tmp_path: Path) 
     (root / "notes.md").unlink()
     (root / "notes.md").symlink_to(tmp_path / "mine.md")
     with pytest.raises(WorkspaceError, match=r"changed by hand .*notes\.md"):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
 
 
 def test_a_late_files_folder_replaced_by_a_link_outside_is_refused(tmp_path: Path) -> None:
@@ -233,5 +233,5 @@ def test_a_late_files_folder_replaced_by_a_link_outside_is_refused(tmp_path: Pat
     late_write(root, run.run_id, "out/draft.md")
     (root / "out").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(WorkspaceError, match=r"changed by hand .*out/draft\.md"):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     assert (elsewhere / "draft.md").read_text() == "not the run's\n"

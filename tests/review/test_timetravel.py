@@ -79,7 +79,7 @@ def test_a_run_interrupted_by_ctrl_c_resumes_to_the_same_files(
     tmp_path: Path, reference: dict[str, str]
 ) -> None:
     run = interrupted(tmp_path, turn=23)
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite")  # its agent is known here
+    resumed = gr.resume(run.run_id, store=tmp_path / "store.sqlite")  # its agent is known here
     assert resumed.run_id != run.run_id  # a linked run, not the same id (decision 231)
     assert resumed.status == "completed" and resumed.turns == 53
     assert files(resumed.workspace.root) == reference
@@ -111,7 +111,7 @@ def test_files_written_after_the_checkpoint_are_kept_aside(tmp_path: Path) -> No
     (root / "late.md").write_text("written after the checkpoint\n", encoding="utf-8")
     notes_then = (root / "notes.md").read_bytes()
     (root / "notes.md").write_text("overwritten after the checkpoint\n", encoding="utf-8")
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite")
+    resumed = gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     (event,) = [e for e in resumed.events if e.kind == "run_resumed"]
     assert sorted(event.kept_aside) == ["late.md", "notes.md"]
     aside = Path(event.aside)
@@ -127,13 +127,13 @@ def test_a_workspace_changed_by_hand_is_refused_with_a_copy_offered(tmp_path: Pa
     root = run.workspace.root
     (root / "notes.md").write_text("my own notes\n", encoding="utf-8")
     with pytest.raises(WorkspaceError) as refused:
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     message = str(refused.value)
     assert "changed by hand" in message and "notes.md" in message
     assert f"gr.resume({run.run_id!r}, workspace=" in message
     assert (root / "notes.md").read_text() == "my own notes\n"  # left as it is
     copy = tmp_path / "copy"
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=copy)
+    resumed = gr.resume(run.run_id, workspace=copy, store=tmp_path / "store.sqlite")
     assert resumed.status == "completed" and resumed.workspace.root == copy.resolve()
     assert (root / "notes.md").read_text() == "my own notes\n"
 
@@ -143,8 +143,8 @@ def test_a_moved_workspace_is_refused_and_resumes_where_it_went(tmp_path: Path) 
     moved = tmp_path / "moved"
     shutil.move(run.workspace.root, moved)
     with pytest.raises(WorkspaceError, match=r"is gone \(moved or deleted\); resume"):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", workspace=moved)
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
+    resumed = gr.resume(run.run_id, workspace=moved, store=tmp_path / "store.sqlite")
     assert resumed.status == "completed" and resumed.workspace.root == moved.resolve()
 
 
@@ -152,27 +152,27 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
     store_path = tmp_path / "store.sqlite"
     done = agent_in(tmp_path).run_sync(QUICKSTART)
     with pytest.raises(gr.RunError, match=r"completed; there is nothing to resume.*gr.fork"):
-        gr.resume(done.run_id, store_path)
+        gr.resume(done.run_id, store=store_path)
     with pytest.raises(gr.RunError, match="no run 'nope' in run store"):
-        gr.resume("nope", store_path)
+        gr.resume("nope", store=store_path)
     short = agent_in(tmp_path, workspace=tmp_path / "short", max_iterations=5).run_sync(QUICKSTART)
     assert short.status == "budget_exhausted"
     with pytest.raises(
         gr.RunError, match=r"is budget_exhausted: its own limits and checks stopped it.*fork"
     ):
-        gr.resume(short.run_id, store_path)
+        gr.resume(short.run_id, store=store_path)
     run = interrupted(tmp_path / "b", turn=9)
-    gr.resume(run.run_id, tmp_path / "b" / "store.sqlite")
+    gr.resume(run.run_id, store=tmp_path / "b" / "store.sqlite")
     with pytest.raises(gr.RunError, match="was already resumed as run"):
-        gr.resume(run.run_id, tmp_path / "b" / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "b" / "store.sqlite")
 
 
 def test_resume_needs_the_agent_in_a_new_process(tmp_path: Path) -> None:
     run = interrupted(tmp_path, turn=9)
     del started_by[run.run_id]  # as after a kernel restart
     with pytest.raises(gr.RunError, match=r"pass it: gr.resume\('.*', agent=my_agent\)"):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
-    resumed = gr.resume(run.run_id, tmp_path / "store.sqlite", agent=agent_in(tmp_path))
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
+    resumed = gr.resume(run.run_id, agent=agent_in(tmp_path), store=tmp_path / "store.sqlite")
     assert resumed.status == "completed"
 
 
@@ -184,11 +184,11 @@ async def test_a_live_run_is_not_resumed(tmp_path: Path) -> None:
         while run.turns < 3:
             await asyncio.sleep(0.01)
         with pytest.raises(gr.RunError, match=r"is still live .*stop it first"):
-            gr.resume(run.run_id, tmp_path / "s")
+            gr.resume(run.run_id, store=tmp_path / "s")
     finally:
         run.cancel()
         await run.wait()
-    resumed = gr.resume(run.run_id, tmp_path / "s")  # a stopped run resumes, to its end
+    resumed = gr.resume(run.run_id, store=tmp_path / "s")  # a stopped run resumes, to its end
     assert resumed.status == "completed"
 
 
@@ -202,7 +202,7 @@ def test_an_old_store_without_checkpoints_says_so(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_id,))
     with pytest.raises(gr.RunError, match=r"recorded by an earlier gr_notebook.*run the job again"):
-        gr.resume(run_id, path, agent_in(tmp_path))
+        gr.resume(run_id, agent_in(tmp_path), store=path)
     frame = gr.runs_df(path)
     assert not frame["resumable"].any() and (frame["checkpoints"] == 0).all()
 
@@ -293,7 +293,9 @@ def test_in_a_script_fork_and_resume_return_the_finished_run(tmp_path: Path) -> 
     parent = agent_in(tmp_path).run_sync(QUICKSTART)
     fork = parent.fork(turn=5, workspace=tmp_path / "fork")
     by_id = gr.fork(parent.run_id, 5, workspace=tmp_path / "by-id", store=parent.store)
-    resumed = gr.resume(interrupted(tmp_path / "b", 12).run_id, tmp_path / "b" / "store.sqlite")
+    resumed = gr.resume(
+        interrupted(tmp_path / "b", 12).run_id, store=tmp_path / "b" / "store.sqlite"
+    )
     assert [r.status for r in (fork, by_id, resumed)] == ["completed"] * 3
     with pytest.raises(gr.RunError) as raised:
         parent.fork(turn=5, workspace=tmp_path / "live", wait=False)
@@ -302,7 +304,7 @@ def test_in_a_script_fork_and_resume_return_the_finished_run(tmp_path: Path) -> 
         "in a script use run.fork(...) without wait=False"
     )
     with pytest.raises(gr.RunError, match=r"^gr.resume\(\.\.\., wait=False\) needs a running"):
-        gr.resume(parent.run_id, parent.store, wait=False)
+        gr.resume(parent.run_id, wait=False, store=parent.store)
     assert not (tmp_path / "live").exists()  # refused before anything started
 
 
@@ -341,7 +343,7 @@ def test_a_run_stopped_mid_turn_keeps_its_journal_and_resumes(tmp_path: Path) ->
     sets that file aside rather than calling it a change by hand."""
     ws = tmp_path / "ws"
 
-    def note_then_stop(context: gr.ToolContext, params: Any) -> str:
+    def note_then_stop(context: gr.tools.ToolContext, params: Any) -> str:
         context.workspace.write_text("late.md", "written in the stopped turn\n")
         raise KeyboardInterrupt
 
@@ -361,7 +363,7 @@ def test_a_run_stopped_mid_turn_keeps_its_journal_and_resumes(tmp_path: Path) ->
     again = gr.Agent(
         gr.ScriptedModel([gr.text("done")]), store=tmp_path / "s.sqlite", tools=[stopper]
     )
-    resumed = gr.resume(run.run_id, tmp_path / "s.sqlite", again)
+    resumed = gr.resume(run.run_id, again, store=tmp_path / "s.sqlite")
     assert resumed.status == "ended"
     (event,) = [e for e in resumed.events if e.kind == "run_resumed"]
     assert event.parent_turn == 2 and list(event.kept_aside) == ["late.md"]

@@ -260,8 +260,8 @@ def test_a_policy_denies_an_mcp_tool_by_its_name_and_the_server_never_runs_it(
     assert ran(count) == ["greet", "add"]  # the denied call never reached the server
     policy = run.policy_df()
     assert set(policy["tool"]) >= {"mcp__demo__add"}
-    assert list(policy["allowed"]) == [False, True, True]
-    assert policy["policy"][0] == needs_greet.name
+    assert list(policy["decision"]) == ["deny", "allow", "allow"]
+    assert policy["guardrail"][0] == needs_greet.name
     called = ["mcp__demo__add", "mcp__demo__greet", "mcp__demo__add"]
     assert list(run.tool_calls_df()["tool"]) == called
 

@@ -80,7 +80,7 @@ def test_a_journal_is_not_removed_through_a_link_swapped_in_mid_run(tmp_path: Pa
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     outside.mkdir()
 
-    def swap(context: gr.ToolContext, params: Any) -> str:
+    def swap(context: gr.tools.ToolContext, params: Any) -> str:
         run_id = gr.current_run().run_id  # type: ignore[union-attr]
         (outside / f"writes-{run_id}").write_text("someone else's\n", encoding="utf-8")
         (ws / ".gr").rename(tmp_path / "real-gr")
@@ -108,7 +108,7 @@ def test_a_resume_in_place_never_moves_files_through_a_linked_system_folder(
     linked_system_folder(root, outside)
     held = sorted(p.name for p in outside.iterdir())
     with pytest.raises(gr.errors.WorkspaceError, match=REFUSED):
-        gr.resume(run.run_id, tmp_path / "store.sqlite")
+        gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     assert (root / "late.md").read_text() == "written after the checkpoint\n"
     assert sorted(p.name for p in outside.iterdir()) == held  # no lock, no aside
 

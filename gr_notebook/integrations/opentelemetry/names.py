@@ -94,11 +94,13 @@ class GR:
     MODEL_RETRY: Final = "gr.model_retry"
     ERROR: Final = "gr.error"
 
-    # attributes every decision may carry
+    # attributes every decision may carry: its kind, its guardrail's name and its verdict,
+    # in the words and under the names of the DataFrames' kind, guardrail and decision
+    GUARDRAIL_KIND: Final = "gr.guardrail.kind"
+    GUARDRAIL: Final = "gr.guardrail.name"
     DECISION: Final = "gr.decision"
     REASON: Final = "gr.reason"
     MODE: Final = "gr.mode"
-    POLICY: Final = "gr.policy.name"
     POLICIES: Final = "gr.policies"
     TOOL: Final = "gr.tool.name"
     BY: Final = "gr.approval.by"
@@ -106,10 +108,8 @@ class GR:
     REQUEST_ID: Final = "gr.approval.request_id"
     WAITED_S: Final = "gr.approval.waited_s"
     APPROVAL_INPUT: Final = "gr.approval.input"
-    PROVIDER: Final = "gr.feedback.provider"
     SEVERITY: Final = "gr.feedback.severity"
     FEEDBACK_TEXT: Final = "gr.feedback.text"
-    CHECKER: Final = "gr.completion.checker"
     STOP: Final = "gr.completion.stop"
     REFUSALS: Final = "gr.completion.refusals"
     BYPASSED: Final = "gr.completion.bypassed"

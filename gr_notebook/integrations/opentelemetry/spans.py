@@ -126,6 +126,8 @@ class TraceBuilder:
         self._last: SpanDraft | None = None
         """The span of the latest tool call, still taking what follows it."""
         self._retries: list[tuple[str, Event, dict[str, Value | None]]] = []
+        self._asking: dict[str, str] = {}
+        """The policies that asked, by approval request id: the answer's guardrail."""
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -360,8 +362,7 @@ class TraceBuilder:
             GR.ERROR_SOURCE: event.source,
             GR.ERROR_TYPE: event.error_type,
             GR.ERROR_MESSAGE: event.message,
-            GR.POLICY: event.policy,
-            GR.PROVIDER: event.provider,
+            GR.GUARDRAIL: event.policy or event.provider,
             GR.TOOL: event.tool,
         }
         target = self._last or self.run
@@ -379,7 +380,10 @@ class TraceBuilder:
     # -- what carries content ----------------------------------------------------------------
 
     def _requested(self, event: ApprovalRequestedEvent) -> dict[str, Value | None]:
+        self._asking[event.request_id] = ", ".join(event.policies)
         attributes: dict[str, Value | None] = {
+            GR.GUARDRAIL_KIND: "approval",
+            GR.GUARDRAIL: self._asking[event.request_id],
             GR.REQUEST_ID: event.request_id,
             GR.ASKED: event.asked,
             GR.REASON: event.reason,
@@ -391,8 +395,10 @@ class TraceBuilder:
 
     def _answered(self, event: ApprovalAnsweredEvent) -> dict[str, Value | None]:
         attributes: dict[str, Value | None] = {
-            GR.REQUEST_ID: event.request_id,
+            GR.GUARDRAIL_KIND: "approval",
+            GR.GUARDRAIL: self._asking.get(event.request_id),
             GR.DECISION: event.decision,
+            GR.REQUEST_ID: event.request_id,
             GR.BY: event.by,
             GR.WAITED_S: event.waited_s,
             GR.REASON: event.reason,
@@ -407,7 +413,9 @@ class TraceBuilder:
 
     def _feedback(self, event: FeedbackEvent) -> dict[str, Value | None]:
         attributes: dict[str, Value | None] = {
-            GR.PROVIDER: event.provider,
+            GR.GUARDRAIL_KIND: "feedback",
+            GR.GUARDRAIL: event.provider,
+            GR.DECISION: event.verdict,
             GR.SEVERITY: event.severity,
             GR.REASON: event.summary,
             GR.MODE: event.mode or "live",
@@ -433,8 +441,9 @@ class TraceBuilder:
 
 def _policy(event: PolicyDecisionEvent) -> dict[str, Value | None]:
     return {
+        GR.GUARDRAIL_KIND: "policy",
+        GR.GUARDRAIL: event.policy,
         GR.DECISION: event.verdict,
-        GR.POLICY: event.policy,
         GR.REASON: event.reason,
         GR.POLICIES: list(event.policies),
         GR.MODE: event.mode or "live",
@@ -442,11 +451,11 @@ def _policy(event: PolicyDecisionEvent) -> dict[str, Value | None]:
 
 
 def _completion(event: CompletionCheckEvent) -> dict[str, Value | None]:
-    decision = "bypassed" if event.bypassed else "complete" if event.complete else "refused"
     return {
-        GR.DECISION: decision,
+        GR.GUARDRAIL_KIND: "checker",
+        GR.GUARDRAIL: event.checker,
+        GR.DECISION: event.verdict,
         GR.REASON: event.feedback,
-        GR.CHECKER: event.checker,
         GR.STOP: event.stop,
         GR.REFUSALS: event.refusals,
         GR.BYPASSED: event.bypassed,
@@ -457,7 +466,9 @@ def _completion(event: CompletionCheckEvent) -> dict[str, Value | None]:
 
 def _intervention(event: InterventionCheckEvent) -> dict[str, Value | None]:
     return {
-        GR.DECISION: "intervene" if event.fired else "skip",
+        GR.GUARDRAIL_KIND: "intervention",
+        GR.GUARDRAIL: "interventions",
+        GR.DECISION: event.verdict,
         GR.REASON: event.why,
         GR.FIRED: event.fired,
         GR.TIER: event.tier,

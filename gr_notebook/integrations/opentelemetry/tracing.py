@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from gr_notebook.agent import Agent
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import Event, RunFinishedEvent
-from gr_notebook.history.analysis import events_of
-from gr_notebook.history.store import Store, reading
+from gr_notebook.history.run_arg import read_run
+from gr_notebook.history.store import Store, StoreLike
 from gr_notebook.run import Run
 
 if TYPE_CHECKING:
@@ -122,11 +122,12 @@ def export_run(
     tracer_provider: TracerProvider | None = None,
     *,
     capture_content: bool = False,
-    store: Store | str | None = None,
+    store: StoreLike | None = None,
 ) -> str:
     """Export a recorded run as the spans live tracing gives it, timed by its events.
 
-    ``run`` is a Run, its events, or a run id with ``store=`` (a Store or its path); works
+    ``run`` is a Run, a run id in ``store=`` (a Store or its path, default
+    ``gr_runs/store.sqlite``), or its events; works
     for runs of gr's loop and for Claude Agent SDK and LangChain sessions alike. Returns the
     trace id (32 hex digits). The provider is flushed, so the spans have left when this
     returns."""
@@ -154,22 +155,14 @@ def export_run(
 
 
 def _recorded(
-    run: object, store: Store | str | None
+    run: object, store: StoreLike | None
 ) -> tuple[str | None, list[Event], Mapping[str, Any] | None]:
     """The run's id, its events and its agent's configuration (from the store's row, which
-    names the agent that ran a fork)."""
-    if isinstance(run, str):
-        with reading(store) as opened:
-            events = opened.events(run)
-            if not events:
-                raise ConfigError(f"run {run!r} has no events in the store {opened.path}")
-            return run, events, _config(opened, run)
-    if store is not None:
-        raise ConfigError("store= goes with a run id: export_run('run-id', store=...)")
-    events = events_of(run, "export_run")
-    if isinstance(run, Run):
-        return run.run_id, events, _config(run.store, run.run_id)
-    return None, events, _started_config(events)
+    names the agent that ran a fork; from the events' start without a store)."""
+    with read_run(run, store, "export_run") as given:
+        if given.store is not None:
+            return given.run_id, given.events, _config(given.store, given.run_id)
+        return given.run_id or None, given.events, _started_config(given.events)
 
 
 def _config(store: Store | None, run_id: str) -> Mapping[str, Any] | None:
