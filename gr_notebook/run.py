@@ -216,7 +216,7 @@ class Run:
     def unpause(self) -> None:
         """Let a paused run go on. (``gr.resume`` is another thing: it restarts a run that
         was killed, from its checkpoint.)"""
-        self._live_loop("unpause").request_resume()
+        self._live_loop("unpause").request_unpause()
 
     def rewind(self, issue: str, *, reset_policies: bool = False) -> None:
         """Run the rewind workflow at the next safe point between turns.

@@ -66,8 +66,9 @@ async def test_pause_holds_between_turns_and_resume_goes_on(make_agent: Factory)
     await run.wait()
     assert run.status == "ended" and not run.paused
     kinds = [e.kind for e in run.events]
-    assert kinds.count("run_paused") == 1 and kinds.count("run_resumed") == 1
-    assert kinds.index("run_paused") < kinds.index("run_resumed")
+    assert kinds.count("run_paused") == 1 and kinds.count("run_unpaused") == 1
+    assert kinds.index("run_paused") < kinds.index("run_unpaused")
+    assert "run_resumed" not in kinds  # resume is a restart from a checkpoint, not this
 
 
 async def test_pause_before_the_first_turn_holds_the_run(make_agent: Factory) -> None:

@@ -77,6 +77,7 @@ TIMELINE_ICONS = {
     "rewind": "↺",
     "progress_check": "⚠",
     "run_paused": "❚❚",
+    "run_unpaused": "▶",
     "run_resumed": "▶",
     "job_complete": "✔",
     "error": "✖",

@@ -46,6 +46,7 @@ from gr_notebook.events import (
     RunPausedEvent,
     RunResumedEvent,
     RunStartedEvent,
+    RunUnpausedEvent,
     TaskAssessedEvent,
     ThinkingEvent,
     TodoCompletedEvent,
@@ -112,9 +113,14 @@ def _paused(e: RunPausedEvent) -> str:
     return "Paused"
 
 
+@_line(RunUnpausedEvent)
+def _unpaused(e: RunUnpausedEvent) -> str:
+    return "Unpaused"
+
+
 @_line(RunResumedEvent)
 def _resumed(e: RunResumedEvent) -> str:
-    if e.parent_run_id is None:
+    if e.parent_run_id is None:  # an unpause, as stores recorded it before run_unpaused
         return "Unpaused"
     verb = "Forked from" if e.relation == "fork" else "Resumed after an interruption of"
     aside = f"; {plural(len(e.kept_aside), 'later file')} kept aside" if e.kept_aside else ""
@@ -407,6 +413,7 @@ TIMELINE_KINDS = frozenset(
         "rewind",
         "progress_check",
         "run_paused",
+        "run_unpaused",
         "run_resumed",
         "job_complete",
         "error",

@@ -1,4 +1,4 @@
-"""The controls a person uses on a live run: stop, pause, resume and rewind, asked for at any
+"""The controls a person uses on a live run: stop, pause, unpause and rewind, asked for at any
 time and applied at the run's next safe point.
 
 gr's loop honours them between turns (:class:`~gr_notebook.engine.loop.Loop` is built on
@@ -48,7 +48,7 @@ class Controls:
         if not self._stop_requested:  # a stop already asked for wins; never hold it
             self._resume.clear()
 
-    def request_resume(self) -> None:
+    def request_unpause(self) -> None:
         self._resume.set()
 
     @property

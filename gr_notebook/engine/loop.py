@@ -43,7 +43,7 @@ from gr_notebook.events import (
     ProgressCheckEvent,
     RequestOverBudgetEvent,
     RunPausedEvent,
-    RunResumedEvent,
+    RunUnpausedEvent,
     thinking_event,
 )
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
@@ -199,7 +199,7 @@ class Loop(Controls):
         if self.checkpoint is not None:
             self.checkpoint.after_pause()
         if not self._stop_requested:
-            self.state.emit(RunResumedEvent())
+            self.state.emit(RunUnpausedEvent())
 
     async def _call_model(self) -> ModelResponse | LoopOutcome:
         state = self.state

@@ -36,6 +36,7 @@ from gr_notebook.events.lifecycle import (
     RunPausedEvent,
     RunResumedEvent,
     RunStartedEvent,
+    RunUnpausedEvent,
 )
 from gr_notebook.events.log import EventLog, Subscriber
 from gr_notebook.events.turn import (
@@ -101,6 +102,7 @@ __all__ = [
     "RunPausedEvent",
     "RunResumedEvent",
     "RunStartedEvent",
+    "RunUnpausedEvent",
     "Subscriber",
     "TaskAssessedEvent",
     "ThinkingEvent",
@@ -137,6 +139,7 @@ CoreEvent: TypeAlias = (
     | JobCompleteEvent
     | RunPausedEvent
     | RunResumedEvent
+    | RunUnpausedEvent
     | PolicyDecisionEvent
     | ApprovalRequestedEvent
     | ApprovalAnsweredEvent

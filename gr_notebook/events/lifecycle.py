@@ -38,9 +38,16 @@ class RunPausedEvent(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class RunUnpausedEvent(Event):
+    """A paused run goes on (``run.unpause()``)."""
+
+    kind: ClassVar[Literal["run_unpaused"]] = "run_unpaused"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RunResumedEvent(Event):
-    """A paused run goes on; or (with ``parent_run_id``) a run starts from another run's
-    checkpoint: its resume after an interruption, or a fork under another agent."""
+    """A run starts from another run's checkpoint (``parent_run_id``): its resume after an
+    interruption, or a fork under another agent."""
 
     kind: ClassVar[Literal["run_resumed"]] = "run_resumed"
     parent_run_id: str | None = None

@@ -163,7 +163,7 @@ def test_held_off_checks_make_way_before_any_other_line() -> None:
     for step in range(5, 55, 5):  # reasons alternate, so no two share a line
         reason = "grace_period" if step % 10 == 0 else "not_stuck"
         log.append("intervention_skipped", {"step": step, "skip_reason": reason})
-    log.append("run_resumed")
+    log.append("run_unpaused")
     assert [e.text for e in tracker.timeline] == [
         "Paused",
         "No intervention after 50 tool calls: grace period after a rewind or a start-over "
@@ -175,7 +175,7 @@ def test_held_off_checks_make_way_before_any_other_line() -> None:
     assert [e.text for e in tracker.timeline] == ["Paused", "Unpaused", "Paused"]
     log.append("intervention_skipped", {"step": 55, "skip_reason": "not_stuck"})
     assert [e.kind for e in tracker.timeline] == [  # the newest line stays, even muted
-        "run_resumed",
+        "run_unpaused",
         "run_paused",
         "intervention_skipped",
     ]

@@ -8,7 +8,7 @@ import pytest
 
 import gr_notebook as gr
 from gr_notebook.display.timeline import describe
-from gr_notebook.events import RunResumedEvent
+from gr_notebook.events import RunResumedEvent, RunUnpausedEvent
 from gr_notebook.examples import QUICKSTART
 
 
@@ -100,7 +100,8 @@ def test_compare_says_what_it_takes() -> None:
 
 
 def test_the_timeline_tells_a_resume_a_fork_and_a_pause_apart() -> None:
-    assert describe(RunResumedEvent()) == "Unpaused"
+    assert describe(RunUnpausedEvent()) == "Unpaused"
+    assert describe(RunResumedEvent()) == "Unpaused"  # an unpause in an older store
     fork = RunResumedEvent(parent_run_id="p1", parent_turn=7, relation="fork")
     assert describe(fork) == "Forked from run p1 at turn 7"
     back = RunResumedEvent(
@@ -110,4 +111,4 @@ def test_the_timeline_tells_a_resume_a_fork_and_a_pause_apart() -> None:
         describe(back)
         == "Resumed after an interruption of run p1 at turn 9; 2 later files kept aside"
     )
-    assert RunResumedEvent().to_data() == {}  # a pause's resume keeps its stored layout
+    assert RunUnpausedEvent().to_data() == {}
