@@ -23,7 +23,7 @@ from gr_notebook.history.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEWER_KINDS = frozenset(
-    {"thinking", "allotment_extended", "approval_requested", "approval_answered"}
+    {"thinking", "allotment_extended", "approval_requested", "approval_answered", "run_unpaused"}
 )
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
 NEWER_COLUMNS = {
