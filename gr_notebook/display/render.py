@@ -257,8 +257,7 @@ def render_shadow(entries: Sequence[TimelineEntry], total: int | None = None) ->
         for e in entries
     )
     body = f"<ul style='margin:0;padding-left:4px;font-size:12px;{SHADOW_STYLE}'>{rows}</ul>"
-    if total is not None and total > len(entries):
-        body += f"<div style='{SHADOW_STYLE};font-size:11px'>… {total - len(entries)} earlier</div>"
+    body += _earlier(entries, total)
     title = "Shadow guardrails: would have, and did not (newest first)"
     return (
         f"<div class='gr-shadow' style='{PANEL};{SHADOW_STYLE};border-style:dashed'>"
@@ -282,10 +281,7 @@ def render_calls(entries: Sequence[ToolCallEntry], total: int | None = None) -> 
             for e in entries
         )
         style = "margin:0;padding-left:4px;font-size:12px;overflow-wrap:anywhere"
-        body = f"<ul style='{style}'>{rows}</ul>"
-        if total is not None and total > len(entries):
-            earlier = total - len(entries)
-            body += f"<div style='color:#9e9e9e;font-size:11px'>… {earlier} earlier</div>"
+        body = f"<ul style='{style}'>{rows}</ul>" + _earlier(entries, total)
     title = "Tool calls (newest first)" + (f", {total:,} in all" if total else "")
     return _panel("gr-calls", title, body)
 
@@ -323,10 +319,15 @@ def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) 
             for e in entries
         )
         body = f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"
-        if total is not None and total > len(entries):
-            earlier = total - len(entries)
-            body += f"<div style='color:#9e9e9e;font-size:11px'>… {earlier} earlier</div>"
+        body += _earlier(entries, total)
     return _panel("gr-timeline", "Timeline (newest first)", body)
+
+
+def _earlier(entries: Sequence[object], total: int | None) -> str:
+    """The line under a list that shows only the newest of ``total`` entries."""
+    if total is None or total <= len(entries):
+        return ""
+    return f"<div style='color:#9e9e9e;font-size:11px'>… {total - len(entries)} earlier</div>"
 
 
 def _state_colour(state: DashboardState) -> str:

@@ -21,6 +21,7 @@ from gr_notebook.display.timeline import (
     tone_of,
     worth_a_line,
 )
+from gr_notebook.eventdata import clip
 from gr_notebook.events import (
     ErrorEvent,
     Event,
@@ -192,9 +193,7 @@ class ToolCallEntry:
     def from_event(cls, event: ToolCallEvent) -> ToolCallEntry:
         params = event.input if isinstance(event.input, Mapping) else {}
         target = next((str(params[k]) for k in _TARGET_KEYS if params.get(k)), "")
-        target = " ".join(target.split())
-        if len(target) > MAX_TARGET:
-            target = target[: MAX_TARGET - 1] + "…"
+        target = clip(" ".join(target.split()), MAX_TARGET)
         source = event.directive.source if event.directive is not None else ""
         if event.is_error and source.startswith("policy:"):
             return cls(event.turn, event.tool, target, "denied", source.removeprefix("policy:"))

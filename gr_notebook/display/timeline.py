@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from gr_notebook.eventdata import clip
 from gr_notebook.events import (
     AllotmentExtendedEvent,
     ApprovalAnsweredEvent,
@@ -87,9 +88,29 @@ def _line(cls: type[Event]) -> Callable[[F], F]:
     return register
 
 
+#: The kinds whose line is their fields put into a template (``e`` is the event).
+_TEMPLATES: dict[type[Event], str] = {
+    RunPausedEvent: "Paused",
+    RunUnpausedEvent: "Unpaused",
+    PromptInjectedEvent: "Prompt: {e.text}",
+    GuidanceEvent: "Order from {e.directive.source}: {e.directive.text}",
+    ProgressCheckEvent: "Progress check: todo list unchanged for many turns; the model is "
+    "asked to take stock",
+    WorkspaceSummaryEvent: "Workspace summary written to {e.file}: {e.chars:,} characters",
+    JobCompleteEvent: "Job complete: {e.summary}",
+    FeedbackEvent: "Feedback from {e.provider} ({e.severity}): {e.summary}",
+}
+
+
+def _filled(template: str) -> Callable[[Any], str]:
+    return lambda e: template.format(e=e)
+
+
+_DESCRIBERS.update({cls: _filled(template) for cls, template in _TEMPLATES.items()})
+
+
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(" ".join(str(text).split()), limit)
 
 
 def _list_name(kind: str, number: object, name: str) -> str:
@@ -106,16 +127,6 @@ def _list_name(kind: str, number: object, name: str) -> str:
 @_line(RunStartedEvent)
 def _run_started(e: RunStartedEvent) -> str:
     return f"Run started on {e.model or 'a model'}"
-
-
-@_line(RunPausedEvent)
-def _paused(e: RunPausedEvent) -> str:
-    return "Paused"
-
-
-@_line(RunUnpausedEvent)
-def _unpaused(e: RunUnpausedEvent) -> str:
-    return "Unpaused"
 
 
 @_line(RunResumedEvent)
@@ -205,21 +216,6 @@ def _tool_call(e: ToolCallEvent) -> str:
     return f"{e.tool} {'failed' if e.is_error else 'ran'}: {e.result}"
 
 
-@_line(PromptInjectedEvent)
-def _prompt(e: PromptInjectedEvent) -> str:
-    return f"Prompt: {e.text}"
-
-
-@_line(GuidanceEvent)
-def _guidance(e: GuidanceEvent) -> str:
-    return f"Order from {e.directive.source}: {e.directive.text}"
-
-
-@_line(ProgressCheckEvent)
-def _progress_check(e: ProgressCheckEvent) -> str:
-    return "Progress check: todo list unchanged for many turns; the model is asked to take stock"
-
-
 # -- the workflow --------------------------------------------------------------------------------
 
 
@@ -254,20 +250,10 @@ def _rewind(e: RewindEvent) -> str:
     return f"Rewind by the {e.source or 'model'}: {e.issue}"
 
 
-@_line(WorkspaceSummaryEvent)
-def _summary(e: WorkspaceSummaryEvent) -> str:
-    return f"Workspace summary written to {e.file}: {e.chars:,} characters"
-
-
 @_line(PlanUpdatedEvent)
 def _plan(e: PlanUpdatedEvent) -> str:
     warnings = f", {plural(len(e.warnings), 'warning')}" if e.warnings else ""
     return f"Plan updated by the {e.source}: {e.complete}/{e.phases} phases complete{warnings}"
-
-
-@_line(JobCompleteEvent)
-def _job_complete(e: JobCompleteEvent) -> str:
-    return f"Job complete: {e.summary}"
 
 
 # -- the guardrails ------------------------------------------------------------------------------
@@ -304,11 +290,6 @@ def _approval_answered(e: ApprovalAnsweredEvent) -> str:
 @_line(PoliciesResetEvent)
 def _policies_reset(e: PoliciesResetEvent) -> str:
     return f"Policy memory reset by the {e.source or 'model'}"
-
-
-@_line(FeedbackEvent)
-def _feedback(e: FeedbackEvent) -> str:
-    return f"Feedback from {e.provider} ({e.severity}): {e.summary}"
 
 
 @_line(CompletionCheckEvent)

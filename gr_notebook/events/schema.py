@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -60,28 +60,22 @@ def _long(value: Any, depth: int = 0) -> bool:
     if value.__class__ is str:
         return len(value) > MAX_EVENT_TEXT
     if isinstance(value, Mapping):
-        if depth >= MAX_DATA_DEPTH:
+        if any(k.__class__ is not str or len(k) > MAX_EVENT_TEXT for k in value):
             return True
-        for k, v in value.items():
-            if k.__class__ is not str or len(k) > MAX_EVENT_TEXT:
+        items: Iterable[Any] = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    else:
+        return isinstance(value, str) and len(value) > MAX_EVENT_TEXT  # a str subclass
+    if depth >= MAX_DATA_DEPTH:
+        return True
+    for v in items:
+        if v.__class__ is str:
+            if len(v) > MAX_EVENT_TEXT:
                 return True
-            if v.__class__ is str:
-                if len(v) > MAX_EVENT_TEXT:
-                    return True
-            elif v.__class__ not in _SCALARS and _long(v, depth + 1):
-                return True
-        return False
-    if isinstance(value, list | tuple):
-        if depth >= MAX_DATA_DEPTH:
+        elif v.__class__ not in _SCALARS and _long(v, depth + 1):
             return True
-        for v in value:
-            if v.__class__ is str:
-                if len(v) > MAX_EVENT_TEXT:
-                    return True
-            elif v.__class__ not in _SCALARS and _long(v, depth + 1):
-                return True
-        return False
-    return isinstance(value, str) and len(value) > MAX_EVENT_TEXT  # a str subclass
+    return False
 
 
 @dataclass(frozen=True, slots=True)

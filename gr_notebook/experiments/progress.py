@@ -52,10 +52,7 @@ class StatusCounts:
         self.done += 1
 
     def statuses(self) -> list[str]:
-        seen = Counter[str]()
-        for counts in self.by_agent.values():
-            seen.update(counts)
-        return sorted(seen, key=lambda s: (s != "completed", s))
+        return sorted(self.totals(), key=lambda s: (s != "completed", s))
 
     def totals(self) -> Mapping[str, int]:
         seen = Counter[str]()

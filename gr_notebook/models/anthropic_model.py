@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gr_notebook.errors import ConfigError, ModelError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.messages import (
     THINKING_BLOCKS,
     ContentBlock,
@@ -359,7 +360,7 @@ def _continued(params: Mapping[str, Any], paused: Sequence[Any]) -> dict[str, An
 def _raw_block(block: Any) -> Any:
     """A content block as the API sent it (server-tool blocks included), to send back."""
     dump = getattr(block, "model_dump", None)
-    return dump(mode="json", exclude_none=True) if callable(dump) else _plain(block)
+    return dump(mode="json", exclude_none=True) if callable(dump) else plain_json(block)
 
 
 def _joined(segments: Sequence[ModelResponse]) -> ModelResponse:
@@ -417,7 +418,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {
         "name": spec.name,
         "description": spec.description,
-        "input_schema": _plain(spec.input_schema),
+        "input_schema": plain_json(spec.input_schema),
     }
 
 
@@ -434,7 +435,7 @@ def _block(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ToolUseBlock):
-        params = _plain(block.input)
+        params = plain_json(block.input)
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": params}
     if isinstance(block, ToolResultBlock):
         result: dict[str, Any] = {
@@ -448,15 +449,6 @@ def _block(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, THINKING_BLOCKS):  # unchanged, signature and all
         return block_json(block)
     raise ModelError(f"cannot send a {type(block).__name__} to the Messages API")
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and tuples (the core keeps them read-only) as the dicts and lists JSON has."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _vendor() -> Vendor:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gr_notebook.errors import ConfigError, ModelError
+from gr_notebook.eventdata import plain_json
 from gr_notebook.events import ModelRetryEvent
 from gr_notebook.messages import (
     ContentBlock,
@@ -384,7 +385,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         "function": {
             "name": spec.name,
             "description": spec.description,
-            "parameters": _plain(spec.input_schema),
+            "parameters": plain_json(spec.input_schema),
         },
     }
 
@@ -421,7 +422,7 @@ def _call(block: ToolUseBlock) -> dict[str, Any]:
     if isinstance(bad, Mapping):  # sent back as the model wrote it, so it sees its mistake
         arguments = str(bad.get("raw", ""))
     else:
-        arguments = json.dumps(_plain(block.input))
+        arguments = json.dumps(plain_json(block.input))
     return {
         "id": block.id,
         "type": "function",
@@ -433,11 +434,3 @@ def _result(block: ToolResultBlock) -> str:
     """The API has no ``is_error``; an error says so in its first words."""
     text = block.content or "(no output)"
     return f"Error: {text}" if block.is_error and not text.startswith("Error") else text
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

@@ -23,7 +23,7 @@ from gr_notebook.messages import TextBlock, ToolUseBlock
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.local_http import Reply, json_reply
 from gr_notebook.testing.messages_server import MessagesServer, Turn, event_stream
-from gr_notebook.testing.request_rules import InvalidRequest
+from gr_notebook.testing.request_rules import InvalidRequest, require
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS
 
 __all__ = ["ChatServer", "bad_arguments", "chat_chunks", "empty_reply"]
@@ -100,15 +100,7 @@ class ChatServer(MessagesServer):
         if self.models is not None and body["model"] not in self.models:
             message = f"model '{body['model']}' not found"
             return number, self._error_reply(404, message, number, "model_not_found")
-        with self._lock:
-            turn = self._turns.popleft() if self._turns else None
-            if turn is not None:
-                self._served += 1
-            turn_number = self._served
-        if turn is None:
-            message = f"local server: the script has no turn left for request {number}"
-            return number, self._error_reply(400, message, number)
-        return number, self._serve(turn, body, turn_number, number)
+        return number, self._next_turn(body, number)
 
     def _message(
         self, response: ModelResponse, body: dict[str, Any], turn_number: int
@@ -249,52 +241,47 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise InvalidRequest(message)
-
-
 def _validate(body: dict[str, Any]) -> None:
     """Refuse what chat-completions servers refuse: the checks a client bug would trip."""
     model = body.get("model")
-    _require(isinstance(model, str) and model != "", "model: must be a non-empty string")
-    _require(isinstance(body.get("stream", False), bool), "stream: must be a boolean")
+    require(isinstance(model, str) and model != "", "model: must be a non-empty string")
+    require(isinstance(body.get("stream", False), bool), "stream: must be a boolean")
     options = body.get("stream_options")
-    _require(options is None or isinstance(options, dict), "stream_options: must be an object")
-    _require(
+    require(options is None or isinstance(options, dict), "stream_options: must be an object")
+    require(
         options is None or body.get("stream") is True,
         "stream_options: only allowed when stream is true",
     )
     messages = body.get("messages")
-    _require(isinstance(messages, list) and bool(messages), "messages: must be a non-empty list")
+    require(isinstance(messages, list) and bool(messages), "messages: must be a non-empty list")
     pending: set[str] = set()
     for i, message in enumerate(messages or ()):
-        _require(isinstance(message, dict), f"messages.{i}: must be an object")
+        require(isinstance(message, dict), f"messages.{i}: must be an object")
         role = message.get("role")
-        _require(role in _ROLES, f"messages.{i}.role: unknown role {role!r}")
+        require(role in _ROLES, f"messages.{i}.role: unknown role {role!r}")
         if role == "tool":
             call_id = message.get("tool_call_id")
-            _require(
+            require(
                 call_id in pending,
                 f"messages.{i}: a tool message must answer a tool_call_id of the assistant "
                 f"message before it, got {call_id!r}",
             )
             pending.discard(call_id)
-            _require(
+            require(
                 isinstance(message.get("content"), str), f"messages.{i}.content: must be a string"
             )
             continue
-        _require(not pending, f"messages.{i}: tool_calls {sorted(pending)} were not answered")
+        require(not pending, f"messages.{i}: tool_calls {sorted(pending)} were not answered")
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
-            _require(
+            require(
                 isinstance(function.get("arguments"), str),
                 f"messages.{i}.tool_calls: arguments must be a string of JSON",
             )
             pending.add(call.get("id"))
     for j, tool in enumerate(body.get("tools") or ()):
         function = tool.get("function") if isinstance(tool, dict) else None
-        _require(
+        require(
             isinstance(tool, dict)
             and tool.get("type") == "function"
             and isinstance(function, dict)

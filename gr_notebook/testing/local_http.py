@@ -18,13 +18,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 from urllib.parse import urlsplit
 
 __all__ = [
     "HANG_POLL_SECONDS",
     "App",
     "HTTPServer",
+    "LocalServer",
     "Reply",
     "Serving",
     "json_reply",
@@ -159,25 +160,62 @@ class Serving:
         self._thread.join(timeout=2.0)
 
 
+class LocalServer:
+    """The lifecycle every local server here shares: ``with Server(...) as server:`` serves
+    it on a free loopback port (or :meth:`start` and :meth:`close`); a subclass writes
+    ``dispatch``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._serving: Serving | None = None
+
+    def start(self) -> Self:
+        if self._serving is not None:
+            raise RuntimeError(f"{type(self).__name__} is already running")
+        self._stopping.clear()
+        self._serving = Serving(self, type(self).__name__)
+        return self
+
+    def close(self) -> None:
+        """Stop serving; hung and slow requests are dropped at once, so this is quick."""
+        serving, self._serving = self._serving, None
+        if serving is None:
+            return
+        self._stopping.set()
+        serving.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        if self._serving is None:
+            name = type(self).__name__
+            raise RuntimeError(f"{name} is not running; use it as a context manager")
+        return f"http://127.0.0.1:{self._serving.port}"
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set while the server shuts down: held and streamed requests end at once."""
+        return self._stopping
+
+    def dispatch(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Reply]:
+        raise NotImplementedError
+
+    def note_disconnect(self) -> None:
+        """Count a client that went away before its reply ended (here: nothing to count)."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: HTTPServer
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else a reused connection waits out a delayed ACK
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -208,6 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True  # the client gave up (a timeout or a cancellation)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
     def _head(self, reply: Reply, number: int) -> None:
         self.send_response(reply.status, _REASONS.get(reply.status))

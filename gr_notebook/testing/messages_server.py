@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import Any
 
 from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
 from gr_notebook.models.base import ModelResponse
 from gr_notebook.testing.faults import Fault, Turn, error_type_for, status_for
-from gr_notebook.testing.local_http import Reply, Serving, json_reply, json_text
+from gr_notebook.testing.local_http import LocalServer, Reply, json_reply, json_text
 from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, prompt_tokens
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
@@ -47,7 +45,7 @@ class RecordedRequest:
     """Header names are lower case."""
 
 
-class MessagesServer:
+class MessagesServer(LocalServer):
     """Serves scripted turns over the Messages API on a free loopback port.
 
     Use it as a context manager; each ``POST /v1/messages`` consumes one turn, in order.
@@ -76,44 +74,14 @@ class MessagesServer:
             raise ValueError(f"chunk_chars must be a whole number >= 1, got {chunk_chars!r}")
         self.chunk_chars = chunk_chars
         """Characters per delta of a streamed answer."""
+        super().__init__()
         self._side = side
         self._cache = PromptCache(min_cacheable_tokens)
         self._signer = ThinkingSigner()
         self._turns: deque[Turn] = deque(turns)
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
         self._requests: list[RecordedRequest] = []
         self._served = 0
         self._disconnects = 0
-        self._serving: Serving | None = None
-
-    # ── lifecycle ──────────────────────────────────────────────────────────────────────────
-
-    def start(self) -> MessagesServer:
-        if self._serving is not None:
-            raise RuntimeError("MessagesServer is already running")
-        self._stopping.clear()
-        self._serving = Serving(self, "MessagesServer")
-        return self
-
-    def close(self) -> None:
-        """Stop serving; hung and slow requests are dropped at once, so this is quick."""
-        serving, self._serving = self._serving, None
-        if serving is None:
-            return
-        self._stopping.set()
-        serving.close()
-
-    def __enter__(self) -> MessagesServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ── what tests look at ─────────────────────────────────────────────────────────────────
 
@@ -122,21 +90,10 @@ class MessagesServer:
         return self._cache.min_cacheable_tokens
 
     @property
-    def url(self) -> str:
-        if self._serving is None:
-            raise RuntimeError("MessagesServer is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._serving.port}"
-
-    @property
     def requests(self) -> list[RecordedRequest]:
         """Every request received, valid or not, in order (a copy)."""
         with self._lock:
             return list(self._requests)
-
-    @property
-    def stopping(self) -> threading.Event:
-        """Set while the server shuts down: held and streamed requests end at once."""
-        return self._stopping
 
     @property
     def disconnects(self) -> int:
@@ -195,6 +152,10 @@ class MessagesServer:
         side = self._side(copy.deepcopy(body)) if self._side is not None else None
         if side is not None:
             return number, self._serve(side, body, 0, number)
+        return number, self._next_turn(body, number)
+
+    def _next_turn(self, body: dict[str, Any], number: int) -> Reply:
+        """The script's next turn served, or the refusal when none is left."""
         with self._lock:
             turn = self._turns.popleft() if self._turns else None
             if turn is not None:
@@ -202,8 +163,8 @@ class MessagesServer:
             turn_number = self._served
         if turn is None:
             message = f"local server: the script has no turn left for request {number}"
-            return number, _error(400, message, number)
-        return number, self._serve(turn, body, turn_number, number)
+            return self._error_reply(400, message, number)
+        return self._serve(turn, body, turn_number, number)
 
     def _serve(self, turn: Turn, body: dict[str, Any], turn_number: int, number: int) -> Reply:
         streamed = body.get("stream") is True

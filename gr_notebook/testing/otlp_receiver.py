@@ -5,13 +5,11 @@ an OpenTelemetry exporter really sent. Needs ``opentelemetry-proto`` (the ``otel
 from __future__ import annotations
 
 import gzip
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
-from gr_notebook.testing.local_http import Reply, Serving
+from gr_notebook.testing.local_http import LocalServer, Reply
 
 __all__ = ["OtlpReceiver", "ReceivedEvent", "ReceivedSpan"]
 
@@ -42,38 +40,18 @@ class ReceivedSpan:
     scope: str
 
 
-class OtlpReceiver:
+class OtlpReceiver(LocalServer):
     """``with OtlpReceiver() as receiver:`` export to ``receiver.endpoint``; read
     ``receiver.spans``."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
+        super().__init__()
         self._spans: list[ReceivedSpan] = []
         self._requests = 0
-        self._serving: Serving | None = None
-
-    def __enter__(self) -> OtlpReceiver:
-        self._serving = Serving(self, "OtlpReceiver")
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        serving, self._serving = self._serving, None
-        if serving is None:
-            return
-        self._stopping.set()
-        serving.close()
 
     @property
     def endpoint(self) -> str:
-        if self._serving is None:
-            raise RuntimeError("OtlpReceiver is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._serving.port}{TRACES_PATH}"
+        return f"{self.url}{TRACES_PATH}"
 
     @property
     def spans(self) -> list[ReceivedSpan]:
@@ -84,15 +62,6 @@ class OtlpReceiver:
     def requests(self) -> int:
         with self._lock:
             return self._requests
-
-    # -- the App protocol of local_http --------------------------------------------------------
-
-    @property
-    def stopping(self) -> threading.Event:
-        return self._stopping
-
-    def note_disconnect(self) -> None:
-        pass
 
     def dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "InvalidRequest", "validate"]
+__all__ = ["MAX_CACHE_BREAKPOINTS", "InvalidRequest", "require", "validate"]
 
 #: The most blocks that may carry ``cache_control`` in one request, as the API enforces.
 MAX_CACHE_BREAKPOINTS = 4
@@ -17,7 +17,8 @@ class InvalidRequest(Exception):
     """A request the API would refuse with 400 invalid_request_error."""
 
 
-def _require(condition: bool, message: str) -> None:
+def require(condition: bool, message: str) -> None:
+    """Refuse the request with ``message`` unless ``condition`` holds."""
     if not condition:
         raise InvalidRequest(message)
 
@@ -25,16 +26,16 @@ def _require(condition: bool, message: str) -> None:
 def validate(body: dict[str, Any], *, generation: bool) -> None:
     """Refuse what the API refuses, with messages in its style (field path first)."""
     model = body.get("model")
-    _require("model" in body, "model: Field required")
-    _require(isinstance(model, str) and model != "", "model: must be a non-empty string")
+    require("model" in body, "model: Field required")
+    require(isinstance(model, str) and model != "", "model: must be a non-empty string")
     if generation:
         max_tokens = body.get("max_tokens")
-        _require("max_tokens" in body, "max_tokens: Field required")
-        _require(
+        require("max_tokens" in body, "max_tokens: Field required")
+        require(
             isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0,
             "max_tokens: must be a positive integer",
         )
-        _require(
+        require(
             isinstance(body.get("stream", False), bool), "stream: Input should be a valid boolean"
         )
     breakpoints: list[str] = []
@@ -44,7 +45,7 @@ def validate(body: dict[str, Any], *, generation: bool) -> None:
     if body.get("cache_control") is not None:
         _check_cache_control(body, "cache_control", breakpoints)
     found = len(breakpoints)
-    _require(
+    require(
         found <= MAX_CACHE_BREAKPOINTS,
         f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
         f"Found {found}.",
@@ -56,11 +57,11 @@ def _check_cache_control(block: dict[str, Any], path: str, breakpoints: list[str
     if marker is None:
         return
     where = f"{path}.cache_control" if path != "cache_control" else path
-    _require(isinstance(marker, dict), f"{where}: must be an object")
-    _require(marker.get("type") == "ephemeral", f"{where}.type: Input should be 'ephemeral'")
-    _require(marker.get("ttl", "5m") in ("5m", "1h"), f"{where}.ttl: Input should be '5m' or '1h'")
+    require(isinstance(marker, dict), f"{where}: must be an object")
+    require(marker.get("type") == "ephemeral", f"{where}.type: Input should be 'ephemeral'")
+    require(marker.get("ttl", "5m") in ("5m", "1h"), f"{where}.ttl: Input should be '5m' or '1h'")
     extra = sorted(set(marker) - {"type", "ttl"})
-    _require(not extra, f"{where}.{extra[0] if extra else ''}: Extra inputs are not permitted")
+    require(not extra, f"{where}.{extra[0] if extra else ''}: Extra inputs are not permitted")
     breakpoints.append(path)
 
 
@@ -68,21 +69,21 @@ def _check_text(block: dict[str, Any], path: str) -> None:
     text = block.get("text")
     if not isinstance(text, str):
         raise InvalidRequest(f"{path}.text: Field required")
-    _require(text != "", f"{path}: text content blocks must be non-empty")
-    _require(text.strip() != "", f"{path}: text content blocks must contain non-whitespace text")
+    require(text != "", f"{path}: text content blocks must be non-empty")
+    require(text.strip() != "", f"{path}: text content blocks must contain non-whitespace text")
 
 
 def _check_tools(tools: Any, breakpoints: list[str]) -> None:
     if tools is None:
         return
-    _require(isinstance(tools, list), "tools: Input should be a valid list")
+    require(isinstance(tools, list), "tools: Input should be a valid list")
     for i, tool in enumerate(tools):
         path = f"tools.{i}"
-        _require(isinstance(tool, dict), f"{path}: Input should be an object")
+        require(isinstance(tool, dict), f"{path}: Input should be an object")
         name = tool.get("name")
-        _require(isinstance(name, str) and name != "", f"{path}.name: Field required")
+        require(isinstance(name, str) and name != "", f"{path}.name: Field required")
         if tool.get("type") in (None, "custom"):  # server tools (typed) carry no schema
-            _require(
+            require(
                 isinstance(tool.get("input_schema"), dict), f"{path}.input_schema: Field required"
             )
         _check_cache_control(tool, path, breakpoints)
@@ -91,10 +92,10 @@ def _check_tools(tools: Any, breakpoints: list[str]) -> None:
 def _check_system(system: Any, breakpoints: list[str]) -> None:
     if system is None or isinstance(system, str):
         return
-    _require(isinstance(system, list), "system: Input should be a string or a list of text blocks")
+    require(isinstance(system, list), "system: Input should be a string or a list of text blocks")
     for i, block in enumerate(system):
         path = f"system.{i}"
-        _require(
+        require(
             isinstance(block, dict) and block.get("type") == "text",
             f"{path}.type: Input should be 'text'",
         )
@@ -103,23 +104,23 @@ def _check_system(system: Any, breakpoints: list[str]) -> None:
 
 
 def _check_messages(messages: Any, breakpoints: list[str]) -> None:
-    _require(messages is not None, "messages: Field required")
-    _require(isinstance(messages, list), "messages: Input should be a valid list")
-    _require(len(messages) > 0, "messages: at least one message is required")
+    require(messages is not None, "messages: Field required")
+    require(isinstance(messages, list), "messages: Input should be a valid list")
+    require(len(messages) > 0, "messages: at least one message is required")
     for i, message in enumerate(messages):
         path = f"messages.{i}"
-        _require(isinstance(message, dict), f"{path}: Input should be an object")
+        require(isinstance(message, dict), f"{path}: Input should be an object")
         role = message.get("role")
-        _require(
+        require(
             role in ("user", "assistant"), f"{path}.role: Input should be 'user' or 'assistant'"
         )
-        _require(i > 0 or role == "user", 'messages: the first message must use the "user" role')
+        require(i > 0 or role == "user", 'messages: the first message must use the "user" role')
         content = message.get("content")
         final_assistant = i == len(messages) - 1 and role == "assistant"
-        _require(
+        require(
             isinstance(content, str | list), f"{path}.content: Input should be a string or a list"
         )
-        _require(
+        require(
             bool(content) or final_assistant,
             f"{path}: all messages must have non-empty content except for the optional final "
             "assistant message",
@@ -131,24 +132,24 @@ def _check_messages(messages: Any, breakpoints: list[str]) -> None:
 
 
 def _check_block(block: Any, role: str, path: str, breakpoints: list[str]) -> None:
-    _require(isinstance(block, dict), f"{path}: Input should be an object")
+    require(isinstance(block, dict), f"{path}: Input should be an object")
     kind = block.get("type")
-    _require(isinstance(kind, str), f"{path}.type: Field required")
+    require(isinstance(kind, str), f"{path}.type: Field required")
     if kind == "text":
         _check_text(block, path)
     elif kind == "tool_use":
-        _require(role == "assistant", f"{path}: tool_use blocks may only appear in assistant turns")
+        require(role == "assistant", f"{path}: tool_use blocks may only appear in assistant turns")
         tool_id = block.get("id")
-        _require(isinstance(tool_id, str) and tool_id != "", f"{path}.id: Field required")
-        _require(isinstance(block.get("name"), str), f"{path}.name: Field required")
-        _require(isinstance(block.get("input"), dict), f"{path}.input: Input should be an object")
+        require(isinstance(tool_id, str) and tool_id != "", f"{path}.id: Field required")
+        require(isinstance(block.get("name"), str), f"{path}.name: Field required")
+        require(isinstance(block.get("input"), dict), f"{path}.input: Input should be an object")
     elif kind == "tool_result":
-        _require(role == "user", f"{path}: tool_result blocks may only appear in user turns")
-        _require(isinstance(block.get("tool_use_id"), str), f"{path}.tool_use_id: Field required")
+        require(role == "user", f"{path}: tool_result blocks may only appear in user turns")
+        require(isinstance(block.get("tool_use_id"), str), f"{path}.tool_use_id: Field required")
         nested = block.get("content")
         if isinstance(nested, list):
             for k, inner in enumerate(nested):
-                _require(isinstance(inner, dict), f"{path}.content.{k}: Input should be an object")
+                require(isinstance(inner, dict), f"{path}.content.{k}: Input should be an object")
                 _check_cache_control(inner, f"{path}.content.{k}", breakpoints)
     _check_cache_control(block, path, breakpoints)
 
@@ -168,7 +169,7 @@ def _check_tool_pairing(messages: list[dict[str, Any]]) -> None:
             if uses and i + 1 < len(messages):
                 answered = set(_ids(messages[i + 1], "tool_result", "tool_use_id"))
                 missing = [tool_id for tool_id in uses if tool_id not in answered]
-                _require(
+                require(
                     not missing,
                     f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
                     f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
@@ -185,7 +186,7 @@ def _check_tool_pairing(messages: list[dict[str, Any]]) -> None:
             for j, block in enumerate(content if isinstance(content, list) else []):
                 if block.get("type") != "tool_result":
                     continue
-                _require(
+                require(
                     block["tool_use_id"] in asked,
                     f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
                     f"blocks: {block['tool_use_id']}. Each `tool_result` block must have a "

@@ -20,7 +20,7 @@ import hmac
 import secrets
 from typing import Any
 
-from gr_notebook.testing.request_rules import InvalidRequest
+from gr_notebook.testing.request_rules import require
 
 __all__ = [
     "THINKING_DOCS",
@@ -71,11 +71,6 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise InvalidRequest(message)
-
-
 def thinking_config(body: dict[str, Any]) -> dict[str, Any] | None:
     """The request's ``thinking`` when it turns thinking on (``enabled`` or ``adaptive``)."""
     config = body.get("thinking")
@@ -104,25 +99,25 @@ def _check_config(body: dict[str, Any], *, generation: bool) -> None:
     config = body.get("thinking")
     if config is None:
         return
-    _require(isinstance(config, dict), "thinking: Input should be an object")
+    require(isinstance(config, dict), "thinking: Input should be an object")
     kind = config.get("type")
-    _require(
+    require(
         kind in ("enabled", "adaptive", "disabled"),
         f"thinking.type: Input tag {kind!r} found using 'type' does not match any of the "
         "expected tags: 'enabled', 'disabled', 'adaptive'",
     )
     if kind == "enabled":
         budget = config.get("budget_tokens")
-        _require("budget_tokens" in config, "thinking.enabled.budget_tokens: Field required")
-        _require(
+        require("budget_tokens" in config, "thinking.enabled.budget_tokens: Field required")
+        require(
             isinstance(budget, int) and not isinstance(budget, bool),
             "thinking.enabled.budget_tokens: Input should be a valid integer",
         )
-        _require(
+        require(
             budget >= 1024,
             "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
         )
-        _require(
+        require(
             not generation or budget < body["max_tokens"],
             "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
             f"documentation at {THINKING_DOCS}#max-tokens-and-context-window-size",
@@ -131,18 +126,18 @@ def _check_config(body: dict[str, Any], *, generation: bool) -> None:
         return
     # "updates" (progress notes between tool calls, the 5.5 models' beta) is what the
     # Claude Code CLI sends; served here as "summarized" is.
-    _require(
+    require(
         config.get("display") in (None, "summarized", "omitted", "updates"),
         f"thinking.{kind}.display: Input should be 'summarized', 'omitted' or 'updates'",
     )
     temperature = body.get("temperature")
-    _require(
+    require(
         temperature is None or temperature == 1,
         "`temperature` may only be set to 1 when thinking is enabled. Please consult our "
         f"documentation at {THINKING_DOCS}#important-considerations-when-using-extended-thinking",
     )
     choice = body.get("tool_choice")
-    _require(
+    require(
         not (isinstance(choice, dict) and choice.get("type") in ("any", "tool")),
         "Thinking may not be enabled when tool_choice forces tool use.",
     )
@@ -157,28 +152,28 @@ def _check_block(
     final: bool,
 ) -> None:
     kind = block["type"]
-    _require(
+    require(
         message.get("role") == "assistant",
         f"{path}: {kind} blocks may only appear in assistant turns",
     )
-    _require(
+    require(
         "cache_control" not in block, f"{path}.{kind}.cache_control: Extra inputs are not permitted"
     )
-    _require(
+    require(
         on or not final,
         f"{path}: When thinking is disabled, an `assistant` message in the final position "
         "cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.",
     )
     if kind == "thinking":
         text, signature = block.get("thinking"), block.get("signature")
-        _require(isinstance(text, str), f"{path}.thinking.thinking: Field required")
-        _require(isinstance(signature, str), f"{path}.thinking.signature: Field required")
+        require(isinstance(text, str), f"{path}.thinking.thinking: Field required")
+        require(isinstance(signature, str), f"{path}.thinking.signature: Field required")
         valid = signer.signed(str(text), str(signature))
-        _require(valid, f"{path}: Invalid `signature` in `thinking` block")
+        require(valid, f"{path}: Invalid `signature` in `thinking` block")
     else:
         data = block.get("data")
-        _require(isinstance(data, str), f"{path}.redacted_thinking.data: Field required")
-        _require(signer.issued(str(data)), f"{path}: Invalid `data` in `redacted_thinking` block")
+        require(isinstance(data, str), f"{path}.redacted_thinking.data: Field required")
+        require(signer.issued(str(data)), f"{path}: Invalid `data` in `redacted_thinking` block")
 
 
 def _check_tool_loop(messages: list[Any]) -> None:
@@ -198,7 +193,7 @@ def _check_tool_loop(messages: list[Any]) -> None:
     content = messages[opener].get("content")
     first = content[0] if isinstance(content, list) and content else {"type": "text"}
     found = first.get("type") if isinstance(first, dict) else "text"
-    _require(
+    require(
         found in _THINKING_TYPES,
         f"messages.{opener}.content.0.type: Expected `thinking` or `redacted_thinking`, but "
         f"found `{found}`. When `thinking` is enabled, a final `assistant` message must start "

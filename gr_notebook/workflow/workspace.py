@@ -20,6 +20,7 @@ __all__ = [
     "TOOL_DOCS_DIR",
     "Workspace",
     "display_name",
+    "has_link",
     "open_folders",
     "open_system_file",
     "open_system_folder",
@@ -42,6 +43,21 @@ _SPECIAL_KINDS = (
     (stat_module.S_ISCHR, "character device"),
     (stat_module.S_ISBLK, "block device"),
 )
+
+
+def has_link(root: str, normal: str) -> bool:
+    """Whether the normal relative path ``normal`` under ``root`` is, or lies below, a
+    symlink: one ``lstat`` per component, up to the first that is absent."""
+    path = root
+    for part in normal.split("/"):
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return False  # absent (or not a directory): nothing below it can be a link
+        if stat_module.S_ISLNK(mode):
+            return True
+    return False
 
 
 def display_name(name: str) -> str:
@@ -320,15 +336,8 @@ class Workspace:
         normal = relative_path(raw)
         if normal == ".":
             return self._root
-        path = self._root_text
-        for part in normal.split("/"):
-            path = os.path.join(path, part)
-            try:
-                mode = os.lstat(path).st_mode
-            except OSError:
-                break  # absent (or not a directory): nothing below it can be a link
-            if stat_module.S_ISLNK(mode):
-                return self._through_links(raw, normal)
+        if has_link(self._root_text, normal):
+            return self._through_links(raw, normal)
         return Path(self._root_text, normal)
 
     def _through_links(self, raw: str, normal: str) -> Path:

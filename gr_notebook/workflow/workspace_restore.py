@@ -8,7 +8,6 @@ person replaced by links, which hashing skips.
 from __future__ import annotations
 
 import os
-import stat as stat_module
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.workflow.workspace import (
     SYSTEM_DIR,
+    has_link,
     open_folders,
     open_system_folder,
     replace_in,
@@ -70,19 +70,7 @@ def linked(root: Path, paths: Iterable[str]) -> list[str]:
     they did) would read as unchanged, or as gone; the run writes regular files only, so
     such a link is a change by hand.
     """
-    found = []
-    for path in paths:
-        here = str(root)
-        for part in path.split("/"):
-            here = os.path.join(here, part)
-            try:
-                mode = os.lstat(here).st_mode
-            except OSError:
-                break  # absent: nothing below it is a link
-            if stat_module.S_ISLNK(mode):
-                found.append(path)
-                break
-    return sorted(found)
+    return sorted(path for path in paths if has_link(str(root), path))
 
 
 def restore_files(
