@@ -38,15 +38,12 @@ from gr_notebook.guardrails.interventions import (
 from gr_notebook.guardrails.policy import PolicyBinding, PolicyDecision, ToolPolicy
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec, checked_policy
+from gr_notebook.guardrails.view import RelayView
 from gr_notebook.harness import GR_LOOP, Harness
 
 if TYPE_CHECKING:
-    from gr_notebook.guardrails.budget import BudgetUsage
     from gr_notebook.guardrails.view import RunView
     from gr_notebook.tools.base import Tool, ToolOutput
-    from gr_notebook.workflow.plan import Plan
-    from gr_notebook.workflow.todos import TodoList
-    from gr_notebook.workflow.workspace import Workspace
 
 __all__ = ["SHADOW_KINDS", "Shadow", "ShadowSpec", "ShadowView", "run_guardrails"]
 
@@ -173,49 +170,9 @@ def run_guardrails(
     return Guardrails(spec, run, harness=harness, shadow=tee)
 
 
-class ShadowView:
+class ShadowView(RelayView):
     """The run as its shadow reads it: all of it, except that what the shadow records is
     stamped ``mode="shadow"`` (a failure's source starts ``shadow:``)."""
-
-    def __init__(self, run: RunView) -> None:
-        self.run = run
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def name(self) -> str:
-        return self.run.name
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.run.workspace
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self.run.clock
-
-    @property
-    def todos(self) -> TodoList:
-        return self.run.todos
-
-    @property
-    def plan_file(self) -> str:
-        return self.run.plan_file
-
-    @property
-    def wrap_up(self) -> str | None:
-        return self.run.wrap_up
-
-    def usage(self) -> BudgetUsage:
-        return self.run.usage()
-
-    def plan(self) -> Plan | None:
-        return self.run.plan()
-
-    def phase_ahead(self) -> tuple[int, str]:
-        return self.run.phase_ahead()
 
     def emit(self, event: Event) -> None:
         if isinstance(event, _DECISIONS):

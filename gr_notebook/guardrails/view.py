@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["RunView"]
+__all__ = ["RelayView", "RunView"]
 
 
 class RunView(Protocol):
@@ -62,3 +62,52 @@ class RunView(Protocol):
     def phase_ahead(self) -> tuple[int, str]:
         """The phase an assessment made now covers, and its label."""
         ...
+
+
+class RelayView:
+    """A :class:`RunView` over another, passing everything through: a subclass changes what
+    is recorded on the way (a shadow's ``mode``, a bridge's host names) by overriding
+    :meth:`emit`."""
+
+    def __init__(self, run: RunView) -> None:
+        self.run = run
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def name(self) -> str:
+        return self.run.name
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.run.workspace
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.run.clock
+
+    @property
+    def todos(self) -> TodoList:
+        return self.run.todos
+
+    @property
+    def plan_file(self) -> str:
+        return self.run.plan_file
+
+    @property
+    def wrap_up(self) -> str | None:
+        return self.run.wrap_up
+
+    def usage(self) -> BudgetUsage:
+        return self.run.usage()
+
+    def plan(self) -> Plan | None:
+        return self.run.plan()
+
+    def phase_ahead(self) -> tuple[int, str]:
+        return self.run.phase_ahead()
+
+    def emit(self, event: Event) -> None:
+        self.run.emit(event)
