@@ -107,7 +107,8 @@ class Aftermath:
 
 
 class GuardedStep:
-    """The guardrails around one run's tool calls and stops; one per run, on any host."""
+    """The guardrails around a run's tool calls and stops, on any host. It keeps nothing but
+    the run state, so a session holds one and gr's loop builds one a turn."""
 
     def __init__(self, state: RunState, *, regulated: bool | None = None) -> None:
         """``regulated``: the agent regulates itself (seed 003), so a host without gr's
