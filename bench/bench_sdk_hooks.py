@@ -123,7 +123,9 @@ def guardrail_step(state: RunState, tool: Any, args: dict[str, Any], call_id: st
     verdict = step.check(call)
     refused = isinstance(verdict, Refused)
     output = verdict.output if isinstance(verdict, Refused) else ToolOutput("ok")
-    step.after(call, output, ran=not refused, duration_s=0.0)
+    if not refused:
+        step.ran(call, output)
+    step.after(call, output, duration_s=0.0)
 
 
 async def timed(make: Callable[[Path], Awaitable[Step]], prior: int) -> list[float]:

@@ -9,9 +9,9 @@ person, denies and ends.
   the live policies (deny > ask > allow); an ask goes to the run's approvals (the desk, then
   ``confirm=``, then nobody). An edited input goes through the tool's schema and **every live
   policy** again, and what runs is exactly the input the last request showed.
-- **After a call** (:meth:`GuardedStep.after`): the policies' ``on_result`` with the input
-  that ran, the ``tool_call`` event, the intervention tracker (not while the run winds down)
-  and the feedback providers.
+- **After a call** (:meth:`GuardedStep.ran`, then :meth:`GuardedStep.after`): the
+  policies' ``on_result`` with the input that ran, then, for every call, the ``tool_call``
+  event, the intervention tracker (not while the run winds down) and the feedback providers.
 - **Limits** (:meth:`GuardedStep.wrap_up`): past 80% of any hard limit, once, the order to
   wrap up, for a host without gr's todo layer (gr's loop puts it there).
 - **A stop** (:meth:`GuardedStep.judge_end`): the completion checker, the refusal cap, and
@@ -191,21 +191,19 @@ class GuardedStep:
 
     # -- after a call ---------------------------------------------------------------------------
 
-    def after(
-        self,
-        call: GuardedCall,
-        output: ToolOutput,
-        *,
-        ran: bool,
-        duration_s: float,
-    ) -> Aftermath:
-        """Everything that follows a call, allowed or not, in this order: the policies'
-        ``on_result`` (a call that ran and succeeded, with the input that ran), the
-        ``tool_call`` event, the intervention tracker (not while the run winds down: told
-        to wrap up, it is finishing, not stuck) and the feedback providers."""
-        state = self.state
-        if ran and not output.is_error:
+    def ran(self, call: GuardedCall, output: ToolOutput) -> None:
+        """A call that ran: the policies' ``on_result`` with the input that ran, when it
+        succeeded (a failed call teaches them nothing). Before what the call asks of the
+        run (a reset of the policies' memory forgets this call too)."""
+        if not output.is_error:
+            state = self.state
             state.guards.after_success(call.tool, call.params, output, turn=state.turn)
+
+    def after(self, call: GuardedCall, output: ToolOutput, *, duration_s: float) -> Aftermath:
+        """Everything that follows a call, allowed or not, in this order: the ``tool_call``
+        event, the intervention tracker (not while the run winds down: told to wrap up, it
+        is finishing, not stuck) and the feedback providers."""
+        state = self.state
         state.emit(
             ToolCallEvent(
                 tool=call.host_name,

@@ -89,6 +89,8 @@ class Loop(Controls):
         checkpoint: TurnCheckpoint | None = None,
     ) -> None:
         super().__init__(state)
+        self.step = GuardedStep(state)
+        """What happens around a stop and an order, as on every host."""
         self.definition = definition
         self.checkpoint = checkpoint
         """Called at each turn boundary, before anything else: a run's checkpoint."""
@@ -383,7 +385,7 @@ class Loop(Controls):
     def _stop(self, final_text: str) -> LoopOutcome | None:
         """The model ended its turn without tool calls: the run is over, unless the
         completion checker finds work left (then the model is told, and the loop goes on)."""
-        judged = GuardedStep(self.state).judge_end(final_text)
+        judged = self.step.judge_end(final_text)
         if isinstance(judged, LoopOutcome):
             return judged
         self._inject([judged])
@@ -468,8 +470,8 @@ class Loop(Controls):
 
     def _inject(self, orders: Sequence[Directive | str]) -> None:
         """Tell the model: workflow prompts, refusals and checks, each recorded as guidance."""
-        state, step = self.state, GuardedStep(self.state)
-        directives = [step.told(o) for o in orders]
+        state = self.state
+        directives = [self.step.told(o) for o in orders]
         for d in directives:
             if d.reads and state.regulation is not None:
                 state.regulation.expect_reads(d.reads)

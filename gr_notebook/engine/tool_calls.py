@@ -140,16 +140,15 @@ class _Turn:
         state, effects = self.state, self.effects
         started = time.perf_counter()
         tool: Tool | None = None
-        ran = False
         if effects.job is not None:
             output = ToolOutput(
                 f"Not run: the job was already completed by {effects.job_tool}.", True
             )
         else:
-            tool, use, output, ran = await self._run(use)
+            tool, use, output = await self._run(use)
         content = output.content
         call = GuardedCall(tool or _unknown(use.name), use.input, use.id)
-        after = self.step.after(call, output, ran=ran, duration_s=time.perf_counter() - started)
+        after = self.step.after(call, output, duration_s=time.perf_counter() - started)
         if after.intervention is not None:
             current = effects.intervention
             if current is None or after.intervention.tier > current.tier:
@@ -173,39 +172,40 @@ class _Turn:
             content = f"{content}\n\n{render_feedback(blocks)}"
         return ToolResultBlock(use.id, content, output.is_error)
 
-    async def _run(self, use: ToolUseBlock) -> tuple[Tool | None, ToolUseBlock, ToolOutput, bool]:
+    async def _run(self, use: ToolUseBlock) -> tuple[Tool | None, ToolUseBlock, ToolOutput]:
         """The call through the guardrails and, when they let it, the tool: the tool, the
-        call as it ran (a person may have edited it), its output, and whether it ran."""
+        call as it ran (a person may have edited it) and its output."""
         state = self.state
         if use.id in self.too_deep:
-            return None, use, ToolOutput(too_deep_message(use.name), True), False
+            return None, use, ToolOutput(too_deep_message(use.name), True)
         registry = self.registry
         tool, problem = registry.check_call(use.name, use.input)
         if problem is not None or tool is None:
-            return tool, use, problem or ToolOutput("Unknown tool.", True), False
+            return tool, use, problem or ToolOutput("Unknown tool.", True)
         verdict = await self.step.before(
             GuardedCall(tool, use.input, use.id),
             schema=lambda edited: _problem(registry.check_call(use.name, edited)[1]),
         )
         if isinstance(verdict, Refused):
-            return tool, use, verdict.output, False
+            return tool, use, verdict.output
         edited = verdict.edited
         if edited:  # what runs is what the person was last shown
             use = ToolUseBlock(use.id, use.name, dict(verdict.call.params))
         if tool.ends_job:
             verdict_stop = self._judge_stop(use)
             if not verdict_stop.allowed:
-                return tool, use, self._refused_stop(verdict_stop), False
+                return tool, use, self._refused_stop(verdict_stop)
         done_before = state.phases.job is not None
         try:
             output = await registry.invoke(tool, state.tool_context(), use.input)
             if not output.is_error:
                 output = self._complete_job(tool, use, output, done_before=done_before)
             if not output.is_error:
+                self.step.ran(GuardedCall(tool, use.input, use.id), output)
                 self._take_effects(output)
             if edited:
                 output = replace(output, content=edited_note(use.input) + output.content)
-            return tool, use, output, True
+            return tool, use, output
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -222,7 +222,6 @@ class _Turn:
                     "unchanged unless the tool says otherwise; try again differently.",
                     True,
                 ),
-                True,
             )
 
     def _refused_stop(self, verdict: StopVerdict) -> ToolOutput:

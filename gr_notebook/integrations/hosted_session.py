@@ -304,7 +304,9 @@ class HostedSession:
         """The guarded step's aftermath of a call, as what the model reads beside its
         result: the feedback blocks, and a tier that fired (seed 004's, as a session meets
         them: a strategy check, a second one, or the end of the session, ``stuck``)."""
-        after = self.step.after(call, output, ran=ran, duration_s=duration_s)
+        if ran:
+            self.step.ran(call, output)
+        after = self.step.after(call, output, duration_s=duration_s)
         parts = [render_feedback(after.feedback)] if after.feedback else []
         if after.intervention is not None:
             order = session_intervention(after.intervention)

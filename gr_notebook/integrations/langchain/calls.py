@@ -85,7 +85,6 @@ class ToolStep:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.step = session.step
 
     def call(self, name: str, params: Mapping[str, Any], call_id: str) -> GuardedCall:
         return GuardedCall(self.session.tool(name), params, call_id)
@@ -96,7 +95,7 @@ class ToolStep:
         ended = session.ended() or _ending(session)
         if ended is not None:
             return Refused(ToolOutput(f"Not run: {ended}. End your turn now.", True))
-        return self.step.check(call)
+        return session.step.check(call)
 
     def after(self, call: GuardedCall, output: ToolOutput, *, ran: bool, started: float) -> str:
         """What follows every call, allowed or not, and what the model reads beside the

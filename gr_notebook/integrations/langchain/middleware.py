@@ -112,7 +112,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _wrap_up(self) -> str | None:
         """Past 80% of a hard limit, once: the order to finish now (gr's loop writes it on
         its todo layer; a LangChain agent reads it as a message)."""
-        return self._step.step.wrap_up()
+        return self._session.step.wrap_up()
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -222,11 +222,11 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with session.lock:
             if session.judged:
                 return {"jump_to": "end"}  # ended already: nothing to judge
-            judged = self._step.step.judge_end(last.text)
+            judged = self._session.step.judge_end(last.text)
             if isinstance(judged, LoopOutcome):
                 session.end_with(judged)
                 return None
-            self._step.step.told(judged)
+            self._session.step.told(judged)
         return {"messages": [HumanMessage(judged)], "jump_to": "model"}
 
     @hook_config(can_jump_to=["model", "end"])
@@ -307,7 +307,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 run_id=state.run_id,
                 time_left=state.time_left,
             )
-        return await self._step.step.resolve(
+        return await self._session.step.resolve(
             held, schema=schema_of(request.tool), approvals=approvals
         )
 
