@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import PromptInjectedEvent, ToolCallEvent
+from gr_notebook.events import ErrorEvent, PromptInjectedEvent, ToolCallEvent
 from gr_notebook.guardrails.approval import Approvals, denial_order, refused_edit
 from gr_notebook.guardrails.feedback import Feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -198,6 +198,18 @@ class GuardedStep:
         if not output.is_error:
             state = self.state
             state.guards.after_success(call.tool, call.params, output, turn=state.turn)
+
+    def failed(self, name: str, exc: Exception) -> ToolOutput:
+        """A tool that raised: recorded, and an error result the model can act on (the run
+        goes on, on every host)."""
+        self.state.emit(
+            ErrorEvent(source="tool", tool=name, error_type=type(exc).__name__, message=str(exc))
+        )
+        return ToolOutput(
+            f"Tool '{name}' failed: {type(exc).__name__}: {exc}. The workspace is unchanged "
+            "unless the tool says otherwise; try again differently.",
+            True,
+        )
 
     def after(self, call: GuardedCall, output: ToolOutput, *, duration_s: float) -> Aftermath:
         """Everything that follows a call, allowed or not, in this order: the ``tool_call``

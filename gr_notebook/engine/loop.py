@@ -39,7 +39,6 @@ from gr_notebook.events import (
     CompactionEvent,
     ConversationPrunedEvent,
     ErrorEvent,
-    ModelCallEvent,
     ProgressCheckEvent,
     RequestOverBudgetEvent,
     RunPausedEvent,
@@ -229,7 +228,6 @@ class Loop(Controls):
         except Exception as exc:
             return self._fail_response(f"the model failed: {type(exc).__name__}: {exc}", error=exc)
         usage = response.usage
-        layers = request.layer_tokens
         # Every prompt token counts, cached or not: the budget measures what the model read.
         state.tokens += (
             usage.input_tokens
@@ -245,30 +243,17 @@ class Loop(Controls):
         if usage is not None:
             self._previous = usage
             self._most_output = max(self._most_output, usage.output_tokens)
-        spent = state.usage()
-        state.emit(
-            ModelCallEvent(
-                input_tokens=usage.input_tokens if usage else request.estimated_tokens,
-                output_tokens=usage.output_tokens if usage else 0,
-                cache_read_tokens=usage.cache_read_input_tokens if usage else 0,
-                cache_write_tokens=usage.cache_creation_input_tokens if usage else 0,
-                context_tokens=request.estimated_tokens,
-                layer1_tokens=layers[0],
-                layer2_tokens=layers[1],
-                layer3_tokens=layers[2],
-                layer4_tokens=layers[3],
-                layer5_tokens=layers[4],
-                messages=len(request.messages),
-                stop_reason=response.stop_reason,
-                tool_calls=len(response.tool_uses),
-                text=response.text,
-                duration_s=time.perf_counter() - started,
-                model=response.model or self.model.name,
-                cost_usd=cost,
-                tokens_used=state.tokens,
-                iterations_used=spent.iterations,
-                **state.measured(),
-            )
+        state.record_model_call(
+            usage or Usage(input_tokens=request.estimated_tokens),
+            context_tokens=request.estimated_tokens,
+            layers=request.layer_tokens,
+            messages=len(request.messages),
+            stop_reason=response.stop_reason,
+            tool_calls=len(response.tool_uses),
+            text=response.text,
+            duration_s=time.perf_counter() - started,
+            model=response.model or self.model.name,
+            cost_usd=cost,
         )
         thought = thinking_event(response.content)
         if thought is not None:

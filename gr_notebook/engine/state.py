@@ -46,6 +46,7 @@ from gr_notebook.guardrails.regulation import ResourceReport, SelfRegulation
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.shadow import run_guardrails
 from gr_notebook.guidance import Directive, feedback_directive
+from gr_notebook.messages import Usage
 from gr_notebook.models.call_context import CallContext, DeltaFeed
 from gr_notebook.tools.base import ToolContext
 from gr_notebook.workflow.phases import PhaseController
@@ -205,22 +206,49 @@ class RunState:
         """An order that no other event delivers (the todo layer, the kickoff)."""
         self.emit(GuidanceEvent(directive=self.guidance(directive)))
 
-    def measured(self) -> dict[str, Any]:
-        """The budget the agent is measured against now, as the meters show it: what
-        check_resources would report (the phase's allotment, else the run's limits)."""
-        usage = self.usage()
+    def record_model_call(
+        self,
+        usage: Usage,
+        *,
+        context_tokens: int,
+        layers: Sequence[int] = (0, 0, 0, 0, 0),
+        messages: int = 0,
+        **call: Any,
+    ) -> None:
+        """One model call's ``model_call`` event, its tokens already counted: with the
+        budget the agent is measured against now, as the meters show it (what
+        check_resources would report: the phase's allotment, else the run's limits). A host
+        that assembles its own request has no ``layers`` to give."""
+        usage_now = self.usage()
         report = (
-            self.regulation.report(usage)
+            self.regulation.report(usage_now)
             if self.regulation is not None
-            else ResourceReport.of(usage, None)
+            else ResourceReport.of(usage_now, None)
         )
-        return {
-            "tokens_budget": report.tokens_budget,
-            "iterations_max": report.iterations_max,
-            "budget_tokens_used": report.tokens_used,
-            "budget_iterations_used": report.iterations_used,
-            "budget_scope": report.scope,
-        }
+        one, two, three, four, five = layers
+        self.emit(
+            ModelCallEvent(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                cache_write_tokens=usage.cache_creation_input_tokens,
+                context_tokens=context_tokens,
+                layer1_tokens=one,
+                layer2_tokens=two,
+                layer3_tokens=three,
+                layer4_tokens=four,
+                layer5_tokens=five,
+                messages=messages,
+                tokens_used=self.tokens,
+                iterations_used=usage_now.iterations,
+                tokens_budget=report.tokens_budget,
+                iterations_max=report.iterations_max,
+                budget_tokens_used=report.tokens_used,
+                budget_iterations_used=report.iterations_used,
+                budget_scope=report.scope,
+                **call,
+            )
+        )
 
     # -- snapshots -------------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from gr_notebook.engine.guarded_step import GuardedCall, GuardedStep, Refused
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import GrNotebookError
-from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.approval import edited_note
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.feedback import render_feedback
@@ -209,20 +208,7 @@ class _Turn:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            state.emit(
-                ErrorEvent(
-                    source="tool", tool=use.name, error_type=type(exc).__name__, message=str(exc)
-                )
-            )
-            return (
-                tool,
-                use,
-                ToolOutput(
-                    f"Tool '{use.name}' failed: {type(exc).__name__}: {exc}. The workspace is "
-                    "unchanged unless the tool says otherwise; try again differently.",
-                    True,
-                ),
-            )
+            return tool, use, self.step.failed(use.name, exc)
 
     def _refused_stop(self, verdict: StopVerdict) -> ToolOutput:
         self.effects.refused += 1

@@ -29,7 +29,7 @@ from gr_notebook.engine.guarded_step import GuardedCall, GuardedStep
 from gr_notebook.engine.outcome import LoopOutcome
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError
-from gr_notebook.events import ErrorEvent, ModelCallEvent
+from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import render_feedback
 from gr_notebook.guardrails.shadow import ShadowSpec, run_guardrails
 from gr_notebook.guardrails.spec import GuardrailSpec
@@ -340,30 +340,15 @@ class HostedSession:
             cost, refused = None, exc
         if cost is not None:
             state.cost_usd += cost
-        spent = state.usage()
-        state.emit(
-            ModelCallEvent(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-                context_tokens=prompt_tokens,
-                layer1_tokens=0,  # the host assembles the request: gr sees no layers
-                layer2_tokens=0,
-                layer3_tokens=0,
-                layer4_tokens=0,
-                layer5_tokens=0,
-                messages=0,
-                stop_reason=stop_reason,
-                tool_calls=tool_calls,
-                text=text,
-                duration_s=duration_s,
-                model=model,
-                cost_usd=cost,
-                tokens_used=state.tokens,
-                iterations_used=spent.iterations,
-                **state.measured(),
-            )
+        state.record_model_call(  # the host assembles the request: gr sees no layers
+            usage,
+            context_tokens=prompt_tokens,
+            stop_reason=stop_reason,
+            tool_calls=tool_calls,
+            text=text,
+            duration_s=duration_s,
+            model=model,
+            cost_usd=cost,
         )
         if refused is not None:  # the cap cannot count this model: not one call more
             state.emit(ErrorEvent(source="budget", error_type="ConfigError", message=str(refused)))

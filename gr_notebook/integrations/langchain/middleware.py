@@ -325,15 +325,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _failed(self, call: GuardedCall, exc: Exception, started: float) -> ToolMessage:
         """A tool that raised: an error result the model can act on, as in gr's loop."""
-        name = call.host_name
-        self._session.state.emit(
-            ErrorEvent(source="tool", tool=name, error_type=type(exc).__name__, message=str(exc))
-        )
-        output = ToolOutput(
-            f"Tool '{name}' failed: {type(exc).__name__}: {exc}. The workspace is unchanged "
-            "unless the tool says otherwise; try again differently.",
-            True,
-        )
+        output = self._session.step.failed(call.host_name, exc)
         return self._answer(call, output, started, ran=True)
 
     def _finish_call(
