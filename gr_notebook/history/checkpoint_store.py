@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gr_notebook.digests import digest_of
-from gr_notebook.errors import RunError
+from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import Event
 from gr_notebook.history.cells import DamagedRow, checked, json_kind, parse_json
 from gr_notebook.history.store import Store
+from gr_notebook.workflow.workspace_restore import stored_parts
 
 __all__ = [
     "RESUMABLE",
@@ -214,9 +215,10 @@ def load_checkpoint(
 ) -> Checkpoint:
     """The checkpoint of ``turn`` (the latest when None): RunError when there is none,
     StoreError when the store lacks what it names or a row is not what it should be (a
-    crafted one): the error names the turn and what is wrong. ``with_history=False`` reads
-    only the files and the state's own fields: ``events`` is empty, and the messages, the
-    recent tool calls and the tracker's calls are left as the hashes the row names."""
+    crafted one, or one whose files lead out of a workspace): the error names the turn and
+    what is wrong. ``with_history=False`` reads only the files and the state's own fields:
+    ``events`` is empty, and the messages, the recent tool calls and the tracker's calls are
+    left as the hashes the row names."""
     query = "SELECT turn, seq, time, state, base FROM checkpoints WHERE run_id = ?"
     with store.transaction() as conn:
         if turn is None:
@@ -240,6 +242,11 @@ def load_checkpoint(
             raise DamagedRow("its state holds no run state snapshot")
         if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
             raise DamagedRow("its files are not an object of paths and hashes")
+        for name in files:  # refused here, so that no reader writes or removes outside
+            try:
+                stored_parts(name)
+            except WorkspaceError as exc:
+                raise DamagedRow(str(exc)) from None
         read = _Reader(store)
         for chunked in CHUNKED if with_history else ():
             _unchunk(read, snapshot, chunked)

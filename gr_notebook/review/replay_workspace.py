@@ -29,6 +29,7 @@ from gr_notebook.digests import digest_of
 from gr_notebook.errors import WorkspaceError
 from gr_notebook.guardrails.paths import canonical_path
 from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.workflow.workspace_restore import stored_parts
 
 if TYPE_CHECKING:
     from gr_notebook.history.checkpoint_store import Checkpoint
@@ -110,12 +111,12 @@ class ReplayWorkspace:
         if tool in WHOLE_WRITES:
             path, content = _path_of(params), params.get("content")
             if path is not None and isinstance(content, str):
+                data = content.encode()
                 try:
                     name = canonical_path(self.workspace, path)
+                    self._write(name, data)
                 except WorkspaceError:
-                    return  # refused by the tool live, so nothing was written
-                data = content.encode()
-                self._write(name, data)
+                    return  # refused by the tool live (or names no file), so nothing was written
                 self._hashes[name] = digest_of(data)
                 self._uncertain.discard(name)
                 return
@@ -154,8 +155,12 @@ class ReplayWorkspace:
 
     # -- files ----------------------------------------------------------------------------------
 
+    def _path(self, name: str) -> Path:
+        """Where the file ``name`` lies: never outside the directory (WorkspaceError)."""
+        return Path(self._dir, *stored_parts(name))
+
     def _write(self, name: str, data: bytes) -> None:
-        path = Path(self._dir, name)
+        path = self._path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink() or path.is_dir():
             self._remove(name)
@@ -165,7 +170,7 @@ class ReplayWorkspace:
         os.utime(path, ns=(stamp, stamp))
 
     def _remove(self, name: str) -> None:
-        path = Path(self._dir, name)
+        path = self._path(name)
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
         else:

@@ -22,7 +22,7 @@ from gr_notebook.workflow.workspace import (
 )
 from gr_notebook.workflow.workspace_files import hash_files
 
-__all__ = ["WorkspaceDiff", "diff", "linked", "restore_files"]
+__all__ = ["WorkspaceDiff", "diff", "linked", "restore_files", "stored_parts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +85,19 @@ def restore_files(
 
     ``aside`` lies in the system's folder (``root/.gr/...``). No step follows a link: a
     ``.gr`` that is one, or a folder of the workspace that became one, is refused
-    (WorkspaceError), so nothing is moved or written outside the workspace.
+    (WorkspaceError), so nothing is moved or written outside the workspace. Every blob is
+    read (and so checked) before anything moves: a damaged one leaves ``root`` as it was.
     """
     root.mkdir(parents=True, exist_ok=True)
     now = hash_files(root)
+    writing = {p: stored_parts(p) for p, digest in files.items() if now.get(p) != digest}
+    data = {digest: read(digest) for digest in {files[p] for p in writing}}
     change = diff(now, files)
     moving = (*change.changed, *change.added)
     under = aside.relative_to(root / SYSTEM_DIR).parts if moving else ()
     moved: list[str] = []
     for path in moving:
-        *folders, name = _inside(root, path).relative_to(root).parts
+        *folders, name = stored_parts(path)
         source = open_folders(root, folders, path)
         try:
             target = open_system_folder(root, *under, *folders)
@@ -105,22 +108,22 @@ def restore_files(
         finally:
             os.close(source)
         moved.append(path)
-    for path, digest in files.items():
-        if now.get(path) != digest:
-            *folders, name = _inside(root, path).relative_to(root).parts
-            folder = open_folders(root, folders, path)
-            try:
-                replace_in(folder, name, read(digest), path)
-            finally:
-                os.close(folder)
+    for path, (*folders, name) in writing.items():
+        folder = open_folders(root, folders, path)
+        try:
+            replace_in(folder, name, data[files[path]], path)
+        finally:
+            os.close(folder)
     return tuple(moved)
 
 
-def _inside(root: Path, path: str) -> Path:
-    """``root/path``, refused when a stored path would lead out of the workspace."""
-    parts = path.split("/")
-    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+def stored_parts(path: str) -> tuple[str, ...]:
+    """The names along a path a checkpoint holds, refused (WorkspaceError) unless it is
+    relative and plain: a crafted store must not lead whoever reads it (a resume, a fork, a
+    replay) out of its folder, nor hand the OS a NUL byte."""
+    parts = tuple(path.split("/"))
+    if path.startswith("/") or any(p in ("", ".", "..") or "\x00" in p for p in parts):
         raise WorkspaceError(
-            f"a checkpoint names the path {path!r}, which is not inside a workspace"
+            f"a checkpoint names the path {path!r}, which is not a path inside a workspace"
         )
-    return root.joinpath(*parts)
+    return parts

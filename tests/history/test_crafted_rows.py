@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,16 +131,67 @@ def test_a_missing_or_crafted_message_blob_is_a_store_error(
         fork_turn_1(path, run, agent, tmp_path)
 
 
-def test_a_crafted_file_path_that_leaves_the_workspace_is_refused(
-    recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path
+def craft_file(path: Path, run_id: str, turn: int, name: str) -> None:
+    """Add a file called ``name`` to ``turn``'s checkpoint, with the content of its first."""
+    saved = document(path, run_id, turn)
+    saved["files"][name] = next(iter(saved["files"].values()))
+    craft_state(path, run_id, zlib.compress(json.dumps(saved).encode()), turn)
+
+
+@pytest.mark.parametrize("name", ["../outside.md", "ABSOLUTE", "notes\x00.md"])
+@pytest.mark.parametrize("call", ["fork", "resume"])
+def test_a_crafted_file_name_is_a_store_error_and_nothing_is_written(
+    recorded: tuple[Path, gr.Run, gr.Agent], tmp_path: Path, name: str, call: str
 ) -> None:
     path, run, agent = recorded
-    saved = document(path, run.run_id)
-    saved["files"] = {"../outside.md": next(iter(saved["files"].values()))}
-    craft_state(path, run.run_id, zlib.compress(json.dumps(saved).encode()))
-    with pytest.raises(gr.errors.WorkspaceError, match=r"'\.\./outside\.md', which is not inside"):
-        fork_turn_1(path, run, agent, tmp_path)
-    assert not (tmp_path / "outside.md").exists()
+    name = name.replace("ABSOLUTE", str(tmp_path / "absolute.md"))
+    with gr.Store(path) as store:
+        turn = rows.checkpoint_turns(store, run.run_id)[-1]  # the one a resume reads
+    craft_file(path, run.run_id, turn, name)
+    craft(path, "UPDATE runs SET status = 'interrupted' WHERE run_id = ?", run.run_id)
+    target = tmp_path / "new"
+    with pytest.raises(gr.errors.StoreError, match=f"turn {turn} of run {run.run_id}") as caught:
+        if call == "fork":
+            gr.fork(run.run_id, turn, agent, store=path, workspace=target)
+        else:
+            gr.resume(run.run_id, agent, store=path, workspace=target)
+    assert "which is not a path inside a workspace" in str(caught.value)
+    assert not target.exists()
+    assert not (tmp_path / "outside.md").exists() and not (tmp_path / "absolute.md").exists()
+
+
+@pytest.mark.parametrize("name", ["../../planted.txt", "ABSOLUTE", "../../precious"])
+def test_a_crafted_file_name_never_leads_a_replay_out_of_its_folder(
+    recorded: tuple[Path, gr.Run, gr.Agent],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> None:
+    """A replay reads stores from elsewhere: one must not write or delete outside its folder."""
+    path, run, _ = recorded
+    temp = tmp_path / "outer" / "tmp"
+    temp.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # the replay's: outer/tmp/gr-replay-…
+    planted, absolute = tmp_path / "outer" / "planted.txt", tmp_path / "absolute.txt"
+    precious = tmp_path / "outer" / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine\n", encoding="utf-8")
+    name = name.replace("ABSOLUTE", str(absolute))
+    with gr.Store(path) as store:
+        turns = rows.checkpoint_turns(store, run.run_id)
+    for turn in turns:  # else a later turn's checkpoint removes what an earlier one wrote
+        craft_file(path, run.run_id, turn, name)
+    try:
+        gr.replay_guardrails(run.run_id, store=path, policies=[gr.ReadBeforeWritePolicy()])
+    except gr.errors.StoreError as exc:
+        refused: Exception | None = exc
+    else:
+        refused = None
+    assert not planted.exists() and not absolute.exists()
+    assert (precious / "keep.txt").read_text(encoding="utf-8") == "mine\n"
+    assert refused is not None and f"turn {turns[0]} of run {run.run_id}" in str(refused)
+    assert f"{name!r}, which is not a path inside a workspace" in str(refused)
+    assert list(temp.iterdir()) == []  # the replay removed its own folder
 
 
 @pytest.mark.parametrize(

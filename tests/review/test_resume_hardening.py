@@ -7,6 +7,7 @@ person replaced by a symlink is a change by hand, as an edit is.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,8 +20,10 @@ import pytest
 import gr_notebook as gr
 from gr_notebook.engine.checkpoint import writes_journal
 from gr_notebook.errors import WorkspaceError
+from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history import lineage
 from gr_notebook.review import timetravel
+from gr_notebook.workflow.workspace_files import hash_files
 from tests.review.test_timetravel import agent_in, files, interrupted
 
 
@@ -235,3 +238,25 @@ def test_a_late_files_folder_replaced_by_a_link_outside_is_refused(tmp_path: Pat
     with pytest.raises(WorkspaceError, match=r"changed by hand .*out/draft\.md"):
         gr.resume(run.run_id, store=tmp_path / "store.sqlite")
     assert (elsewhere / "draft.md").read_text() == "not the run's\n"
+
+
+# -- 14: a damaged blob leaves the folder as it was --------------------------------------------
+
+
+def test_a_damaged_file_blob_leaves_the_copy_as_it_was_and_a_retry_resumes(tmp_path: Path) -> None:
+    run = interrupted(tmp_path, turn=23)
+    store = tmp_path / "store.sqlite"
+    with gr.Store(store) as opened:
+        written_last = [*rows.load_checkpoint(opened, run.run_id).files.values()][-1]
+    with sqlite3.connect(store) as conn:
+        [(kept,)] = conn.execute("SELECT data FROM blobs WHERE digest = ?", (written_last,))
+        conn.execute("UPDATE blobs SET data = ? WHERE digest = ?", (b"damaged", written_last))
+    copy = tmp_path / "copy"
+    with pytest.raises(gr.errors.StoreError, match=f"blob {written_last} is damaged"):
+        gr.resume(run.run_id, workspace=copy, store=store)
+    assert hash_files(copy) == {}  # no file of the checkpoint was written
+    assert resumes(store) == [] and run_ids(store) == {run.run_id}
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE blobs SET data = ? WHERE digest = ?", (kept, written_last))
+    resumed = gr.resume(run.run_id, workspace=copy, store=store)  # the folder is taken again
+    assert resumed.status == "completed"

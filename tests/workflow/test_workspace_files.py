@@ -67,7 +67,7 @@ def test_restore_sets_aside_what_differs_and_writes_the_rest(tmp_path: Path) -> 
 
 def test_a_stored_path_that_leaves_the_workspace_is_refused(tmp_path: Path) -> None:
     data = b"x"
-    with pytest.raises(gr.errors.WorkspaceError, match="which is not inside a workspace"):
+    with pytest.raises(gr.errors.WorkspaceError, match="which is not a path inside a workspace"):
         restore_files(
             tmp_path / "ws",
             {"../escape.md": digest_of(data)},
