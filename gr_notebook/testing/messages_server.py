@@ -29,6 +29,7 @@ from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, promp
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
 from gr_notebook.testing.thinking import ThinkingSigner, check_thinking, thinking_content
+from gr_notebook.validation import whole_number
 
 __all__ = ["Fault", "MessagesServer", "RecordedRequest", "Turn"]
 
@@ -70,9 +71,7 @@ class MessagesServer(LocalServer):
     ) -> None:
         """``side`` answers the requests a client makes beside its conversation (a title,
         a summary): a request it answers, with a turn, consumes none of the script."""
-        if isinstance(chunk_chars, bool) or not isinstance(chunk_chars, int) or chunk_chars < 1:
-            raise ValueError(f"chunk_chars must be a whole number >= 1, got {chunk_chars!r}")
-        self.chunk_chars = chunk_chars
+        self.chunk_chars = whole_number(chunk_chars, "chunk_chars")
         """Characters per delta of a streamed answer."""
         super().__init__()
         self._side = side
