@@ -381,40 +381,22 @@ def _words(code: str) -> str:
     return code.replace("_", " ")
 
 
-#: The kinds the dashboard's timeline shows; the rest (each model and tool call, every
-#: order) would drown them. Later layers add theirs to a tracker's ``kinds``.
-TIMELINE_KINDS = frozenset(
+#: Kinds with a line that the dashboard's timeline leaves out: each model and tool call and
+#: every order would drown the rest, feedback and the plan have panels of their own, and a
+#: summary written or a conversation freed is housekeeping.
+_OFF_TIMELINE = frozenset(
     {
-        "run_started",
-        "todos_written",
-        "todo_completed",
-        "phase_started",
-        "phase_transition",
-        "compaction",
-        "rewind",
-        "progress_check",
-        "run_paused",
-        "run_unpaused",
-        "run_resumed",
-        "job_complete",
-        "error",
-        "policy_decision",
-        "approval_requested",
-        "approval_answered",
-        "completion_check",
-        "policies_reset",
-        "intervention",
-        "intervention_skipped",
-        "task_assessed",
-        "allotment_extended",
-        "confirmation",
-        "conversation_pruned",
-        "model_retry",
-        "request_over_budget",
-        "run_finished",
+        "model_call",
+        "thinking",
+        "tool_call",
+        "guidance",
+        "prompt_injected",
+        "feedback",
+        "plan_updated",
+        "workspace_summary",
+        "conversation_released",
     }
 )
-
 #: Kinds that reach the timeline only sometimes: a denial, not every allowed call; a refused
 #: or bypassed stop, not one that was simply allowed; an assessment that stands (a denied one
 #: already has its confirmation line); a person's edit of the todo list, not the model's own
@@ -442,6 +424,11 @@ _TONES: dict[type[Event], Callable[[Any], Tone]] = {
 def described_kinds() -> frozenset[str]:
     """The kinds that have a line of their own."""
     return frozenset(kind for kind, cls in kinds().items() if cls in _DESCRIBERS)
+
+
+#: The kinds the dashboard's timeline shows: every other kind with a line. Later layers add
+#: theirs to a tracker's ``kinds``.
+TIMELINE_KINDS = described_kinds() - _OFF_TIMELINE
 
 
 def describe(event: Event) -> str:

@@ -44,6 +44,10 @@ or ``ask``; a person ``approve``, ``deny`` or ``edit``; feedback ``fire``; a che
 ``accept``, ``refuse`` or ``bypass`` (a spent limit let the stop through unchecked); an
 intervention check ``skip`` or the tier's action, ``replan``, ``rewind`` or ``stop``."""
 
+Mode: TypeAlias = Literal["shadow"] | None
+"""A decision's ``mode``: ``"shadow"`` when a shadow guardrail decided (recorded, and nothing
+reached the run); None when the decision was live."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class PolicyDecisionEvent(Event):
@@ -58,9 +62,7 @@ class PolicyDecisionEvent(Event):
     policies: Sequence[str]
     tool_use_id: str | None = None
     """The call decided on; None in events recorded before it was kept."""
-    mode: Literal["shadow"] | None = None
-    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
-    None when the decision was live."""
+    mode: Mode = None
     needs_approval: bool | None = None
     """True when no policy denied and one asked: the call waits for a person (see the
     approval events that follow); None otherwise."""
@@ -136,9 +138,7 @@ class FeedbackEvent(Event):
     config: int | None
     directive: GuidanceRecord | None = None
     """The block as an order; the run state adds it as the event is recorded."""
-    mode: Literal["shadow"] | None = None
-    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
-    None when the decision was live."""
+    mode: Mode = None
 
     @property
     def verdict(self) -> Literal["fire"]:
@@ -160,9 +160,7 @@ class CompletionCheckEvent(Event):
     feedback: str | None
     refusals: int
     give_up: bool | None = None
-    mode: Literal["shadow"] | None = None
-    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
-    None when the decision was live."""
+    mode: Mode = None
 
     @property
     def verdict(self) -> Literal["accept", "refuse", "bypass"]:
@@ -191,9 +189,7 @@ class InterventionCheckEvent(Event):
     """The setting the deciding safeguard compared against (the minimum tool calls, the
     grace period, the edits that count as busy, the checks that count as stuck); None in
     events recorded before it was kept."""
-    mode: Literal["shadow"] | None = None
-    """``"shadow"`` when a shadow guardrail decided: recorded, and nothing reached the run;
-    None when the decision was live."""
+    mode: Mode = None
 
     @property
     def verdict(self) -> str:

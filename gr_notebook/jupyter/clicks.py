@@ -19,10 +19,7 @@ def on_this_loop(handler: Callable[[], object]) -> Callable[[object], None]:
     """A click callback that runs ``handler`` on the loop running here and now (the kernel's,
     in a cell), whichever thread the click arrives on. Without a running loop, or once that
     loop has stopped, the handler runs where the click arrives."""
-    try:
-        home: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        home = None
+    home = _running_loop()
 
     def clicked(_: object) -> None:
         if home is None or not home.is_running() or _running_loop() is home:

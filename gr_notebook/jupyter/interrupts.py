@@ -65,8 +65,7 @@ class CtrlC:
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self.pressed += 1
-        if self.pressed > 1 or self._stop is None or self._loop is None:
-            if self.pressed > 1:
-                raise KeyboardInterrupt
-            return  # no run yet: watch() stops it as soon as it starts
-        self._loop.call_soon_threadsafe(self._stop)
+        if self.pressed > 1:
+            raise KeyboardInterrupt
+        if self._stop is not None and self._loop is not None:  # no run yet: watch() stops it
+            self._loop.call_soon_threadsafe(self._stop)

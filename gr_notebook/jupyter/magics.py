@@ -191,14 +191,7 @@ class AgentMagics(Magics):
         return WidgetConfirmer(timeout=CONFIRM_TIMEOUT_S)
 
     def _parse(self, line: str, cell: str) -> Any:
-        try:
-            argv = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"cannot read the %%agent line ({exc}); check its quotes") from None
-        try:
-            args = _PARSER.parse_args(argv)
-        except UsageError as exc:
-            raise UsageError(f"{exc}; %agent? lists the options") from None
+        args = _parse_line(_PARSER, line, "%%agent", "%agent? lists the options")
         if args.workspace is not None and not args.workspace.strip():
             raise UsageError("--workspace is empty; give a directory, e.g. --workspace my_job")
         if not cell.strip():
@@ -221,13 +214,7 @@ class AgentMagics(Magics):
                     f"--agent {args.agent_var} brings its own settings; drop {' '.join(given)} "
                     f"or set them on the agent"
                 )
-            agent = self._lookup(args.agent_var, "--agent")
-            if not isinstance(agent, Agent):
-                raise UsageError(
-                    f"{args.agent_var} is a {type(agent).__name__}, not a gr.Agent; build one "
-                    f"with {args.agent_var} = gr.Agent(...)"
-                )
-            return agent
+            return self._agent_var(args.agent_var)
         options: dict[str, Any] = {"model": args.model, "workspace": args.workspace}
         if args.name is not None:
             options["name"] = args.name
@@ -369,8 +356,10 @@ class AgentMagics(Magics):
     def _resume_stored(self, rest: str) -> None:
         from gr_notebook.review.timetravel import resume
 
-        args = _parse_line(_RESUME, rest, "%agent resume RUN_ID [--agent VAR]")
-        agent = self._agent_var(args.agent_var)
+        args = _parse_line(
+            _RESUME, rest, "%agent resume", "type %agent resume RUN_ID [--agent VAR]"
+        )
+        agent = None if args.agent_var is None else self._agent_var(args.agent_var)
         run = _person(
             lambda: resume(
                 args.run_id,
@@ -387,8 +376,8 @@ class AgentMagics(Magics):
 
         rest, parent = self._resolve_run(line, "%agent fork")
         rest = rest.strip().removeprefix("fork").strip()
-        args = _parse_line(_FORK, rest, "%agent fork --turn N [--agent VAR]")
-        agent = self._agent_var(args.agent_var)
+        args = _parse_line(_FORK, rest, "%agent fork", "type %agent fork --turn N [--agent VAR]")
+        agent = None if args.agent_var is None else self._agent_var(args.agent_var)
         run = _person(
             lambda: fork(
                 parent,
@@ -402,9 +391,7 @@ class AgentMagics(Magics):
             run, args.out, f"Run {parent.run_id} forked at turn {args.turn} as run {run.run_id}"
         )
 
-    def _agent_var(self, name: str | None) -> Agent | None:
-        if name is None:
-            return None
+    def _agent_var(self, name: str) -> Agent:
         agent = self._lookup(name, "--agent")
         if not isinstance(agent, Agent):
             raise UsageError(
@@ -504,15 +491,17 @@ def _waiting(run: Run) -> str:
     )
 
 
-def _parse_line(parser: Any, line: str, usage: str) -> Any:
+def _parse_line(parser: Any, line: str, magic: str, hint: str) -> Any:
+    """``line``'s options; a misquoted line or a wrong option is a usage error that ends
+    with ``hint``."""
     try:
         argv = shlex.split(line)
     except ValueError as exc:
-        raise UsageError(f"cannot read the line ({exc}); check its quotes") from None
+        raise UsageError(f"cannot read the {magic} line ({exc}); check its quotes") from None
     try:
         return parser.parse_args(argv)
     except UsageError as exc:
-        raise UsageError(f"{exc}; type {usage}") from None
+        raise UsageError(f"{exc}; {hint}") from None
 
 
 def _split_action(rest: str) -> tuple[str, str]:

@@ -377,19 +377,10 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         if self._fork is None:
             return
         options = [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
-        controls = self._fork
-        if options != list(controls.turn.options):
-            chosen = controls.turn.value
-            controls.turn.options = options
-            controls.turn.value = (
-                chosen if chosen in turns else (options[0][1] if options else None)
-            )
+        _set_options(self._fork.turn, options, options[0][1] if options else None)
         agents = [("the same agent", ""), *((name, name) for name in _notebook_agents())]
-        if agents != list(controls.agent.options):
-            chosen = controls.agent.value
-            controls.agent.options = agents
-            controls.agent.value = chosen if chosen in dict(agents).values() else ""
-        controls.button.disabled = not options
+        _set_options(self._fork.agent, agents, "")
+        self._fork.button.disabled = not options
 
     def _fork_controls(self) -> _ForkControls:
         if self._fork is None:
@@ -553,6 +544,14 @@ class _ForkControls:
         self.button = w.Button(description="Fork", icon="code-branch")
         self.button.on_click(on_this_loop(fork))
         self.row = (self.turn, self.agent, self.button)
+
+
+def _set_options(dropdown: w.Dropdown, options: list[tuple[str, Any]], fallback: Any) -> None:
+    """New ``(label, value)`` options, keeping the choice while it is still one of them."""
+    if options != list(dropdown.options):
+        chosen = dropdown.value
+        dropdown.options = options
+        dropdown.value = chosen if chosen in dict(options).values() else fallback
 
 
 def _notebook_agents() -> dict[str, Agent]:

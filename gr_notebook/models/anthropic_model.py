@@ -366,13 +366,7 @@ def _raw_block(block: Any) -> Any:
 def _joined(segments: Sequence[ModelResponse]) -> ModelResponse:
     """The segments of a paused turn as one response: content in order, usage summed."""
     last = segments[-1]
-    usages = [s.usage for s in segments if s.usage is not None]
-    usage = Usage(
-        input_tokens=sum(u.input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
-        cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
-        cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
-    )
+    usage = sum((s.usage for s in segments if s.usage is not None), Usage())
     costs = [s.extra.get("cost_usd") for s in segments]
     extra = dict(last.extra)
     extra["cost_usd"] = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)

@@ -310,11 +310,8 @@ class OpenAIModel:
         if raw is not None and raw.prompt_tokens_details is not None:
             cached = int(raw.prompt_tokens_details.cached_tokens or 0)
         prompt = int(raw.prompt_tokens or 0) if raw is not None else 0
-        usage = Usage(
-            input_tokens=spent.input_tokens + prompt - cached,
-            output_tokens=spent.output_tokens + (int(raw.completion_tokens or 0) if raw else 0),
-            cache_read_input_tokens=spent.cache_read_input_tokens + cached,
-        )
+        output = int(raw.completion_tokens or 0) if raw is not None else 0
+        usage = spent + Usage(prompt - cached, output, cache_read_input_tokens=cached)
         priced_as = str(completion.model or self.model)
         cost = self.prices.cost(priced_as, usage)
         if math.isnan(cost):

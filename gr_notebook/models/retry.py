@@ -29,10 +29,9 @@ class RetryPolicy:
     max_s: float = 30.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise ConfigError(f"max_retries must be a whole number >= 0, got {self.max_retries!r}")
-        if self.max_retries < 0:
-            raise ConfigError(f"max_retries must be a whole number >= 0, got {self.max_retries}")
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"max_retries must be a whole number >= 0, got {retries!r}")
         for name in ("base_s", "max_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

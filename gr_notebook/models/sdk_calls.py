@@ -25,6 +25,7 @@ from gr_notebook.events import ModelRetryEvent
 from gr_notebook.models.call_context import report
 from gr_notebook.models.retry import RetryPolicy, parse_retry_after
 from gr_notebook.models.secrets import mentions, redact
+from gr_notebook.validation import whole_number
 
 __all__ = [
     "MALFORMED_STREAM",
@@ -57,8 +58,7 @@ def check_options(
     vendor, or a one-line :class:`ConfigError` that says what to pass."""
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"{adapter} needs a model id, e.g. {example}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ConfigError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    tokens = whole_number(max_tokens, "max_tokens")
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))
@@ -69,7 +69,7 @@ def check_options(
             "timeout is seconds per request, a finite number > 0 (e.g. 120), or None for "
             f"the client's own; got {timeout!r}"
         )
-    return model.strip(), max_tokens, None if timeout is None else float(timeout)
+    return model.strip(), tokens, None if timeout is None else float(timeout)
 
 
 class StreamInterrupted(Exception):

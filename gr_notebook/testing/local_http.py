@@ -18,16 +18,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol, Self
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
     "HANG_POLL_SECONDS",
-    "App",
     "HTTPServer",
     "LocalServer",
     "Reply",
-    "Serving",
     "json_reply",
     "json_text",
 ]
@@ -62,23 +60,6 @@ class Reply:
     keepalive_s: float = 0.1
 
 
-class App(Protocol):
-    """What the handler needs of the server it answers for."""
-
-    @property
-    def stopping(self) -> threading.Event: ...
-
-    def dispatch(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> tuple[int, Reply]:
-        """Record a request and decide the reply; returns the request number with it."""
-        ...
-
-    def note_disconnect(self) -> None:
-        """Count a client that went away before its reply ended."""
-        ...
-
-
 def json_text(value: Any) -> str:
     """JSON of ``value``, whose mappings may be read-only views (a frozen tool input)."""
 
@@ -101,7 +82,7 @@ class HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: LocalServer) -> None:
         self.app = app
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -136,54 +117,43 @@ class HTTPServer(ThreadingHTTPServer):
         pass
 
 
-class Serving:
-    """An app served on 127.0.0.1 by a daemon thread until :meth:`close`: every local server
-    here starts and stops the same way."""
-
-    def __init__(self, app: App, name: str) -> None:
-        self.httpd = HTTPServer(app)
-        self.port = self.httpd.server_port
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever,
-            kwargs={"poll_interval": 0.01},
-            name=f"{name}:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def close(self) -> None:
-        """Stop serving; hung and slow requests are dropped at once, so this is quick (the
-        app's ``stopping`` event, set first, ends them)."""
-        self.httpd.shutdown()
-        self.httpd.close_connections()
-        self.httpd.server_close()
-        self._thread.join(timeout=2.0)
-
-
 class LocalServer:
     """The lifecycle every local server here shares: ``with Server(...) as server:`` serves
-    it on a free loopback port (or :meth:`start` and :meth:`close`); a subclass writes
-    ``dispatch``."""
+    it on a free loopback port, from a daemon thread (or :meth:`start` and :meth:`close`); a
+    subclass writes ``dispatch``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._serving: Serving | None = None
+        self._serving: tuple[HTTPServer, threading.Thread] | None = None
 
     def start(self) -> Self:
         if self._serving is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._stopping.clear()
-        self._serving = Serving(self, type(self).__name__)
+        httpd = HTTPServer(self)
+        thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"{type(self).__name__}:{httpd.server_port}",
+            daemon=True,
+        )
+        thread.start()
+        self._serving = (httpd, thread)
         return self
 
     def close(self) -> None:
-        """Stop serving; hung and slow requests are dropped at once, so this is quick."""
+        """Stop serving; hung and slow requests are dropped at once (``stopping``, set
+        first, ends them), so this is quick."""
         serving, self._serving = self._serving, None
         if serving is None:
             return
+        httpd, thread = serving
         self._stopping.set()
-        serving.close()
+        httpd.shutdown()
+        httpd.close_connections()
+        httpd.server_close()
+        thread.join(timeout=2.0)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -196,7 +166,7 @@ class LocalServer:
         if self._serving is None:
             name = type(self).__name__
             raise RuntimeError(f"{name} is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._serving.port}"
+        return f"http://127.0.0.1:{self._serving[0].server_port}"
 
     @property
     def stopping(self) -> threading.Event:
@@ -206,6 +176,8 @@ class LocalServer:
     def dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, Reply]:
+        """Record a request and decide the reply (on a handler thread); returns the request
+        number with it."""
         raise NotImplementedError
 
     def note_disconnect(self) -> None:

@@ -18,7 +18,7 @@ import copy
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gr_notebook.messages import THINKING_BLOCKS, TextBlock, ToolUseBlock, block_json
@@ -29,6 +29,7 @@ from gr_notebook.testing.prompt_cache import PromptCache, estimate_tokens, promp
 from gr_notebook.testing.request_rules import InvalidRequest, validate
 from gr_notebook.testing.sse import DEFAULT_CHUNK_CHARS, encode, error_frame, message_frames
 from gr_notebook.testing.thinking import ThinkingSigner, check_thinking, thinking_content
+from gr_notebook.validation import whole_number
 
 __all__ = ["Fault", "MessagesServer", "RecordedRequest", "Turn"]
 
@@ -70,9 +71,7 @@ class MessagesServer(LocalServer):
     ) -> None:
         """``side`` answers the requests a client makes beside its conversation (a title,
         a summary): a request it answers, with a turn, consumes none of the script."""
-        if isinstance(chunk_chars, bool) or not isinstance(chunk_chars, int) or chunk_chars < 1:
-            raise ValueError(f"chunk_chars must be a whole number >= 1, got {chunk_chars!r}")
-        self.chunk_chars = chunk_chars
+        self.chunk_chars = whole_number(chunk_chars, "chunk_chars")
         """Characters per delta of a streamed answer."""
         super().__init__()
         self._side = side
@@ -135,16 +134,17 @@ class MessagesServer(LocalServer):
         number, body = self._record(method, path, headers, raw)
 
         if path not in ("/v1/messages", "/v1/messages/count_tokens") or method != "POST":
-            return number, _error(404, f"local server: no route for {method} {path}", number)
+            message = f"local server: no route for {method} {path}"
+            return number, self._error_reply(404, message, number)
         if not isinstance(body, dict):
             message = "local server: the request body must be a JSON object"
-            return number, _error(400, message, number)
+            return number, self._error_reply(400, message, number)
         generation = path == "/v1/messages"
         try:
             validate(body, generation=generation)
             check_thinking(body, self._signer, generation=generation)
         except InvalidRequest as invalid:
-            return number, _error(400, str(invalid), number)
+            return number, self._error_reply(400, str(invalid), number)
 
         if not generation:
             return number, json_reply({"input_tokens": prompt_tokens(body)})
@@ -186,10 +186,8 @@ class MessagesServer(LocalServer):
                     return _malformed(turn_number, streamed)
                 if turn.kind == "hang":
                     return Reply(hang=turn.seconds)
-                if turn.kind in ("stream_error", "cut"):
-                    return self._broken_stream(turn, body, turn_number, number)
-                if turn.kind in ("endless", "inject"):
-                    return self._hostile_stream(turn, body, turn_number, number)
+                if turn.kind in ("stream_error", "cut", "endless", "inject"):
+                    return self._stream_fault(turn, body, turn_number, number)
                 waits = turn.kind == "slow" or not streamed  # a drip waits between events
                 if waits and turn.seconds and self._stopping.wait(turn.seconds):
                     return Reply(drop=True)
@@ -208,51 +206,37 @@ class MessagesServer(LocalServer):
                 problem = f"local server: turn {turn_number}'s callable raised {err!r}"
                 return self._script_error_reply(problem, number)
 
-    def _broken_stream(
+    def _stream_fault(
         self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
     ) -> Reply:
-        """A stream that breaks after ``fault.after`` events: an error event, or a cut."""
+        """A stream that, after ``fault.after`` events, breaks (an error event, or a cut),
+        never ends, or carries ``fault.raw``. Without streaming: the error's status, a
+        dropped connection, a body that never ends, or ``fault.raw`` as the body."""
         if body.get("stream") is not True:
             if fault.kind == "cut":
                 return Reply(drop=True)
-            status = status_for(fault.error_type)
-            return self._error_reply(status, fault.message, number, fault.error_type)
-        reply = self._stream_under(fault, body, turn_number, number)
-        if reply.stream is None:  # an error: that is the answer
-            return reply
-        events = reply.stream[: max(0, fault.after)]
-        if fault.kind == "cut":
-            return replace(reply, stream=events, cut=True)
-        error = self._stream_error_event(fault.error_type, fault.message)
-        return replace(reply, stream=(*events, error))
-
-    def _hostile_stream(
-        self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
-    ) -> Reply:
-        """A stream that never ends, or one with ``fault.raw`` put in after ``fault.after``
-        events; without streaming, a body that never ends, or ``fault.raw`` as the body."""
-        if body.get("stream") is not True:
             if fault.kind == "inject":
                 return Reply(200, fault.raw, (("content-type", "application/json"),))
-            return Reply(stream=(), keepalive=b" ", keepalive_s=fault.seconds)
-        reply = self._stream_under(fault, body, turn_number, number)
+            if fault.kind == "endless":
+                return Reply(stream=(), keepalive=b" ", keepalive_s=fault.seconds)
+            status = status_for(fault.error_type)
+            return self._error_reply(status, fault.message, number, fault.error_type)
+        if fault.then is None:
+            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
+            return self._script_error_reply(message, number)
+        reply = self._serve(fault.then, body, turn_number, number)
         if reply.stream is None:  # an error: that is the answer
             return reply
         head, rest = reply.stream[: max(0, fault.after)], reply.stream[max(0, fault.after) :]
+        if fault.kind == "cut":
+            return replace(reply, stream=head, cut=True)
+        if fault.kind == "stream_error":
+            error = self._stream_error_event(fault.error_type, fault.message)
+            return replace(reply, stream=(*head, error))
         if fault.kind == "inject":
             return replace(reply, stream=(*head, fault.raw, *rest))
         keepalive = self._keepalive_event(body)
         return replace(reply, stream=head, keepalive=keepalive, keepalive_s=fault.seconds)
-
-    def _stream_under(
-        self, fault: Fault, body: dict[str, Any], turn_number: int, number: int
-    ) -> Reply:
-        """The reply a stream fault acts on: its ``then`` turn served, or an error reply (no
-        ``stream``) when it has none or that turn is itself an error."""
-        if fault.then is None:
-            message = f"local server: turn {turn_number}: {fault.kind} has no turn"
-            return self._script_error_reply(message, number)
-        return self._serve(fault.then, body, turn_number, number)
 
     def _keepalive_event(self, body: dict[str, Any]) -> bytes:
         """What the API sends to keep a stream open: ``ping``; another API overrides it."""
@@ -276,7 +260,12 @@ class MessagesServer(LocalServer):
         headers: tuple[tuple[str, str], ...] = (),
     ) -> Reply:
         """An error in the API's JSON shape; a server for another API overrides it."""
-        return _error(status, message, number, error_type, headers)
+        payload = {
+            "type": "error",
+            "error": {"type": error_type or error_type_for(status), "message": message},
+            "request_id": f"req_local_{number}",
+        }
+        return Reply(status, json.dumps(payload).encode(), headers)
 
     def _script_error_reply(self, message: str, number: int) -> Reply:
         """A broken script answers 500, told not to be retried, so the test fails at once."""
@@ -304,13 +293,7 @@ class MessagesServer(LocalServer):
         content = thinking_content(content, body, self._signer, turn_number, think=think)
         usage = self._cache.usage(body, sum(estimate_tokens(block) for block in content))
         if response.usage is not None:
-            given = response.usage
-            usage = {
-                "input_tokens": given.input_tokens,
-                "output_tokens": given.output_tokens,
-                "cache_creation_input_tokens": given.cache_creation_input_tokens,
-                "cache_read_input_tokens": given.cache_read_input_tokens,
-            }
+            usage = asdict(response.usage)
         return {
             "id": f"msg_local_{turn_number}",
             "type": "message",
@@ -337,18 +320,3 @@ def _malformed(turn_number: int, streamed: bool) -> Reply:
     if streamed:
         return event_stream([f"event: message_start\ndata: {head}\n\n".encode()])
     return Reply(200, head.encode(), (("content-type", "application/json"),))
-
-
-def _error(
-    status: int,
-    message: str,
-    number: int,
-    error_type: str | None = None,
-    headers: tuple[tuple[str, str], ...] = (),
-) -> Reply:
-    payload = {
-        "type": "error",
-        "error": {"type": error_type or error_type_for(status), "message": message},
-        "request_id": f"req_local_{number}",
-    }
-    return Reply(status, json.dumps(payload).encode(), headers)

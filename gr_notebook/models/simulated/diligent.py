@@ -171,10 +171,8 @@ class Profile:
             if instructions is None:
                 return [("read_file", {"path": "instructions.md"})], ("write_file", plan_file)
             content = plan_from_instructions(instructions).render()
-            return [("write_file", {"path": plan_file, "content": content})], (
-                "write_file",
-                plan_file,
-            )
+            write = ("write_file", {"path": plan_file, "content": content})
+            return [write], ("write_file", plan_file)
         return [("read_file", {"path": plan_file})], ("read_file", plan_file)
 
     def work_done(self, s: Situation, final: tuple[str, str | None]) -> bool:
