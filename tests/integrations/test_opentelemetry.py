@@ -313,6 +313,34 @@ async def test_the_api_key_is_never_exported(tmp_path: Path) -> None:
     assert [e.name for e in chats[0].events] == ["gr.model_retry"]  # the 429, on its call
 
 
+@pytest.mark.parametrize("calls", [0, 1], ids=["at-once", "after-a-tool-call"])
+async def test_a_failed_run_names_the_class_of_the_error_that_ended_it(
+    tmp_path: Path, calls: int
+) -> None:
+    """The script runs dry (ScriptExhausted): the run's span is ERROR with that class, and the
+    error is the run's, not the tool call's before it."""
+    script: list[ModelResponse] = [gr.tool_call("read_file", path="a.md")] * calls
+    ws = workspace(tmp_path / "ws", {"a.md": "a"})
+    provider, exporter = memory_provider()
+    agent = stuck_agent(gr.ScriptedModel(script), ws, interventions=None)
+    with instrument(agent, provider):
+        run = await agent.run("Do the job.")
+    assert run.status == "failed"
+    spans = list(exporter.get_finished_spans())
+    [root] = [s for s in spans if s.parent is None]
+    assert root.status.status_code == trace.StatusCode.ERROR
+    assert root.attributes["error.type"] == "ScriptExhausted"
+    assert [e.attributes["gr.error.type"] for e in root.events if e.name == "gr.error"] == [
+        "ScriptExhausted"
+    ]
+    tools = _by_operation(spans, "execute_tool")
+    assert len(tools) == calls
+    assert all(not s.events and s.status.status_code == trace.StatusCode.UNSET for s in tools)
+    exporter.clear()
+    export_run(run, provider)
+    assert layout(list(exporter.get_finished_spans())) == layout(spans)
+
+
 async def test_a_run_started_inside_a_span_is_its_child(tmp_path: Path) -> None:
     provider, exporter = memory_provider()
     ws = workspace(tmp_path / "ws", {"a.md": "a"})
