@@ -10,8 +10,9 @@ person, denies and ends.
   ``confirm=``, then nobody). An edited input goes through the tool's schema and **every live
   policy** again, and what runs is exactly the input the last request showed.
 - **After a call** (:meth:`GuardedStep.ran`, then :meth:`GuardedStep.after`): the
-  policies' ``on_result`` with the input that ran, then, for every call, the ``tool_call``
-  event, the intervention tracker (not while the run winds down) and the feedback providers.
+  policies' ``on_result`` with the input that ran, then, for every call, the result without
+  the model adapter's API key, the ``tool_call`` event, the intervention tracker (not while
+  the run winds down) and the feedback providers.
 - **Limits** (:meth:`GuardedStep.wrap_up`): past 80% of any hard limit, once, the order to
   wrap up, for a host without gr's todo layer (gr's loop puts it there).
 - **A stop** (:meth:`GuardedStep.judge_end`): the completion checker, the refusal cap, and
@@ -99,9 +100,11 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class Aftermath:
-    """What follows a call for the model: feedback blocks, and an intervention tier that
-    fired (gr's loop acts on it at the end of the turn, a session at once)."""
+    """What follows a call for the model: its result as recorded (without the adapter's
+    key), feedback blocks, and an intervention tier that fired (gr's loop acts on it at the
+    end of the turn, a session at once)."""
 
+    result: str
     feedback: tuple[Feedback, ...] = ()
     intervention: InterventionCheck | None = None
 
@@ -212,17 +215,19 @@ class GuardedStep:
         )
 
     def after(self, call: GuardedCall, output: ToolOutput, *, duration_s: float) -> Aftermath:
-        """Everything that follows a call, allowed or not, in this order: the ``tool_call``
-        event, the intervention tracker (not while the run winds down: told to wrap up, it
-        is finishing, not stuck) and the feedback providers."""
+        """Everything that follows a call, allowed or not, in this order: the result without
+        the model adapter's API key (what they all read: a tool may have read the key), the
+        ``tool_call`` event, the intervention tracker (not while the run winds down: told to
+        wrap up, it is finishing, not stuck) and the feedback providers."""
         state = self.state
+        result = state.redact_key(output.content)
         state.emit(
             ToolCallEvent(
                 tool=call.host_name,
                 tool_use_id=call.tool_use_id,
                 input=dict(call.host_input),
                 is_error=output.is_error,
-                result=output.content,
+                result=result,
                 duration_s=duration_s,
                 directive=None if output.directive is None else state.guidance(output.directive),
             )
@@ -231,7 +236,7 @@ class GuardedStep:
         fired = None
         if state.interventions is not None and not winding_down:
             check = state.interventions.observe(
-                call.tool.name, call.params, output.content, is_error=output.is_error
+                call.tool.name, call.params, result, is_error=output.is_error
             )
             if check is not None:
                 state.emit(check.event(phased=state.guards.harness.phased))
@@ -241,10 +246,10 @@ class GuardedStep:
             call.params,
             is_error=output.is_error,
             turn=state.turn,
-            result=output.content,
+            result=result,
             observe=not winding_down,
         )
-        return Aftermath(tuple(blocks), fired)
+        return Aftermath(result, tuple(blocks), fired)
 
     # -- limits and stops -----------------------------------------------------------------------
 

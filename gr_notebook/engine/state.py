@@ -48,6 +48,7 @@ from gr_notebook.guardrails.shadow import run_guardrails
 from gr_notebook.guidance import Directive, feedback_directive
 from gr_notebook.messages import Usage
 from gr_notebook.models.call_context import CallContext, DeltaFeed
+from gr_notebook.models.secrets import key_redactor
 from gr_notebook.tools.base import ToolContext
 from gr_notebook.workflow.phases import PhaseController
 from gr_notebook.workflow.plan import Plan
@@ -116,6 +117,8 @@ class RunState:
         """The todo layer's INSTRUCTION line last recorded as guidance."""
         self.deltas = DeltaFeed()
         """Who watches the model's turns as they stream; not part of a snapshot."""
+        self.redact_key: Callable[[str], str] = key_redactor(definition.model)
+        """Removes the model adapter's API key from a tool's result (decision 383)."""
         self._wrap_up: str | None = None
         """The wrap-up order of a run without self-regulation's state (a session)."""
 

@@ -145,9 +145,9 @@ class _Turn:
             )
         else:
             tool, use, output = await self._run(use)
-        content = output.content
         call = GuardedCall(tool or _unknown(use.name), use.input, use.id)
         after = self.step.after(call, output, duration_s=time.perf_counter() - started)
+        content = after.result  # the model reads the key no more than the record does
         if after.intervention is not None:
             current = effects.intervention
             if current is None or after.intervention.tier > current.tier:

@@ -59,7 +59,7 @@ from gr_notebook.models.network import check_network, guard_http_client, guard_r
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
-from gr_notebook.models.secrets import check_key
+from gr_notebook.models.secrets import check_key, redact
 from gr_notebook.models.thinking import Thinking, as_thinking, check_thinking
 
 if TYPE_CHECKING:
@@ -201,6 +201,10 @@ class AnthropicModel:
     def price(self) -> Price | None:
         """What this model's calls cost, from its price table; None when unknown."""
         return self.prices.price_of(self.model)
+
+    def redact_key(self, text: str) -> str:
+        """``text`` without this model's API key (a tool's result that quotes it)."""
+        return redact(text, self._key)
 
     @property
     def _api(self) -> Any:

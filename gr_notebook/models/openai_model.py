@@ -49,7 +49,7 @@ from gr_notebook.models.openai_stream import stream_completion
 from gr_notebook.models.pricing import Price, PriceTable, warn_unpriced
 from gr_notebook.models.retry import RetryPolicy
 from gr_notebook.models.sdk_calls import Vendor, check_options, send_with_retries
-from gr_notebook.models.secrets import check_key
+from gr_notebook.models.secrets import check_key, redact
 
 if TYPE_CHECKING:
     import openai
@@ -158,6 +158,10 @@ class OpenAIModel:
     def price(self) -> Price | None:
         """What this model's calls cost, from its price table; None when unknown."""
         return self.prices.price_of(self.model)
+
+    def redact_key(self, text: str) -> str:
+        """``text`` without this model's API key (a tool's result that quotes it)."""
+        return redact(text, self._key)
 
     def __repr__(self) -> str:
         return (

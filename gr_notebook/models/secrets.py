@@ -5,17 +5,28 @@ sent as a header, and the HTTP library's error then quotes the header, key and a
 exception chain and the DEBUG logs; so it is refused before it is used, without echoing it.
 A server or proxy may still echo a key back, so an adapter redacts each form a key takes in
 text (as it is, escaped as ``repr`` and JSON write it, URL-quoted, and its tail, which
-vendors print to name a key) from what it reports.
+vendors print to name a key) from what it reports. A tool may read the key too (a ``.env``):
+an adapter is a :class:`KeyHolder`, so a run redacts it from a tool's result as well.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 from urllib.parse import quote
 
 from gr_notebook.errors import ConfigError
 
-__all__ = ["REDACTED", "check_key", "key_forms", "mentions", "redact"]
+__all__ = [
+    "REDACTED",
+    "KeyHolder",
+    "check_key",
+    "key_forms",
+    "key_redactor",
+    "mentions",
+    "redact",
+]
 
 REDACTED = "[redacted]"
 TAIL = 12
@@ -66,3 +77,22 @@ def mentions(error: BaseException, key: str) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+@runtime_checkable
+class KeyHolder(Protocol):
+    """A model that sends an API key: it redacts the key from a text without handing it out."""
+
+    def redact_key(self, text: str) -> str:
+        """``text`` with every form of this model's key replaced by ``[redacted]``."""
+        ...
+
+
+def key_redactor(model: object) -> Callable[[str], str]:
+    """What removes ``model``'s key from a text: its :meth:`KeyHolder.redact_key`, or
+    nothing for a model that holds no key (the offline ones)."""
+    return model.redact_key if isinstance(model, KeyHolder) else _as_is
+
+
+def _as_is(text: str) -> str:
+    return text

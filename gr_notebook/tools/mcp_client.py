@@ -3,10 +3,13 @@
 :func:`connect` opens every server of a run inside the run's own task (the SDK's sessions
 are async context managers that must be left in the task that entered them), on the
 ``AsyncExitStack`` the run holds around its loop, so they close however the run ends:
-done, failed, stopped, cancelled or interrupted. It returns the servers' tools as gr tools,
-known before the first request. A server that cannot start is an :class:`MCPServerError`
-naming it; a call that crashes, hangs past its timeout or answers with something that is not
-MCP becomes an ``is_error`` result that says what happened and what to do.
+done, failed, stopped, cancelled or interrupted. A stdio server leads a process group of its
+own, and what it started (``uvx``'s and ``npx``'s servers, a browser, a language server) goes
+with the group when it closes, also when the server itself exited cleanly. It returns the
+servers' tools as gr tools, known before the first request. A server that cannot start is an
+:class:`MCPServerError` naming it; a call that crashes, hangs past its timeout or answers
+with something that is not MCP becomes an ``is_error`` result that says what happened and
+what to do.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
+from pathlib import Path
 from typing import IO, Any
 
 from gr_notebook.errors import ConfigError, MCPServerError
@@ -33,6 +39,12 @@ _CLOSED = (
 )
 _GONE = (BrokenPipeError, ConnectionError, EOFError)
 _STDERR_TAIL = 600
+_LEADER = 'echo $$ > "$0"; exec "$@"'
+"""Run by ``/bin/sh`` in the server's place: it notes its pid, the group's id (the SDK starts
+the server in a session of its own), then becomes the server, keeping that pid."""
+_GROUP_GRACE_S = 2.0
+"""How long what is left of a server's group has to end on SIGTERM before SIGKILL (the SDK's
+own grace for a server)."""
 
 
 def load_mcp() -> Any:
@@ -113,9 +125,15 @@ class _Connection:
             self.stderr = stack.enter_context(
                 tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             )
+            command, args = server.command, list(server.args)
+            if os.name == "posix":  # on Windows the SDK's job object ends the whole tree
+                fd, pid_file = tempfile.mkstemp(prefix="gr-mcp-", suffix=".pid")
+                os.close(fd)
+                stack.push_async_callback(_end_group, pid_file)  # once the SDK stopped it
+                command, args = "/bin/sh", ["-c", _LEADER, pid_file, command, *args]
             params = mcp.client.stdio.StdioServerParameters(
-                command=server.command,
-                args=list(server.args),
+                command=command,
+                args=args,
                 env=dict(server.env) if server.env else None,
                 cwd=server.cwd,
             )
@@ -237,6 +255,43 @@ def _check_command(server: MCPServer) -> None:
             f"MCP server {server.name!r} could not start: the command {command!r} was not "
             "found; install it, or give its full path as command="
         )
+
+
+async def _end_group(pid_file: str) -> None:
+    """End what is left of a stdio server's process group, whose id ``pid_file`` holds once
+    the server started: SIGTERM, then SIGKILL after a grace period, or at once if the run's
+    task is cancelled meanwhile. The SDK does this only for a server that would not exit."""
+    try:
+        text = Path(pid_file).read_text().strip()
+    except OSError:
+        text = ""
+    finally:
+        with suppress(OSError):
+            os.unlink(pid_file)
+    if not text.isdigit():
+        return  # the server never started
+    group = int(text)
+    alive = _signal(group, signal.SIGTERM)
+    deadline = time.monotonic() + _GROUP_GRACE_S
+    try:
+        while alive and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            alive = _signal(group, 0)
+    finally:
+        if alive:
+            _signal(group, signal.SIGKILL)
+
+
+def _signal(group: int, number: int) -> bool:
+    """Send ``number`` to the process group; False once no process is left in it (a zombie
+    not yet reaped still counts, as it does for the SDK)."""
+    try:
+        os.killpg(group, number)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # some member may not be ours to signal: it does not prove the group gone
+    return True
 
 
 def _what(exc: BaseException) -> str:

@@ -21,6 +21,8 @@ from gr_notebook.display.state import RunTracker
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import Store
 from gr_notebook.integrations.langchain import EXTRA, guardrail_middleware
+from gr_notebook.models.anthropic_model import AnthropicModel
+from gr_notebook.models.secrets import key_forms
 from tests.integrations.conftest import native_run
 from tests.integrations.langchain_kit import langchain_session, tool_model
 
@@ -255,6 +257,23 @@ async def test_gr_tools_run_in_the_workspace_with_grs_handlers(tmp_path: Path) -
     assert (ws / "notes" / "a.md").read_text() == "hello\n"
     outside = [m for m in session.messages if isinstance(m, ToolMessage)][1]
     assert outside.status == "error"  # gr's workspace refuses a path that leaves it
+
+
+async def test_the_agents_api_key_a_tool_read_is_redacted_from_the_record(tmp_path: Path) -> None:
+    """Decision 383 on another host: the session's record holds no form of the key of the
+    agent's model adapter, though the tool read it (the host hands its model the result)."""
+    ws = tmp_path / "ws"
+    key = "sk-ant-api03-langchain-secret-5e1d0c"
+    model = AnthropicModel("claude-sonnet-4-6", api_key=key, base_url="http://127.0.0.1:9")
+    ws.mkdir(parents=True)
+    (ws / ".env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    script = [gr.tool_call("read_file", path=".env"), gr.text("Done.")]
+    session = await langchain_session(agent_at(ws, model=model), script, ws)
+    [read] = session.run.events.of_kind("tool_call")
+    assert "ANTHROPIC_API_KEY=[redacted]" in read.data["result"]
+    with Store(ws.parent / "store.sqlite") as store:
+        stored = [e.data for _, e in store.events_of_kind("tool_call")]
+    assert not any(form in str(stored) for form in key_forms(key))
 
 
 async def test_a_tool_that_raises_is_an_error_the_model_reads(tmp_path: Path) -> None:

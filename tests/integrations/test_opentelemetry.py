@@ -19,10 +19,12 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as se
 
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
+from gr_notebook.history.checkpoint_store import load_checkpoint
 from gr_notebook.integrations.opentelemetry import Instrumentation, export_run, instrument
 from gr_notebook.models import ModelResponse
 from gr_notebook.models.anthropic_model import AnthropicModel
 from gr_notebook.models.retry import RetryPolicy
+from gr_notebook.models.secrets import key_forms
 from gr_notebook.testing import Fault, MessagesServer
 from gr_notebook.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.integrations.otel_helpers import (
@@ -311,6 +313,68 @@ async def test_the_api_key_is_never_exported(tmp_path: Path) -> None:
     assert chats[0].attributes[semconv.GEN_AI_REQUEST_MODEL] == "claude-sonnet-4-6"
     assert chats[0].name == "chat claude-sonnet-4-6"
     assert [e.name for e in chats[0].events] == ["gr.model_retry"]  # the 429, on its call
+
+
+async def test_the_api_key_a_tool_read_is_redacted_before_the_record_and_the_model(
+    tmp_path: Path,
+) -> None:
+    """The model reads a ``.env`` holding the adapter's own key: the tool's result is recorded,
+    exported, checkpointed and sent on with every form of the key redacted (decision 383)."""
+    script: list[Any] = [gr.tool_call("read_file", path=".env"), gr.text("Done.")]
+    ws = workspace(tmp_path / "ws", {".env": f"ANTHROPIC_API_KEY={SECRET}\nDEBUG=1\n"})
+    db = tmp_path / "runs.db"
+    provider, exporter = memory_provider()
+    with MessagesServer(script) as server:
+        model = AnthropicModel("claude-sonnet-4-6", api_key=SECRET, base_url=server.url)
+        agent = gr.Agent(model, workspace=ws, store=db, self_regulation=False)
+        with instrument(agent, provider, capture_content=True):
+            run = await agent.run("Read .env.")
+        sent = [json.dumps(r.body) for r in server.requests if r.path == "/v1/messages"]
+    live = list(exporter.get_finished_spans())
+    exporter.clear()
+    export_run(run, provider, capture_content=True)
+    exported = list(exporter.get_finished_spans())
+    forms = key_forms(SECRET)
+    assert not [v for v in every_value(live + exported) if any(form in v for form in forms)]
+    [read] = _by_operation(live, "execute_tool")
+    result = str(read.attributes[semconv.GEN_AI_TOOL_CALL_RESULT])
+    assert "ANTHROPIC_API_KEY=[redacted]" in result and "DEBUG=1" in result
+    with gr.Store(db) as store:
+        [(_, stored)] = store.events_of_kind("tool_call")
+        checkpoint = load_checkpoint(store, run.run_id)
+    assert "ANTHROPIC_API_KEY=[redacted]" in stored.data["result"]
+    assert list(run.tool_calls_df()["result"]) == [stored.data["result"]]
+    assert not any(form in json.dumps(checkpoint.snapshot) for form in forms)
+    assert len(sent) == 2 and "ANTHROPIC_API_KEY=[redacted]" in sent[1]
+    assert not any(form in body for body in sent for form in forms)
+
+
+@pytest.mark.parametrize("calls", [0, 1], ids=["at-once", "after-a-tool-call"])
+async def test_a_failed_run_names_the_class_of_the_error_that_ended_it(
+    tmp_path: Path, calls: int
+) -> None:
+    """The script runs dry (ScriptExhausted): the run's span is ERROR with that class, and the
+    error is the run's, not the tool call's before it."""
+    script: list[ModelResponse] = [gr.tool_call("read_file", path="a.md")] * calls
+    ws = workspace(tmp_path / "ws", {"a.md": "a"})
+    provider, exporter = memory_provider()
+    agent = stuck_agent(gr.ScriptedModel(script), ws, interventions=None)
+    with instrument(agent, provider):
+        run = await agent.run("Do the job.")
+    assert run.status == "failed"
+    spans = list(exporter.get_finished_spans())
+    [root] = [s for s in spans if s.parent is None]
+    assert root.status.status_code == trace.StatusCode.ERROR
+    assert root.attributes["error.type"] == "ScriptExhausted"
+    assert [e.attributes["gr.error.type"] for e in root.events if e.name == "gr.error"] == [
+        "ScriptExhausted"
+    ]
+    tools = _by_operation(spans, "execute_tool")
+    assert len(tools) == calls
+    assert all(not s.events and s.status.status_code == trace.StatusCode.UNSET for s in tools)
+    exporter.clear()
+    export_run(run, provider)
+    assert layout(list(exporter.get_finished_spans())) == layout(spans)
 
 
 async def test_a_run_started_inside_a_span_is_its_child(tmp_path: Path) -> None:

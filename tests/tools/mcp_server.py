@@ -1,8 +1,10 @@
 """A small MCP server for the tests, built with the SDK's own server API.
 
-``python mcp_server.py [--http PORT] [--count FILE] [--exit-at-once]``: over stdio by default,
-over streamable HTTP on 127.0.0.1:PORT with ``--http``. Every tool call appends its tool's
-name to ``--count`` (a file per server), so a test can prove a denied call never ran. Some
+``python mcp_server.py [--http PORT] [--count FILE] [--exit-at-once] [--spawn FILE]``: over
+stdio by default, over streamable HTTP on 127.0.0.1:PORT with ``--http``. Every tool call
+appends its tool's name to ``--count`` (a file per server), so a test can prove a denied call
+never ran. ``--spawn`` starts a child that outlives the server unless its process group goes
+(as ``uvx``, ``npx``, a browser or a language server start one), and writes its pid. Some
 tools misbehave on purpose: ``crash`` exits the process, ``hang`` never answers, ``fail``
 raises, ``malformed`` writes a line that is not JSON-RPC. Over HTTP, the end of a session
 (the client's DELETE) is counted too, with the Authorization header it carried.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 
@@ -23,9 +26,14 @@ parser.add_argument("--http", type=int, default=0)
 parser.add_argument("--count", default="")
 parser.add_argument("--exit-at-once", action="store_true")
 parser.add_argument("--name", default="demo")
+parser.add_argument("--spawn", default="")
 options = parser.parse_args()
 if options.exit_at_once:
     sys.exit(3)
+if options.spawn:
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    with open(options.spawn, "w", encoding="utf-8") as file:
+        file.write(str(child.pid))
 
 server = MCPServer(options.name)
 WIRE = os.dup(1)

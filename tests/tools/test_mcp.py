@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -56,6 +57,25 @@ def gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def dead(pid: int, within_s: float = 10) -> bool:
+    """The process ends within ``within_s``: gone, or a zombie nobody reaped yet (an orphan
+    waits on whatever adopted it)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if gone(pid) or _zombie(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 # -- the tools, named and called --------------------------------------------------------------
@@ -489,6 +509,23 @@ async def test_the_server_is_closed_however_the_run_ends(tmp_path: Path, end: st
     assert run.status == end, run.reason
     [(_, _, pid), *_] = results(run)
     assert gone(int(pid))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a process group is POSIX's")
+def test_what_the_server_started_goes_with_it_when_the_run_ends_normally(tmp_path: Path) -> None:
+    """A stdio server that started a process of its own (as ``uvx``, ``npx``, a browser or a
+    language server do): the run ends as it should, and that process goes too."""
+    spawned = tmp_path / "spawned.pid"
+    server = gr.MCPServer("demo", command=sys.executable, args=[SERVER, "--spawn", str(spawned)])
+    script = [gr.tool_call("mcp__demo__add", a=1, b=2), gr.text("Done.")]
+    demo = agent(tmp_path, script, server)
+    try:
+        run = demo.run_sync("Go.")
+        assert run.status == "ended" and results(run) == [("mcp__demo__add", False, "3")]
+        assert dead(int(spawned.read_text()))
+    finally:
+        if spawned.exists() and not gone(pid := int(spawned.read_text())):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_policy_naming_an_mcp_tool_of_an_agent_without_servers_fails_at_the_start(

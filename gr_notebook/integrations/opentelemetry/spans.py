@@ -47,6 +47,8 @@ OWN_MODELS = "gr_notebook"
 
 _AFTER_CALL = (FeedbackEvent, InterventionCheckEvent, ErrorEvent)
 """What follows a tool call and belongs to it: it does not end the call's span."""
+_ENDS_RUN = frozenset({"run", "model", "budget"})
+"""The sources of an error that ends the run: it is the run's, not the last call's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,8 @@ class TraceBuilder:
         self._retries: list[tuple[str, Event, dict[str, Value | None]]] = []
         self._asking: dict[str, str] = {}
         """The policies that asked, by approval request id: the answer's guardrail."""
+        self._failure: str | None = None
+        """The class of the latest error that ends a run: a failed run's ``error.type``."""
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -149,7 +153,7 @@ class TraceBuilder:
             return
         if self.run is None:
             return  # nothing of this run has begun (a log read from its middle)
-        if not isinstance(event, _AFTER_CALL):
+        if not isinstance(event, _AFTER_CALL) or _ends_run(event):
             self._close_last()
         if isinstance(event, ModelCallEvent):
             self._model_call(event)
@@ -249,9 +253,7 @@ class TraceBuilder:
             )
         )
         if event.status == "failed":
-            failures = [e for e in run.events if e.name == GR.ERROR]
-            kind = failures[-1].attributes.get(GR.ERROR_TYPE) if failures else None
-            run.error = str(kind or "_OTHER")
+            run.error = self._failure or "_OTHER"
         self.finished = True
         self.sink.end_run(run)
 
@@ -366,6 +368,8 @@ class TraceBuilder:
             GR.TOOL: event.tool,
         }
         target = self._last or self.run
+        if _ends_run(event):
+            self._failure = event.error_type
         if event.source == "tool":
             waiting = [
                 d
@@ -496,6 +500,10 @@ def _retry(event: ModelRetryEvent) -> dict[str, Value | None]:
         GR.STATUS_CODE: event.status,
         GR.DELAY_S: event.delay_s,
     }
+
+
+def _ends_run(event: Event) -> bool:
+    return isinstance(event, ErrorEvent) and event.source in _ENDS_RUN
 
 
 def _refusal(event: ToolCallEvent) -> str | None:
