@@ -8,7 +8,6 @@ blocks go back to the model together.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -99,16 +98,6 @@ class Feedback:
             config=config,
             directive=directive,
         )
-
-    def event_data(self, tool: str, config: int | None) -> dict[str, Any]:
-        """Deprecated: the ``feedback`` event's data; use :meth:`event`."""
-        warnings.warn(
-            "Feedback.event_data() is deprecated; Feedback.event() returns the typed "
-            "FeedbackEvent, and its .data the same mapping",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.event(tool, config).to_data()
 
     def render(self) -> str:
         """The block the model reads, with XML special characters escaped."""

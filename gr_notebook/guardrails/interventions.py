@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import re
-import warnings
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -225,26 +224,6 @@ class InterventionCheck:
             recent_tools=list(self.recent_tools),
             threshold=self.threshold,
         )
-
-    def to_event(self) -> dict[str, Any]:
-        """The event's data; deprecated, :meth:`event` builds the typed event."""
-        warnings.warn(
-            "InterventionCheck.to_event() is deprecated; use .event(), the typed event",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return {
-            "step": self.step,
-            "fired": self.fired,
-            "tier": self.tier,
-            "action": self.action,
-            "skip_reason": self.skip_reason,
-            "stuck_counter": self.stuck_counter,
-            "steps_since_reset": self.steps_since_reset,
-            "steps_since_progress": self.steps_since_progress,
-            "recent_edits": self.recent_edits,
-            "recent_tools": list(self.recent_tools),
-        }
 
 
 @dataclass
