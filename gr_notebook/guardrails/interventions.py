@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.eventdata import clip_json
+from gr_notebook.eventdata import clip_json, fields_json
 from gr_notebook.events import InterventionEvent, InterventionSkippedEvent
 from gr_notebook.validation import whole_number
 
@@ -249,15 +249,8 @@ class ProgressTracker:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "last_start_over_step": self.last_start_over_step,
-            "code_edit_count": self.code_edit_count,
+            **fields_json(self),
             "recent_tools": list(self.recent_tools),
-            "stuck_counter": self.stuck_counter,
-            "last_progress_step": self.last_progress_step,
-            "step": self.step,
-            "tier": self.tier,
-            "best_score": self.best_score,
-            "fresh_window": self.fresh_window,
             "seen": list(self.seen),
         }
 

@@ -10,11 +10,11 @@ the run state's snapshot; the plan, the journal and the archive are workspace fi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gr_notebook.errors import TodoError, WorkspaceError
-from gr_notebook.eventdata import plain_json
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import (
     ErrorEvent,
     Event,
@@ -366,11 +366,11 @@ class PhaseController:
         todos = self.todos
         return {
             "todos": {**todos.to_json(), "instruction": todos.instruction},
-            "segments": [_flat_json(s) for s in self.segments],
-            "job": plain_json(asdict(self.job)) if self.job else None,
+            "segments": [fields_json(s) for s in self.segments],
+            "job": fields_json(self.job) if self.job else None,
             "compaction_due": self.compaction_due,
             "pending": self._pending,
-            "prompts": [_flat_json(p) for p in self._prompts],
+            "prompts": [fields_json(p) for p in self._prompts],
             "wrap_up": self._wrap_up,
             "plan_written": self._plan_written,
         }
@@ -587,9 +587,3 @@ def _todos_written(todos: TodoList, source: str) -> TodosWrittenEvent:
         todo_kind=todos.kind,
         titles=[i.title for i in todos.items],
     )
-
-
-def _flat_json(value: Any) -> dict[str, Any]:
-    """A dataclass of plain fields as JSON, without ``asdict``'s deep copy: the phases'
-    snapshot is taken at every turn."""
-    return {f.name: plain_json(getattr(value, f.name)) for f in fields(value)}
