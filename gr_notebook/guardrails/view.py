@@ -11,7 +11,7 @@ drives guardrails without a loop, implements it with a few attributes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from gr_notebook.events import Event
@@ -72,42 +72,10 @@ class RelayView:
     def __init__(self, run: RunView) -> None:
         self.run = run
 
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def name(self) -> str:
-        return self.run.name
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.run.workspace
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self.run.clock
-
-    @property
-    def todos(self) -> TodoList:
-        return self.run.todos
-
-    @property
-    def plan_file(self) -> str:
-        return self.run.plan_file
-
-    @property
-    def wrap_up(self) -> str | None:
-        return self.run.wrap_up
-
-    def usage(self) -> BudgetUsage:
-        return self.run.usage()
-
-    def plan(self) -> Plan | None:
-        return self.run.plan()
-
-    def phase_ahead(self) -> tuple[int, str]:
-        return self.run.phase_ahead()
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy and pickle ask for hooks this object has not
+            raise AttributeError(name)
+        return getattr(self.run, name)
 
     def emit(self, event: Event) -> None:
         self.run.emit(event)
