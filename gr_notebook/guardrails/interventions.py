@@ -211,19 +211,7 @@ class InterventionCheck:
         action: str | None = self.action
         if not phased and action is not None:
             action = SESSION_ACTIONS.get(action, action)
-        return kind(
-            step=self.step,
-            fired=self.fired,
-            tier=self.tier,
-            action=action,
-            skip_reason=self.skip_reason,
-            stuck_counter=self.stuck_counter,
-            steps_since_reset=self.steps_since_reset,
-            steps_since_progress=self.steps_since_progress,
-            recent_edits=self.recent_edits,
-            recent_tools=list(self.recent_tools),
-            threshold=self.threshold,
-        )
+        return kind(**fields_json(self), action=action)
 
 
 @dataclass

@@ -84,6 +84,7 @@ class PhaseController:
     _wrap_up: bool = field(default=False, init=False)
     _plan_cache: tuple[tuple[int, int, int], Plan] | None = field(default=None, init=False)
     _plan_written: bool = field(default=False, init=False)
+    """Whether the plan was written during this run (a leftover plan proves nothing)."""
 
     def __post_init__(self) -> None:
         self._board = TodoBoard(
@@ -101,11 +102,6 @@ class PhaseController:
     @property
     def journal(self) -> Journal:
         return self._journal
-
-    @property
-    def plan_written(self) -> bool:
-        """Whether the plan was written during this run (a leftover plan proves nothing)."""
-        return self._plan_written
 
     @property
     def transition_pending(self) -> bool:
@@ -312,15 +308,7 @@ class PhaseController:
         current = self.todos.current
         if current is not None and current.title == prompts.JOB_COMPLETION_TODOS[-1]:
             self.complete_todo(source="job_complete")
-        self.emit(
-            JobCompleteEvent(
-                summary=result.summary,
-                deliverables=list(result.deliverables),
-                confidence=result.confidence,
-                notes=result.notes,
-                source=result.source,
-            )
-        )
+        self.emit(JobCompleteEvent(**fields_json(result)))
 
     def complete_if_planned(self, final_text: str) -> None:
         """The model stopped without ending the job: with a plan written during this run and
