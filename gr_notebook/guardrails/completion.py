@@ -264,20 +264,16 @@ class CompositeChecker:
         self.all_must_pass = all_must_pass
 
     def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
-        failures: list[str] = []
-        passes: list[str] = []
+        said: list[str] = []  # every pass when all must pass; every failure when any may
         for checker in self.checkers:
             result = checker.check(context)
-            if self.all_must_pass and not result.complete:
+            if result.complete != self.all_must_pass:  # the first failure, or the first pass
                 return result
-            if not self.all_must_pass and result.complete:
-                return result
-            (passes if result.complete else failures).append(result.feedback or "")
+            if result.feedback:
+                said.append(result.feedback)
         if self.all_must_pass:
-            return TaskCompletionResult.ok("\n".join(f for f in passes if f) or None)
-        return TaskCompletionResult.incomplete(
-            "\n".join(f for f in failures if f) or "No completion check passed."
-        )
+            return TaskCompletionResult.ok("\n".join(said) or None)
+        return TaskCompletionResult.incomplete("\n".join(said) or "No completion check passed.")
 
     def __repr__(self) -> str:
         return f"CompositeChecker({list(self.checkers)!r}, all_must_pass={self.all_must_pass})"

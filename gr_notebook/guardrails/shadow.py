@@ -319,11 +319,11 @@ def _reporting(spec: GuardrailSpec, view: ShadowView) -> GuardrailSpec:
 
 
 class _Reported:
-    """A shadow policy whose failures are recorded (live, a failure is only a denial)."""
+    """A shadow policy whose failures are recorded (live, a failure is only a denial); its
+    other members (``name``, ``on_result``, ...) are the policy's own."""
 
     def __init__(self, policy: ToolPolicy, key: str, view: ShadowView) -> None:
         self.policy, self.key, self.view = policy, key, view
-        self.name = policy.name
 
     def check(self, tool: Tool, params: Mapping[str, Any], *, context: Any) -> PolicyDecision:
         try:
@@ -339,9 +339,6 @@ class _Reported:
                 )
             )
             raise
-
-    def on_result(self, *args: Any, **kwargs: Any) -> None:
-        self.policy.on_result(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.policy, name)

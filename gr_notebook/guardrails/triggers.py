@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import ErrorEvent
 from gr_notebook.guardrails.feedback import (
     Feedback,
@@ -144,12 +145,7 @@ class FeedbackRunner:
         return {
             "calls": self.calls,
             "triggers": [
-                {
-                    "provider": str(c.provider.name),
-                    "last_call": t.last_call,
-                    "last_time": t.last_time,
-                    "file_fired": t.file_fired,
-                }
+                {"provider": str(c.provider.name), **fields_json(t)}
                 for c, t in zip(self.configs, self._triggers, strict=True)
             ],
             "last": self.last.to_json() if self.last else None,
