@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.errors import RunError
-from gr_notebook.events import CompletionCheckEvent, ErrorEvent, PolicyDecisionEvent
+from gr_notebook.events import CompletionCheckEvent, PolicyDecisionEvent
 from gr_notebook.guardrails.completion import (
     PlanBasedChecker,
     StopKind,
@@ -42,6 +42,7 @@ from gr_notebook.guardrails.policy import (
 from gr_notebook.guardrails.readonly import read_only
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
+from gr_notebook.guardrails.view import failure
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.prompts import stop_refused_prompt
 
@@ -255,15 +256,7 @@ class Guardrails:
             try:
                 binding.policy.on_result(tool, params, result, context=context)
             except Exception as exc:
-                self._emit(
-                    ErrorEvent(
-                        source="policy",
-                        policy=binding.key,
-                        tool=tool.name,
-                        error_type=type(exc).__name__,
-                        message=str(exc),
-                    )
-                )
+                self._emit(failure("policy", exc, policy=binding.key, tool=tool.name))
 
     def policy_state(self, name: str) -> PolicyState:
         try:
@@ -393,11 +386,7 @@ class Guardrails:
             if not isinstance(result, TaskCompletionResult):
                 raise TypeError(f"check() returned {type(result).__name__}, not a result")
         except Exception as exc:  # fail-closed, like a policy: an unverified stop is refused
-            self._emit(
-                ErrorEvent(
-                    source="completion_checker", error_type=type(exc).__name__, message=str(exc)
-                )
-            )
+            self._emit(failure("completion_checker", exc))
             result = TaskCompletionResult.incomplete(
                 f"The completion check failed ({type(exc).__name__}: {exc}), so the stop "
                 "could not be confirmed."

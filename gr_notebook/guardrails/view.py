@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gr_notebook.events import ErrorEvent
+
 if TYPE_CHECKING:
     from gr_notebook.events import Event
     from gr_notebook.guardrails.budget import BudgetUsage
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["RelayView", "RunView"]
+__all__ = ["RelayView", "RunView", "failure"]
 
 
 class RunView(Protocol):
@@ -79,3 +81,10 @@ class RelayView:
 
     def emit(self, event: Event) -> None:
         self.run.emit(event)
+
+
+def failure(source: str, exc: Exception, **culprit: Any) -> ErrorEvent:
+    """The ``error`` event of an extension that raised (a policy, a feedback provider, a
+    checker), recorded instead of breaking the run; ``culprit`` names it (``policy=``,
+    ``tool=``, ``provider=``: the event's own fields)."""
+    return ErrorEvent(source=source, error_type=type(exc).__name__, message=str(exc), **culprit)
