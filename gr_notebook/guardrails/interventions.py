@@ -115,11 +115,7 @@ class InterventionConfig:
     progress_signal: ProgressSignal = field(default=pass_count_and_todos, compare=False)
 
     def __post_init__(self) -> None:
-        for name in (
-            "check_every",
-            "active_edit_threshold",
-            "consecutive_stuck_tolerance",
-        ):
+        for name in ("check_every", "active_edit_threshold", "consecutive_stuck_tolerance"):
             whole_number(getattr(self, name), name)
         for name in ("min_steps_before_intervention", "grace_period_after_reset"):
             value = getattr(self, name)

@@ -348,16 +348,9 @@ class SelfRegulation:
                 approved, by = answer is True, "confirmer"
             except Exception as exc:  # a broken confirmer denies: never spend unasked
                 approved, by = False, f"confirmer failed: {type(exc).__name__}: {exc}"
-        self.emit(
-            ConfirmationEvent(
-                operation=request.operation,
-                estimated_tokens=request.estimated_tokens,
-                threshold=request.threshold,
-                description=request.description,
-                approved=approved,
-                by=by,
-            )
-        )
+        asked = fields_json(request)
+        del asked["run_id"]  # the event is the run's already
+        self.emit(ConfirmationEvent(**asked, approved=approved, by=by))
         return approved
 
 

@@ -28,9 +28,7 @@ from gr_notebook.guardrails.completion import (
     TaskCompletionContext,
     TaskCompletionResult,
 )
-from gr_notebook.guardrails.feedback import (
-    Feedback,
-)
+from gr_notebook.guardrails.feedback import Feedback
 from gr_notebook.guardrails.policy import (
     PolicyBinding,
     PolicyContext,
@@ -134,7 +132,7 @@ class Guardrails:
         self._run = run
         self.workspace = run.workspace
         self._emit, self._clock, self._usage = run.emit, run.clock, run.usage
-        self.prompt_name, self.run_id = run.name, run.run_id
+        self.run_id = run.run_id
         self.memories = {b.key: PolicyMemory(b.key) for b in spec.bindings}
         self.feedback = FeedbackRunner(spec.feedback, run)
         self.refusals = 0

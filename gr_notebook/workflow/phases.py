@@ -261,19 +261,18 @@ class PhaseController:
         self.generate_summary(blocking=issue)
         self.emit(RewindEvent(issue=issue, source=source, archive=archive))
         self._await_todos("rewind", what="rewind")
-        if self._wrap_up:  # recorded, but a standing wrap-up asks for no new list
-            return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
-        self.queue_prompt(
-            prompts.rewind_prompt(
-                issue=issue,
-                phase=label,
-                archive=archive,
-                plan_file=self.plan_file,
-                by=source,
-                assess=self.regulated,
-            ),
-            reads=prompts.rewind_reads(self.plan_file),
-        )
+        if not self._wrap_up:  # recorded either way, but a standing wrap-up asks for no new list
+            self.queue_prompt(
+                prompts.rewind_prompt(
+                    issue=issue,
+                    phase=label,
+                    archive=archive,
+                    plan_file=self.plan_file,
+                    by=source,
+                    assess=self.regulated,
+                ),
+                reads=prompts.rewind_reads(self.plan_file),
+            )
         return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
 
     def archive_and_reset(self, *, source: str = "model") -> str:
