@@ -136,7 +136,7 @@ class TaskAssessment:
 
     def event(self, *, approved: bool) -> TaskAssessedEvent:
         """The ``task_assessed`` event; ``approved`` is whether the allotment stands."""
-        data = self.to_json()  # the event names two fields apart from the envelope's
+        data = self.to_json()  # as fields, turn and phase would shadow the event's envelope
         data["assessed_turn"], data["assessed_phase"] = data.pop("turn"), data.pop("phase")
         return TaskAssessedEvent(**data, approved=approved)
 
