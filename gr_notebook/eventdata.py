@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, Final
 
-__all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json", "plain_json"]
+__all__ = ["MAX_EVENT_TEXT", "clip", "clip_data", "clip_json", "fields_json", "plain_json"]
 
 MAX_EVENT_TEXT = 400
 MAX_EVENT_ITEMS = 50
@@ -80,3 +81,9 @@ def plain_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain_json(v) for v in value]
     return value
+
+
+def fields_json(value: Any) -> dict[str, Any]:
+    """A dataclass of plain fields as JSON, field by field, without ``asdict``'s deep copy:
+    snapshots are taken at every turn."""
+    return {f.name: plain_json(getattr(value, f.name)) for f in fields(value)}

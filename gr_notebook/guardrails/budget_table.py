@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gr_notebook.errors import ConfigError, ToolError
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import TaskAssessedEvent
 from gr_notebook.validation import whole_number
 
@@ -135,41 +136,12 @@ class TaskAssessment:
 
     def event(self, *, approved: bool) -> TaskAssessedEvent:
         """The ``task_assessed`` event; ``approved`` is whether the allotment stands."""
-        return TaskAssessedEvent(
-            task_type=self.task_type,
-            estimated_files=self.estimated_files,
-            estimated_iterations=self.estimated_iterations,
-            strategy=self.strategy,
-            multiplier=self.multiplier,
-            token_budget=self.token_budget,
-            max_iterations=self.max_iterations,
-            guidance=self.guidance,
-            assessed_turn=self.turn,
-            narrow=self.narrow,
-            assessed_phase=self.phase,
-            scope=self.scope,
-            tokens_at=self.tokens_at,
-            iterations_at=self.iterations_at,
-            approved=approved,
-        )
+        data = self.to_json()  # as fields, turn and phase would shadow the event's envelope
+        data["assessed_turn"], data["assessed_phase"] = data.pop("turn"), data.pop("phase")
+        return TaskAssessedEvent(**data, approved=approved)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "task_type": self.task_type,
-            "estimated_files": self.estimated_files,
-            "estimated_iterations": self.estimated_iterations,
-            "strategy": self.strategy,
-            "multiplier": self.multiplier,
-            "token_budget": self.token_budget,
-            "max_iterations": self.max_iterations,
-            "guidance": self.guidance,
-            "turn": self.turn,
-            "narrow": self.narrow,
-            "phase": self.phase,
-            "scope": self.scope,
-            "tokens_at": self.tokens_at,
-            "iterations_at": self.iterations_at,
-        }
+        return fields_json(self)
 
 
 def _row(name: str, value: object) -> TaskBudget:

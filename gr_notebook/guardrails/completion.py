@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.paths import is_file
 from gr_notebook.harness import GR_LOOP, Harness
+from gr_notebook.wording import plural
 from gr_notebook.workflow import prompts
 
 if TYPE_CHECKING:
@@ -141,13 +142,13 @@ class PlanBasedChecker:
             if pending:
                 verb = "is" if len(pending) == 1 else "are"
                 parts.append(
-                    f"{len(pending)} of {_count(len(todos.items), 'todo')} in "
+                    f"{len(pending)} of {plural(len(todos.items), 'todo')} in "
                     f"{todos.phase_label()} {verb} unfinished"
                 )
             if steps:
                 parts.append(
-                    f"the plan has {_count(len(steps), 'unfinished step')} in "
-                    f"{_count(phases, 'phase')}"
+                    f"the plan has {plural(len(steps), 'unfinished step')} in "
+                    f"{plural(phases, 'phase')}"
                 )
             sentence = ", and ".join(parts)
             titles = list(dict.fromkeys([*pending, *steps]))
@@ -223,12 +224,12 @@ class FileOutputChecker:
         names = [_in_workspace(context.workspace, f) for f in self.files]
         missing = [f for f in names if not is_file(context.workspace, f)]
         if not missing:
-            return TaskCompletionResult.ok(f"All {_count(len(self.files), 'required file')} exist.")
+            return TaskCompletionResult.ok(f"All {plural(len(self.files), 'required file')} exist.")
         listed = ", ".join(missing[:MAX_TITLES]) + (", ..." if len(missing) > MAX_TITLES else "")
         verb = "is" if len(missing) == 1 else "are"
         return TaskCompletionResult.incomplete(
             "<blocker>\n"
-            f"{len(missing)} of {_count(len(self.files), 'required output file')} {verb} "
+            f"{len(missing)} of {plural(len(self.files), 'required output file')} {verb} "
             f"missing: {listed}\nCreate {'it' if len(missing) == 1 else 'them'} before you stop.\n"
             "</blocker>"
         )
@@ -263,24 +264,16 @@ class CompositeChecker:
         self.all_must_pass = all_must_pass
 
     def check(self, context: TaskCompletionContext) -> TaskCompletionResult:
-        failures: list[str] = []
-        passes: list[str] = []
+        said: list[str] = []  # every pass when all must pass; every failure when any may
         for checker in self.checkers:
             result = checker.check(context)
-            if self.all_must_pass and not result.complete:
+            if result.complete != self.all_must_pass:  # the first failure, or the first pass
                 return result
-            if not self.all_must_pass and result.complete:
-                return result
-            (passes if result.complete else failures).append(result.feedback or "")
+            if result.feedback:
+                said.append(result.feedback)
         if self.all_must_pass:
-            return TaskCompletionResult.ok("\n".join(f for f in passes if f) or None)
-        return TaskCompletionResult.incomplete(
-            "\n".join(f for f in failures if f) or "No completion check passed."
-        )
+            return TaskCompletionResult.ok("\n".join(said) or None)
+        return TaskCompletionResult.incomplete("\n".join(said) or "No completion check passed.")
 
     def __repr__(self) -> str:
         return f"CompositeChecker({list(self.checkers)!r}, all_must_pass={self.all_must_pass})"
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -8,7 +8,6 @@ blocks go back to the model together.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 from xml.sax.saxutils import escape
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.eventdata import plain_json
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import FeedbackEvent, GuidanceRecord
 from gr_notebook.validation import seconds, whole_number
 
@@ -86,29 +85,8 @@ class Feedback:
         tool call that triggered it, the provider configuration's index (None for the
         system's own feedback) and, when known, the block as an order."""
         return FeedbackEvent(
-            provider=self.provider_name,
-            summary=self.summary,
-            severity=self.severity,
-            observations=self._observations(),
-            suggestions=list(self.suggestions),
-            call_index=self.call_index,
-            timestamp=self.timestamp.timestamp() if self.timestamp else None,
-            prompt_name=self.prompt_name,
-            text=self.render(),
-            tool=tool,
-            config=config,
-            directive=directive,
+            **self.to_json(), text=self.render(), tool=tool, config=config, directive=directive
         )
-
-    def event_data(self, tool: str, config: int | None) -> dict[str, Any]:
-        """Deprecated: the ``feedback`` event's data; use :meth:`event`."""
-        warnings.warn(
-            "Feedback.event_data() is deprecated; Feedback.event() returns the typed "
-            "FeedbackEvent, and its .data the same mapping",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.event(tool, config).to_data()
 
     def render(self) -> str:
         """The block the model reads, with XML special characters escaped."""
@@ -123,18 +101,13 @@ class Feedback:
         lines.append("</feedback>")
         return "\n".join(lines)
 
-    def _observations(self) -> list[dict[str, Any]]:
-        return [
-            {"category": o.category, "description": o.description, "evidence": o.evidence}
-            for o in self.observations
-        ]
-
     def to_json(self) -> dict[str, Any]:
+        """The block as its ``feedback`` event stores it (the event adds where it came from)."""
         return {
             "provider": self.provider_name,
             "summary": self.summary,
             "severity": self.severity,
-            "observations": self._observations(),
+            "observations": [fields_json(o) for o in self.observations],
             "suggestions": list(self.suggestions),
             "call_index": self.call_index,
             "timestamp": self.timestamp.timestamp() if self.timestamp else None,
@@ -200,14 +173,7 @@ class ToolCallRecord:
     time: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "call_index": self.call_index,
-            "tool": self.tool,
-            "params": plain_json(self.params),
-            "is_error": self.is_error,
-            "turn": self.turn,
-            "time": self.time,
-        }
+        return fields_json(self)
 
 
 @runtime_checkable

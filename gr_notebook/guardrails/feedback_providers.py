@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails.feedback import Feedback, FeedbackContext
 from gr_notebook.validation import seconds
+from gr_notebook.wording import plural
 
 __all__ = ["DeadlineFeedback", "StaticFeedbackProvider", "format_duration"]
 
@@ -83,12 +84,8 @@ def format_duration(seconds: float) -> str:
     """'1 second', '45 seconds', '1 minute', '5 minutes', '1 hour', '1 hour 30 minutes'."""
     whole = max(0, int(seconds))
     if whole < 60:
-        return _units(whole, "second")
+        return plural(whole, "second")
     if whole < 3600:
-        return _units(whole // 60, "minute")
+        return plural(whole // 60, "minute")
     hours, minutes = divmod(whole // 60, 60)
-    return _units(hours, "hour") + (f" {_units(minutes, 'minute')}" if minutes else "")
-
-
-def _units(count: int, unit: str) -> str:
-    return f"{count} {unit}{'' if count == 1 else 's'}"
+    return plural(hours, "hour") + (f" {plural(minutes, 'minute')}" if minutes else "")

@@ -17,14 +17,13 @@ import hashlib
 import json
 import logging
 import re
-import warnings
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.eventdata import clip_json
+from gr_notebook.eventdata import clip_json, fields_json
 from gr_notebook.events import InterventionEvent, InterventionSkippedEvent
 from gr_notebook.validation import whole_number
 
@@ -116,11 +115,7 @@ class InterventionConfig:
     progress_signal: ProgressSignal = field(default=pass_count_and_todos, compare=False)
 
     def __post_init__(self) -> None:
-        for name in (
-            "check_every",
-            "active_edit_threshold",
-            "consecutive_stuck_tolerance",
-        ):
+        for name in ("check_every", "active_edit_threshold", "consecutive_stuck_tolerance"):
             whole_number(getattr(self, name), name)
         for name in ("min_steps_before_intervention", "grace_period_after_reset"):
             value = getattr(self, name)
@@ -212,39 +207,7 @@ class InterventionCheck:
         action: str | None = self.action
         if not phased and action is not None:
             action = SESSION_ACTIONS.get(action, action)
-        return kind(
-            step=self.step,
-            fired=self.fired,
-            tier=self.tier,
-            action=action,
-            skip_reason=self.skip_reason,
-            stuck_counter=self.stuck_counter,
-            steps_since_reset=self.steps_since_reset,
-            steps_since_progress=self.steps_since_progress,
-            recent_edits=self.recent_edits,
-            recent_tools=list(self.recent_tools),
-            threshold=self.threshold,
-        )
-
-    def to_event(self) -> dict[str, Any]:
-        """The event's data; deprecated, :meth:`event` builds the typed event."""
-        warnings.warn(
-            "InterventionCheck.to_event() is deprecated; use .event(), the typed event",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return {
-            "step": self.step,
-            "fired": self.fired,
-            "tier": self.tier,
-            "action": self.action,
-            "skip_reason": self.skip_reason,
-            "stuck_counter": self.stuck_counter,
-            "steps_since_reset": self.steps_since_reset,
-            "steps_since_progress": self.steps_since_progress,
-            "recent_edits": self.recent_edits,
-            "recent_tools": list(self.recent_tools),
-        }
+        return kind(**fields_json(self), action=action)
 
 
 @dataclass
@@ -270,15 +233,8 @@ class ProgressTracker:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "last_start_over_step": self.last_start_over_step,
-            "code_edit_count": self.code_edit_count,
+            **fields_json(self),
             "recent_tools": list(self.recent_tools),
-            "stuck_counter": self.stuck_counter,
-            "last_progress_step": self.last_progress_step,
-            "step": self.step,
-            "tier": self.tier,
-            "best_score": self.best_score,
-            "fresh_window": self.fresh_window,
             "seen": list(self.seen),
         }
 

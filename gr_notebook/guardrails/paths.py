@@ -16,7 +16,7 @@ import posixpath
 import stat as stat_module
 
 from gr_notebook.errors import WorkspaceError
-from gr_notebook.workflow.workspace import Workspace
+from gr_notebook.workflow.workspace import Workspace, has_link
 
 __all__ = ["canonical_path", "file_stamp", "is_file"]
 
@@ -37,15 +37,8 @@ def canonical_path(workspace: Workspace, raw: str, *, mount_point: str | None = 
     normal = posixpath.normpath(text or ".")
     if normal == "." or "\x00" in normal or normal.startswith("..") or normal[1:2] == ":":
         return _resolved(workspace, text)
-    path = str(workspace.root)
-    for part in normal.split("/"):
-        path = f"{path}/{part}"
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            return normal  # nothing further exists, so there is no link left to follow
-        if stat_module.S_ISLNK(mode):
-            return _resolved(workspace, normal)
+    if has_link(str(workspace.root), normal):
+        return _resolved(workspace, normal)
     return normal
 
 

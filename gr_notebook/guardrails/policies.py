@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import ConfigError, WorkspaceError
@@ -69,25 +70,12 @@ class SequentialDependencyPolicy:
 
 
 def _find_cycle(graph: Mapping[str, frozenset[str]]) -> list[str] | None:
-    """A dependency cycle as a path that returns to its start, or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt) :], nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        path.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)):
-            return found
+    """A dependency cycle as a path that returns to its start, each tool needing the next,
+    or None. Sorted first, so the same dependencies always name the same cycle."""
+    try:
+        TopologicalSorter({tool: sorted(needs) for tool, needs in sorted(graph.items())}).prepare()
+    except CycleError as exc:
+        return list(reversed(exc.args[1]))  # graphlib lists each tool before those needing it
     return None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from gr_notebook.errors import WorkspaceError
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import AllotmentExtendedEvent, ConfirmationEvent
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import BudgetTable, TaskAssessment
@@ -74,12 +75,7 @@ class ProgressSummary:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "key_findings": list(self.key_findings),
-            "files_examined": list(self.files_examined),
-            "next_steps": list(self.next_steps),
-            "turn": self.turn,
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,16 +348,9 @@ class SelfRegulation:
                 approved, by = answer is True, "confirmer"
             except Exception as exc:  # a broken confirmer denies: never spend unasked
                 approved, by = False, f"confirmer failed: {type(exc).__name__}: {exc}"
-        self.emit(
-            ConfirmationEvent(
-                operation=request.operation,
-                estimated_tokens=request.estimated_tokens,
-                threshold=request.threshold,
-                description=request.description,
-                approved=approved,
-                by=by,
-            )
-        )
+        asked = fields_json(request)
+        del asked["run_id"]  # the event is the run's already
+        self.emit(ConfirmationEvent(**asked, approved=approved, by=by))
         return approved
 
 

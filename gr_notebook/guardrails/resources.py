@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gr_notebook.eventdata import fields_json
 from gr_notebook.guardrails.budget import BudgetUsage
 from gr_notebook.guardrails.budget_table import TaskAssessment
 from gr_notebook.guidance import Directive
@@ -191,26 +192,11 @@ class ResourceReport:
         return Directive(self.recommendation, "limits", "wrap_up", from_limits=True)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tokens_used": self.tokens_used,
-            "tokens_budget": self.tokens_budget,
-            "tokens_remaining": self.tokens_remaining,
-            "percentage_used": self.percentage_used,
-            "iterations_used": self.iterations_used,
-            "iterations_max": self.iterations_max,
-            "iterations_remaining": self.iterations_remaining,
-            "recommendation": self.recommendation,
-            "budget_source": self.budget_source,
-            "scope": self.scope,
-            "limits_percentage_used": self.limits_percentage_used,
-            "job_tokens_used": self.job_tokens_used,
-            "job_iterations_used": self.job_iterations_used,
-            **(
-                {}
-                if self.cost_limit_usd is None
-                else {"cost_used_usd": self.cost_used_usd, "cost_limit_usd": self.cost_limit_usd}
-            ),
-        }
+        """Every field; the cost ones only under a cost limit."""
+        data = fields_json(self)
+        if self.cost_limit_usd is None:
+            del data["cost_used_usd"], data["cost_limit_usd"]
+        return data
 
 
 def typical_file_tokens(workspace: Workspace) -> float:

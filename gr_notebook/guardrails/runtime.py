@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.errors import RunError
-from gr_notebook.events import CompletionCheckEvent, ErrorEvent, PolicyDecisionEvent
+from gr_notebook.events import CompletionCheckEvent, PolicyDecisionEvent
 from gr_notebook.guardrails.completion import (
     PlanBasedChecker,
     StopKind,
@@ -28,9 +28,7 @@ from gr_notebook.guardrails.completion import (
     TaskCompletionContext,
     TaskCompletionResult,
 )
-from gr_notebook.guardrails.feedback import (
-    Feedback,
-)
+from gr_notebook.guardrails.feedback import Feedback
 from gr_notebook.guardrails.policy import (
     PolicyBinding,
     PolicyContext,
@@ -42,6 +40,7 @@ from gr_notebook.guardrails.policy import (
 from gr_notebook.guardrails.readonly import read_only
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
+from gr_notebook.guardrails.view import failure
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.prompts import stop_refused_prompt
 
@@ -133,7 +132,7 @@ class Guardrails:
         self._run = run
         self.workspace = run.workspace
         self._emit, self._clock, self._usage = run.emit, run.clock, run.usage
-        self.prompt_name, self.run_id = run.name, run.run_id
+        self.run_id = run.run_id
         self.memories = {b.key: PolicyMemory(b.key) for b in spec.bindings}
         self.feedback = FeedbackRunner(spec.feedback, run)
         self.refusals = 0
@@ -255,15 +254,7 @@ class Guardrails:
             try:
                 binding.policy.on_result(tool, params, result, context=context)
             except Exception as exc:
-                self._emit(
-                    ErrorEvent(
-                        source="policy",
-                        policy=binding.key,
-                        tool=tool.name,
-                        error_type=type(exc).__name__,
-                        message=str(exc),
-                    )
-                )
+                self._emit(failure("policy", exc, policy=binding.key, tool=tool.name))
 
     def policy_state(self, name: str) -> PolicyState:
         try:
@@ -393,11 +384,7 @@ class Guardrails:
             if not isinstance(result, TaskCompletionResult):
                 raise TypeError(f"check() returned {type(result).__name__}, not a result")
         except Exception as exc:  # fail-closed, like a policy: an unverified stop is refused
-            self._emit(
-                ErrorEvent(
-                    source="completion_checker", error_type=type(exc).__name__, message=str(exc)
-                )
-            )
+            self._emit(failure("completion_checker", exc))
             result = TaskCompletionResult.incomplete(
                 f"The completion check failed ({type(exc).__name__}: {exc}), so the stop "
                 "could not be confirmed."

@@ -38,7 +38,7 @@ from gr_notebook.guardrails.interventions import (
 from gr_notebook.guardrails.policy import PolicyBinding, PolicyDecision, ToolPolicy
 from gr_notebook.guardrails.runtime import Guardrails
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec, checked_policy
-from gr_notebook.guardrails.view import RelayView
+from gr_notebook.guardrails.view import RelayView, failure
 from gr_notebook.harness import GR_LOOP, Harness
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ class Shadow:
         try:
             return step()
         except Exception as exc:
-            self.view.emit(ErrorEvent(source=what, error_type=type(exc).__name__, message=str(exc)))
+            self.view.emit(failure(what, exc))
             return None
 
     # -- snapshots ------------------------------------------------------------------------------
@@ -319,29 +319,18 @@ def _reporting(spec: GuardrailSpec, view: ShadowView) -> GuardrailSpec:
 
 
 class _Reported:
-    """A shadow policy whose failures are recorded (live, a failure is only a denial)."""
+    """A shadow policy whose failures are recorded (live, a failure is only a denial); its
+    other members (``name``, ``on_result``, ...) are the policy's own."""
 
     def __init__(self, policy: ToolPolicy, key: str, view: ShadowView) -> None:
         self.policy, self.key, self.view = policy, key, view
-        self.name = policy.name
 
     def check(self, tool: Tool, params: Mapping[str, Any], *, context: Any) -> PolicyDecision:
         try:
             return self.policy.check(tool, params, context=context)
         except Exception as exc:
-            self.view.emit(
-                ErrorEvent(
-                    source="policy",
-                    policy=self.key,
-                    tool=tool.name,
-                    error_type=type(exc).__name__,
-                    message=str(exc),
-                )
-            )
+            self.view.emit(failure("policy", exc, policy=self.key, tool=tool.name))
             raise
-
-    def on_result(self, *args: Any, **kwargs: Any) -> None:
-        self.policy.on_result(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.policy, name)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gr_notebook.events import ErrorEvent
+from gr_notebook.eventdata import fields_json
 from gr_notebook.guardrails.feedback import (
     Feedback,
     FeedbackContext,
@@ -26,6 +26,7 @@ from gr_notebook.guardrails.feedback import (
     ToolCallRecord,
 )
 from gr_notebook.guardrails.paths import is_file
+from gr_notebook.guardrails.view import failure
 
 if TYPE_CHECKING:
     from gr_notebook.guardrails.view import RunView
@@ -120,14 +121,7 @@ class FeedbackRunner:
             if not isinstance(block, Feedback):
                 raise TypeError(f"provide() returned {type(block).__name__}, not gr.Feedback")
         except Exception as exc:  # guidance is optional: report it, never break the call
-            self._emit(
-                ErrorEvent(
-                    source="feedback",
-                    provider=name,
-                    error_type=type(exc).__name__,
-                    message=str(exc),
-                )
-            )
+            self._emit(failure("feedback", exc, provider=name))
             return True, None
         block = dataclasses.replace(
             block,
@@ -144,12 +138,7 @@ class FeedbackRunner:
         return {
             "calls": self.calls,
             "triggers": [
-                {
-                    "provider": str(c.provider.name),
-                    "last_call": t.last_call,
-                    "last_time": t.last_time,
-                    "file_fired": t.file_fired,
-                }
+                {"provider": str(c.provider.name), **fields_json(t)}
                 for c, t in zip(self.configs, self._triggers, strict=True)
             ],
             "last": self.last.to_json() if self.last else None,

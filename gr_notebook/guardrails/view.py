@@ -11,7 +11,9 @@ drives guardrails without a loop, implements it with a few attributes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gr_notebook.events import ErrorEvent
 
 if TYPE_CHECKING:
     from gr_notebook.events import Event
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["RelayView", "RunView"]
+__all__ = ["RelayView", "RunView", "failure"]
 
 
 class RunView(Protocol):
@@ -72,42 +74,17 @@ class RelayView:
     def __init__(self, run: RunView) -> None:
         self.run = run
 
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def name(self) -> str:
-        return self.run.name
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.run.workspace
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self.run.clock
-
-    @property
-    def todos(self) -> TodoList:
-        return self.run.todos
-
-    @property
-    def plan_file(self) -> str:
-        return self.run.plan_file
-
-    @property
-    def wrap_up(self) -> str | None:
-        return self.run.wrap_up
-
-    def usage(self) -> BudgetUsage:
-        return self.run.usage()
-
-    def plan(self) -> Plan | None:
-        return self.run.plan()
-
-    def phase_ahead(self) -> tuple[int, str]:
-        return self.run.phase_ahead()
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy and pickle ask for hooks this object has not
+            raise AttributeError(name)
+        return getattr(self.run, name)
 
     def emit(self, event: Event) -> None:
         self.run.emit(event)
+
+
+def failure(source: str, exc: Exception, **culprit: Any) -> ErrorEvent:
+    """The ``error`` event of an extension that raised (a policy, a feedback provider, a
+    checker), recorded instead of breaking the run; ``culprit`` names it (``policy=``,
+    ``tool=``, ``provider=``: the event's own fields)."""
+    return ErrorEvent(source=source, error_type=type(exc).__name__, message=str(exc), **culprit)

@@ -10,11 +10,11 @@ the run state's snapshot; the plan, the journal and the archive are workspace fi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gr_notebook.errors import TodoError, WorkspaceError
-from gr_notebook.eventdata import plain_json
+from gr_notebook.eventdata import fields_json
 from gr_notebook.events import (
     ErrorEvent,
     Event,
@@ -84,6 +84,7 @@ class PhaseController:
     _wrap_up: bool = field(default=False, init=False)
     _plan_cache: tuple[tuple[int, int, int], Plan] | None = field(default=None, init=False)
     _plan_written: bool = field(default=False, init=False)
+    """Whether the plan was written during this run (a leftover plan proves nothing)."""
 
     def __post_init__(self) -> None:
         self._board = TodoBoard(
@@ -101,11 +102,6 @@ class PhaseController:
     @property
     def journal(self) -> Journal:
         return self._journal
-
-    @property
-    def plan_written(self) -> bool:
-        """Whether the plan was written during this run (a leftover plan proves nothing)."""
-        return self._plan_written
 
     @property
     def transition_pending(self) -> bool:
@@ -265,19 +261,18 @@ class PhaseController:
         self.generate_summary(blocking=issue)
         self.emit(RewindEvent(issue=issue, source=source, archive=archive))
         self._await_todos("rewind", what="rewind")
-        if self._wrap_up:  # recorded, but a standing wrap-up asks for no new list
-            return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
-        self.queue_prompt(
-            prompts.rewind_prompt(
-                issue=issue,
-                phase=label,
-                archive=archive,
-                plan_file=self.plan_file,
-                by=source,
-                assess=self.regulated,
-            ),
-            reads=prompts.rewind_reads(self.plan_file),
-        )
+        if not self._wrap_up:  # recorded either way, but a standing wrap-up asks for no new list
+            self.queue_prompt(
+                prompts.rewind_prompt(
+                    issue=issue,
+                    phase=label,
+                    archive=archive,
+                    plan_file=self.plan_file,
+                    by=source,
+                    assess=self.regulated,
+                ),
+                reads=prompts.rewind_reads(self.plan_file),
+            )
         return f"Rewound: the todo list{f' was archived to {archive}' if archive else ''}."
 
     def archive_and_reset(self, *, source: str = "model") -> str:
@@ -312,15 +307,7 @@ class PhaseController:
         current = self.todos.current
         if current is not None and current.title == prompts.JOB_COMPLETION_TODOS[-1]:
             self.complete_todo(source="job_complete")
-        self.emit(
-            JobCompleteEvent(
-                summary=result.summary,
-                deliverables=list(result.deliverables),
-                confidence=result.confidence,
-                notes=result.notes,
-                source=result.source,
-            )
-        )
+        self.emit(JobCompleteEvent(**fields_json(result)))
 
     def complete_if_planned(self, final_text: str) -> None:
         """The model stopped without ending the job: with a plan written during this run and
@@ -366,11 +353,11 @@ class PhaseController:
         todos = self.todos
         return {
             "todos": {**todos.to_json(), "instruction": todos.instruction},
-            "segments": [_flat_json(s) for s in self.segments],
-            "job": plain_json(asdict(self.job)) if self.job else None,
+            "segments": [fields_json(s) for s in self.segments],
+            "job": fields_json(self.job) if self.job else None,
             "compaction_due": self.compaction_due,
             "pending": self._pending,
-            "prompts": [_flat_json(p) for p in self._prompts],
+            "prompts": [fields_json(p) for p in self._prompts],
             "wrap_up": self._wrap_up,
             "plan_written": self._plan_written,
         }
@@ -587,9 +574,3 @@ def _todos_written(todos: TodoList, source: str) -> TodosWrittenEvent:
         todo_kind=todos.kind,
         titles=[i.title for i in todos.items],
     )
-
-
-def _flat_json(value: Any) -> dict[str, Any]:
-    """A dataclass of plain fields as JSON, without ``asdict``'s deep copy: the phases'
-    snapshot is taken at every turn."""
-    return {f.name: plain_json(getattr(value, f.name)) for f in fields(value)}

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gr_notebook.errors import WorkspaceError
+from gr_notebook.eventdata import clip
 from gr_notebook.workflow.journal import EXPERIENCES_FILE, NOTES_FILE, Journal
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import ARCHIVE_DIR, TODOS_FILE, TodoList
@@ -119,8 +120,7 @@ def _first_line(path: str, version: tuple[int, int, int]) -> str:
     for line in head.splitlines():
         text = line.strip().lstrip("#").strip()
         if text:
-            text = text.replace("|", "/")
-            return text if len(text) <= 48 else text[:47] + "…"
+            return clip(text.replace("|", "/"), 48)
     return "Empty file"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -264,11 +264,6 @@ class TodoBoard:
         self._workspace.write_text(name, json.dumps(record, indent=2) + "\n")
         self.set(replace(todos, items=(), instruction=None))
         return name
-
-    def archived(self) -> Sequence[str]:
-        if not self._workspace.exists(ARCHIVE_DIR):
-            return ()
-        return [self._workspace.relative(p) for p in self._workspace.files(ARCHIVE_DIR)]
 
 
 def _free_name(path: os.PathLike[str]) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gr_notebook.digests import digest_of
+from gr_notebook.errors import WorkspaceError
+from gr_notebook.workflow.workspace import read_regular
 
 __all__ = ["FileTree", "Stamp", "hash_files"]
 
@@ -66,8 +68,8 @@ class FileTree:
         if old is not None and old[1] == stamp:
             return
         try:
-            data = _read(full, st.st_size)
-        except OSError:
+            data = read_regular(Path(full))
+        except WorkspaceError:
             return  # unreadable now; the next look tries again
         digest = digest_of(data)
         self.files[path] = (digest, stamp)
@@ -84,15 +86,3 @@ def hash_files(root: Path) -> dict[str, str]:
 
 def _hidden(path: str) -> bool:
     return any(part.startswith(".") for part in path.split("/")[:-1])
-
-
-def _read(path: str, size: int) -> bytes:
-    """The file's bytes, read with one call when it still has the ``size`` a stat saw."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    try:
-        chunks = [os.read(fd, size + 1)]
-        while chunks[-1]:
-            chunks.append(os.read(fd, max(size, 65536)))
-        return b"".join(chunks)
-    finally:
-        os.close(fd)

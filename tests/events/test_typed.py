@@ -300,10 +300,8 @@ def test_a_users_kind_registers_itself_and_round_trips_through_the_store(
     assert read == event and isinstance(read, DeployEvent)
 
 
-def test_feedback_event_data_still_answers_with_a_warning() -> None:
+def test_a_feedback_blocks_event_data_names_its_provider_tool_and_config() -> None:
     block = gr.Feedback(provider_name="Static", summary="Remember the tests")
-    with pytest.warns(DeprecationWarning, match=r"Feedback.event\(\)"):
-        data = block.event_data("read_file", 0)
-    assert data == block.event("read_file", 0).to_data()
+    data = block.event("read_file", 0).to_data()
     assert (data["provider"], data["tool"], data["config"]) == ("Static", "read_file", 0)
     assert "directive" not in data

@@ -321,16 +321,16 @@ def test_archive_clears_list_but_keeps_phase_position(ws: Workspace) -> None:
 def test_archive_of_empty_list_writes_nothing(ws: Workspace) -> None:
     board = TodoBoard(ws)
     assert board.archive("complete") is None
-    assert board.archived() == ()
+    assert not ws.exists("archive")
 
 
-def test_archived_lists_archive_files(ws: Workspace) -> None:
+def test_each_archived_list_gets_its_own_file(ws: Workspace) -> None:
     board = TodoBoard(ws)
     board.set(TodoList.of(["a"], phase_number=1))
     board.archive("complete")
     board.set(TodoList.of(["b"], phase_number=2))
     board.archive("reset")
-    assert list(board.archived()) == [
+    assert [ws.relative(p) for p in ws.files("archive")] == [
         "archive/phase_01_complete.json",
         "archive/phase_02_reset.json",
     ]
