@@ -32,7 +32,7 @@ from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.reprs import to_html
 from gr_notebook.wording import plural
-from gr_notebook.workflow.phases import JobResult, PhaseController
+from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 from gr_notebook.workflow.workspace import Workspace
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from gr_notebook.engine.controls import Controls
     from gr_notebook.guardrails.approval import ApprovalDesk
-    from gr_notebook.guardrails.runtime import Guardrails
 
 __all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
 
@@ -96,9 +95,8 @@ class Run:
         self,
         run_id: str,
         *,
+        controls: Controls,
         workspace: Workspace,
-        events: EventLog,
-        phases: PhaseController,
         instructions: str,
         limits: Limits,
         harness: Harness = GR_LOOP,
@@ -113,9 +111,12 @@ class Run:
         self.reason: str | None = None
         self.outcome: LoopOutcome | None = None
         """How the run ended, once it has: ``outcome.limit`` is the limit that ended it."""
+        events = controls.state.events
         self._events = events
-        self._phases = phases
-        self._loop: Controls | None = None
+        self._phases = controls.state.phases
+        self._loop = controls
+        """The run's state and a person's requests of it, from the start: an ``agent.on_run``
+        callback attends the desk before the first call can ask."""
         self._task: asyncio.Task[Run] | None = None
         self._totals = _Totals()
         self._released = False
@@ -150,13 +151,12 @@ class Run:
 
     @property
     def turns(self) -> int:
-        return self._loop.state.turn if self._loop else 0
+        return self._loop.state.turn
 
     @property
     def paused(self) -> bool:
         """True while the loop is actually waiting at a safe point, not merely asked to."""
-        loop = self._loop
-        return loop is not None and loop.paused and loop.pause_requested
+        return self._loop.paused and self._loop.pause_requested
 
     @property
     def status(self) -> RunStatus:
@@ -165,8 +165,6 @@ class Run:
         loop = self._loop
         if self.outcome is not None:
             return self.outcome.status
-        if loop is None:
-            return "running"
         if loop.stop_reason:
             return "stopping"
         if loop.pause_requested:
@@ -185,8 +183,6 @@ class Run:
         """Stop the run; a model request in flight is cancelled too. ``interrupted=True``
         is Ctrl-C's stop: the run ends ``interrupted`` rather than ``cancelled``."""
         if self.done:
-            return
-        if self._loop is None:
             return
         # honoured between turns, even before the first
         self._loop.request_stop(reason, interrupted=interrupted)
@@ -262,7 +258,7 @@ class Run:
         runs); events, the store and the workspace keep everything else."""
         if not self.done:
             raise RunError(f"cannot release run {self.run_id}: it is still {self.status}")
-        if self._released or self._loop is None:
+        if self._released:
             return
         state = self._loop.state
         messages = len(state.context.messages)
@@ -276,32 +272,23 @@ class Run:
         """All guardrail state (policy memories, trigger cadences, the refusal streak) as
         JSON-serialisable data, for :meth:`restore_guardrail_state`. A snapshot is the whole
         run's state (``RunState.snapshot``, what a checkpoint keeps); this is one part of it."""
-        return self._guards("read guardrail state").snapshot()
+        return self._loop.state.guards.snapshot()
 
     def restore_guardrail_state(self, state: Mapping[str, Any]) -> None:
         """Bring back guardrail state from :meth:`guardrail_state`; refused whole if it does
         not fit this agent's guardrails."""
-        self._guards("restore guardrail state").restore(state)
+        self._loop.state.guards.restore(state)
 
     @property
     def approvals(self) -> ApprovalDesk:
         """The tool calls waiting for a person: ``run.approvals.approve()``, ``.deny(reason)``,
-        ``.edit(input)``, ``.pending``; the dashboard answers here too."""
-        loop = self._loop
-        if loop is None:
-            raise RunError(
-                f"run {self.run_id} was read from the store: nothing of it waits for approval"
-            )
-        return loop.state.approvals.desk
+        ``.edit(input)``, ``.pending``; the dashboard answers here too. It is there from
+        ``agent.on_run`` on, before the first call can ask."""
+        return self._loop.state.approvals.desk
 
     def policy_state(self, name: str) -> PolicyState:
         """What the policy called ``name`` remembers in this run."""
-        return self._guards("read policy state").policy_state(name)
-
-    def _guards(self, action: str) -> Guardrails:
-        if self._loop is None:
-            raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
-        return self._loop.state.guards
+        return self._loop.state.guards.policy_state(name)
 
     def _live_loop(self, action: str) -> Controls:
         refusal = self.loop_control_refusal(action)
@@ -311,8 +298,6 @@ class Run:
             raise RunError(
                 f"cannot {action}: run {self.run_id} has finished ({self.status}); start a new run"
             )
-        if self._loop is None:
-            raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
         return self._loop
 
     def loop_control_refusal(self, action: str) -> RunError | None:
@@ -340,7 +325,7 @@ class Run:
         thinking, a tool's name), to ``callback``; returns a function that unsubscribes.
         Only a streaming model sends them, and they are not events: the finished turn is
         the ``model_call`` event. A finished run sends nothing more."""
-        if self._loop is None or self.done:
+        if self.done:
             return _nothing
         return self._loop.state.deltas.subscribe(callback)
 
@@ -474,16 +459,15 @@ class Run:
 
     def attach(
         self,
-        loop: Controls,
         task: asyncio.Task[Run] | None,
         *,
         agent: object = None,
         store: Store | None = None,
     ) -> None:
-        """The loop and task that run it, the agent that defined it, and the store that keeps
-        its record: the runner calls this once, as the run starts."""
+        """The task that runs it, the agent that defined it, and the store that keeps its
+        record: the runner calls this once, as the run starts."""
         global _latest
-        self._loop, self._task = loop, task
+        self._task = task
         self._agent, self._store = agent, store
         _latest = self
 

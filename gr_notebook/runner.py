@@ -141,9 +141,8 @@ def launch(
         engine = Loop(definition, state)
         run = Run(
             run_id,
+            controls=engine,
             workspace=workspace,
-            events=state.events,
-            phases=state.phases,
             instructions=instructions,
             limits=Limits(
                 max_iterations=definition.budget.max_iterations,
@@ -169,7 +168,7 @@ def launch(
     except BaseException:
         lock.release()
         raise
-    run.attach(engine, task, agent=agent, store=store)
+    run.attach(task, agent=agent, store=store)
     return run
 
 

@@ -21,6 +21,7 @@ Which status a stop gives is :mod:`gr_notebook.engine.outcome`'s rule.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,7 +34,7 @@ from gr_notebook.engine.guarded_step import GuardedStep
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, settle
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
-from gr_notebook.errors import ConfigError, RequestOverBudget
+from gr_notebook.errors import ConfigError, ModelError, RequestOverBudget
 from gr_notebook.eventdata import clip
 from gr_notebook.events import (
     CompactionEvent,
@@ -237,7 +238,11 @@ class Loop(Controls):
             if usage
             else request.estimated_tokens
         )
-        cost = self._cost(response, request)
+        uncounted: ModelError | None = None
+        try:
+            cost = self._cost(response, request)
+        except ModelError as exc:  # the cap cannot count this call: not one call more
+            cost, uncounted = None, exc
         if cost is not None:
             state.cost_usd += cost
         if usage is not None:
@@ -255,6 +260,8 @@ class Loop(Controls):
             model=response.model or self.model.name,
             cost_usd=cost,
         )
+        if uncounted is not None:
+            return self._fail_response(str(uncounted), error=uncounted)
         thought = thinking_event(response.content)
         if thought is not None:
             state.emit(thought)
@@ -282,14 +289,26 @@ class Loop(Controls):
     def _cost(self, response: ModelResponse, request: ModelRequest) -> float | None:
         """What the call cost: at the agent's ``price=`` when it has one, else as the model
         priced it; under a cost limit, a call the model left unpriced (a reply naming a
-        model its table lacks) costs the model's own price. None when nothing prices it."""
+        model its table lacks) costs the model's own price. None when nothing prices it.
+        A reported cost that is no amount of dollars (NaN, inf, negative) is unknown; under
+        a cost limit it is a ModelError, since the limit cannot count it."""
         usage = response.usage or Usage(input_tokens=request.estimated_tokens)
         if self.definition.price is not None:
             return self.definition.price.cost(usage)
         cost = response.extra.get("cost_usd")
+        cap = self.state.budget.max_cost_usd
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            return float(cost)
-        if self.state.budget.max_cost_usd is not None and self._price is not None:
+            if math.isfinite(cost) and cost >= 0:
+                return float(cost)
+            if cap is None:
+                return None
+            raise ModelError(
+                f"the model reported this call's cost as {cost!r}, which is no amount of "
+                f"dollars, so budget=gr.Budget(max_cost_usd={cap!r}) cannot count it: have "
+                "the model report a finite cost >= 0 (None when it does not know), or pass "
+                "price=gr.Price(...) to gr.Agent(...) to price every call"
+            )
+        if cap is not None and self._price is not None:
             return self._price.cost(usage)
         return None
 

@@ -103,7 +103,11 @@ class RunState:
         )
         """The live guardrails, which tee every point to the shadow ones."""
         self.approvals = Approvals(
-            emit=self.emit, confirm=definition.confirm, run_id=run_id, time_left=self.time_left
+            emit=self.emit,
+            confirm=definition.confirm,
+            run_id=run_id,
+            time_left=self.time_left,
+            clock=clock,
         )
         """Tool calls that wait for a person, and who answers them; not part of a snapshot."""
         self.interventions = (

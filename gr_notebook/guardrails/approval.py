@@ -224,10 +224,11 @@ class ApprovalDesk:
 
     def watch(self, watcher: DeskWatcher) -> Callable[[], None]:
         """Follow the desk (and attend it) until the returned function is called; a watcher
-        that joins late is told of the requests already waiting."""
+        that joins late is told of the requests still waiting (one answered a moment ago
+        is not: its call has yet to take the answer up)."""
         self._watchers.append(watcher)
-        for waiting in list(self._waiting.values()):
-            watcher(waiting.request, "asked")
+        for request in self.pending:
+            watcher(request, "asked")
 
         def unwatch() -> None:
             if watcher in self._watchers:
@@ -265,7 +266,7 @@ class ApprovalDesk:
     def answer(self, request_id: str, answer: ApprovalAnswer) -> None:
         waiting = self._waiting.get(request_id)
         if waiting is None or waiting.answer.done():
-            raise RunError(self._not_waiting(request_id))
+            raise RunError(self._not_waiting(request_id, waiting))
         waiting.answer.set_result(answer)
 
     def approve(self, request_id: str | None = None) -> None:
@@ -316,8 +317,14 @@ class ApprovalDesk:
             )
         return self.pending[0].request_id
 
-    def _not_waiting(self, request_id: str) -> str:
+    def _not_waiting(self, request_id: str, answered: _Waiting | None) -> str:
         waiting = ", ".join(r.request_id for r in self.pending) or "none"
+        if answered is not None:  # answered; the call has not taken it up yet
+            return (
+                f"approval request {request_id!r} ({answered.request.tool}) was answered and "
+                "no longer waits; await run.approvals.requested() for the next one. The "
+                f"requests waiting now: {waiting}"
+            )
         closed = self._closed.get(request_id)
         if closed is None:
             return (
@@ -350,7 +357,9 @@ class Resolution:
 
 class Approvals:
     """One run's approvals: asks the desk, the confirmer or nobody, bounds the wait by the
-    timeout and the run's deadline, and records every question and answer."""
+    timeout and the run's deadline, and records every question and answer. ``clock`` is the
+    run's: it times each wait, so an answer given past the limit is late even when the
+    confirmer blocked the event loop until it came."""
 
     def __init__(
         self,
@@ -360,10 +369,12 @@ class Approvals:
         run_id: str,
         time_left: Callable[[], float | None],
         desk: ApprovalDesk | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.desk = desk or ApprovalDesk()
         self.confirm = confirm
         self._emit, self._run_id, self._time_left = emit, run_id, time_left
+        self._clock = clock
         self._ids = itertools.count(1)
 
     def who(self) -> Asked:
@@ -416,9 +427,9 @@ class Approvals:
                     problem=problem,
                 )
             )
-            started = time.monotonic()
+            started = self._clock()
             answer, by = await self._answer(request, asked, started)
-            waited = time.monotonic() - started
+            waited = self._clock() - started
             if answer.decision == "edit":
                 assert answer.input is not None
                 problem = check(answer.input)
@@ -453,7 +464,10 @@ class Approvals:
         try:
             if asked == "desk":
                 return await self.desk.ask(request, limit), "desk"
-            return await asyncio.wait_for(self._confirmer(request), limit), "confirmer"
+            reply = await asyncio.wait_for(self._confirmer(request), limit)
+            if limit is not None and self._clock() - started > limit:
+                return ApprovalAnswer.deny(), ends  # a blocking confirmer answered too late
+            return reply, "confirmer"
         except TimeoutError:
             return ApprovalAnswer.deny(), ends
         except asyncio.CancelledError:
@@ -461,7 +475,7 @@ class Approvals:
                 request,
                 ApprovalAnswer.deny("the run was stopped while the call waited"),
                 "stop",
-                time.monotonic() - started,
+                self._clock() - started,
             )
             raise
 

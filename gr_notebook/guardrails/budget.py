@@ -194,7 +194,7 @@ class BudgetUsage:
             return SpentLimit("iterations", self.iterations, b.max_iterations)
         if b.max_tokens is not None and self.tokens >= b.max_tokens:
             return SpentLimit("tokens", self.tokens, b.max_tokens)
-        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd:
+        if b.max_cost_usd is not None and not self.cost_usd < b.max_cost_usd:  # NaN is spent
             return SpentLimit("cost", self.cost_usd, b.max_cost_usd)
         if b.deadline_s is not None and self.elapsed_s >= b.deadline_s:
             return SpentLimit("time", self.elapsed_s, b.deadline_s)
@@ -234,7 +234,7 @@ class BudgetUsage:
         ):
             return SpentLimit("tokens", self.tokens, limit, request_tokens)
         cost = request_cost_usd
-        if cap is not None and cost is not None and cost > cap - self.cost_usd:
+        if cap is not None and cost is not None and not cost <= cap - self.cost_usd:  # or NaN
             return SpentLimit("cost", self.cost_usd, cap, request_tokens, request_cost_usd=cost)
         return None
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from gr_notebook.errors import RunError
+from gr_notebook.errors import ConfigError, RunError
 
 if TYPE_CHECKING:
     from gr_notebook.tools.base import Tool, ToolOutput
@@ -51,13 +51,14 @@ class PolicyDecision:
     @classmethod
     def deny(cls, reason: str) -> PolicyDecision:
         """Deny with a reason the model can act on: what to do instead."""
-        return cls(False, reason.strip() or "denied by policy")
+        return cls(False, _text(reason, "deny", "read the file first") or "denied by policy")
 
     @classmethod
     def ask(cls, reason: str) -> PolicyDecision:
         """Hold the call until a person approves, denies or edits it; ``reason`` is what
         the person reads."""
-        return cls(False, reason.strip() or "a person must approve this call", True)
+        reason = _text(reason, "ask", "this writes outside the docs folder")
+        return cls(False, reason or "a person must approve this call", True)
 
     @property
     def verdict(self) -> Verdict:
@@ -67,6 +68,17 @@ class PolicyDecision:
 
 
 _ALLOW = PolicyDecision(True)
+
+
+def _text(reason: object, verdict: str, example: str) -> str:
+    """The reason, stripped; a reason that is not text would reach the model as ``None``."""
+    if not isinstance(reason, str):
+        raise ConfigError(
+            f"PolicyDecision.{verdict} takes the reason as text, what the "
+            f"{'person' if verdict == 'ask' else 'model'} reads, e.g. "
+            f"PolicyDecision.{verdict}({example!r}); got {type(reason).__name__}"
+        )
+    return reason.strip()
 
 
 @dataclass(frozen=True, slots=True)

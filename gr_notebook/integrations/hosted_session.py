@@ -125,9 +125,8 @@ class HostedSession:
         """A person's stop (the hooks honour it at the next call or reply)."""
         self.run = Run(
             self.run_id,
+            controls=self.controls,
             workspace=workspace,
-            events=state.events,
-            phases=state.phases,
             instructions=instructions or self.described,
             harness=self.harness,
             limits=Limits(
@@ -243,7 +242,7 @@ class HostedSession:
         self._store = record_start(
             agent, state, self.run, model=self.model, harness=self.harness, **recorded
         )
-        self.run.attach(self.controls, self._watch())
+        self.run.attach(self._watch())
         return True
 
     def _watch(self) -> asyncio.Task[Run] | None:

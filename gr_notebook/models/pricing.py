@@ -48,8 +48,16 @@ class Price:
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_write", "cache_read"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"Price.{name} is USD per million tokens, >= 0; got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):  # a NaN price would cost NaN, and a NaN cost is under no cap
+                raise ConfigError(
+                    f"Price.{name} is USD per million tokens, a finite number >= 0 such as "
+                    f"gr.Price.standard(3.0, 15.0); got {value!r}"
+                )
         tier = self.long_prompt
         if tier is not None and not (
             isinstance(tier, tuple)

@@ -32,6 +32,7 @@ stored run).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,8 +44,9 @@ from gr_notebook.guardrails.interventions import ACTIONS, InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.history.analysis import FRAMES
 from gr_notebook.review.replay_guardrail_set import GuardrailSet, guardrail_set, made_guardrail_set
-from gr_notebook.review.replay_sources import RecordedRun, recorded_runs
+from gr_notebook.review.replay_sources import RecordedRun, recorded_runs, run_count
 from gr_notebook.review.replayer import CANNOT_TELL, Replayer
+from gr_notebook.wording import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CANNOT_TELL",
     "COLUMNS",
+    "LONG_SWEEP",
+    "MAX_SETTINGS",
     "Divergence",
     "GuardrailReplay",
     "replay_guardrails",
@@ -263,6 +267,16 @@ def _count(n: int, word: str) -> str:
 
 # -- sweeps --------------------------------------------------------------------------------------
 
+MAX_SETTINGS = 10_000
+"""The most settings (combinations of the grid) one sweep makes. Each setting builds its
+guardrails and replays every run, about a tenth of a second a replay on a run of 200 calls, so
+10,000 settings take a quarter of an hour a run; a grid past this (``range(1000)`` by
+``range(1000)``) is refused before anything is made: sweep a coarser grid, then a finer one
+around what it finds."""
+
+LONG_SWEEP = 1_000
+"""Replays from which a sweep shows a progress bar unless told not to (``progress=``)."""
+
 _SWEEP_COUNTS = [
     "decisions",
     "denials",
@@ -285,6 +299,7 @@ def sweep_guardrails(
     grid: Mapping[str, Iterable[Any]],
     make: Callable[..., object] | InterventionConfig | None = None,
     store: StoreLike | None = None,
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """Replay the guardrails ``make(**params)`` builds for every combination of ``grid``
     (parameter name → values) on every run (as :func:`replay_guardrails` takes them): one
@@ -298,7 +313,11 @@ def sweep_guardrails(
     The counts: rows (``decisions``), ``denials``, ``asks``, ``feedback`` blocks,
     ``refusals`` of a stop, ``interventions`` (with the tool call of the first, the highest
     tier, and whether one ``stopped`` the run), ``cannot_tell``, the rows that differ from
-    the live run and the turn of the first divergence."""
+    the live run and the turn of the first divergence.
+
+    A grid of more than :data:`MAX_SETTINGS` settings is refused before anything is made. A
+    ``tqdm`` bar counts the replays of a sweep of :data:`LONG_SWEEP` or more
+    (``progress=True`` always, ``False`` never)."""
     import pandas as pd
 
     if make is None or isinstance(make, InterventionConfig):
@@ -319,14 +338,39 @@ def sweep_guardrails(
             "grid maps make's parameter names to the values to try, e.g. "
             "{'every_n_calls': [5, 10, 20]}; every name needs at least one value"
         )
-    combos = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+    settings = math.prod(map(len, values))
+    if settings > MAX_SETTINGS:
+        axes = " × ".join(f"{len(v):,} {n}" for n, v in zip(names, values, strict=True))
+        raise ConfigError(
+            f"the grid has {plural(settings, 'setting')} ({axes}); a sweep makes at most "
+            f"{MAX_SETTINGS:,}, each replaying every run: sweep a coarser grid first, e.g. "
+            "range(0, 1000, 50) rather than range(1000), then a finer one around what it finds"
+        )
+    replays = settings * run_count(runs, "sweep_guardrails")
+    combos = (dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
     sets = [(combo, made_guardrail_set(make, combo)) for combo in combos]
-    rows = [
-        _sweep_row(source, combo, chosen)
-        for source in recorded_runs(runs, store, "sweep_guardrails")  # read while it is open
-        for combo, chosen in sets
-    ]
+    bar = _progress_bar(replays, progress)
+    rows = []
+    try:
+        for source in recorded_runs(runs, store, "sweep_guardrails"):  # read while it is open
+            for combo, chosen in sets:
+                rows.append(_sweep_row(source, combo, chosen))
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return pd.DataFrame(rows, columns=["run", "model", *names, *_SWEEP_COUNTS])
+
+
+def _progress_bar(replays: int, progress: bool | None) -> Any:
+    """A ``tqdm.auto`` bar over the replays (a terminal bar, or tqdm's widget in a notebook),
+    or None for a short sweep."""
+    if progress is False or (progress is None and replays < LONG_SWEEP):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=replays, desc="sweep", unit="replay")
 
 
 def _interventions_from(

@@ -193,13 +193,23 @@ def checker_name(checker: object) -> str:
 
 
 def made_guardrail_set(make: Callable[..., object], combo: Mapping[str, Any]) -> GuardrailSet:
-    made = make(**combo)
+    """What ``make(**combo)`` builds, as a replay's guardrails; every error names the setting."""
+    setting = ", ".join(f"{k}={v!r}" for k, v in combo.items())
+    try:
+        made = make(**combo)
+    except ConfigError as exc:  # gr's own words already say what to pass
+        raise ConfigError(f"the setting {setting} cannot be made: {exc}") from exc
+    except Exception as exc:
+        raise ConfigError(
+            f"make({setting}) raised {type(exc).__name__}: {exc}; fix make for this setting, "
+            "or leave it out of the grid"
+        ) from exc
     if isinstance(made, Mapping):
         unknown = sorted(set(made) - set(KEYWORDS))
         if unknown:
             raise ConfigError(
-                f"make returned a dict with {', '.join(map(repr, unknown))}; its keys are "
-                f"replay_guardrails' keyword arguments: {', '.join(KEYWORDS)}"
+                f"make({setting}) returned a dict with {', '.join(map(repr, unknown))}; its "
+                f"keys are replay_guardrails' keyword arguments: {', '.join(KEYWORDS)}"
             )
         return guardrail_set(*(made.get(k) for k in KEYWORDS))
     items = list(made) if isinstance(made, (list, tuple)) else [made]
@@ -215,13 +225,14 @@ def made_guardrail_set(make: Callable[..., object], combo: Mapping[str, Any]) ->
             sorted_["task_completion_checker"].append(item)
         else:
             raise ConfigError(
-                f"make({', '.join(f'{k}={v!r}' for k, v in combo.items())}) returned "
-                f"{type(item).__name__}; return a guardrail (a policy, a "
+                f"make({setting}) returned {type(item).__name__}; return a guardrail (a policy, a "
                 "FeedbackProviderConfig, a completion checker, an InterventionConfig), a list "
                 "of them, or a dict of replay_guardrails keyword arguments"
             )
     if len(sorted_["task_completion_checker"]) > 1 or len(sorted_["interventions"]) > 1:
-        raise ConfigError("make returned two checkers or two InterventionConfigs; return one")
+        raise ConfigError(
+            f"make({setting}) returned two checkers or two InterventionConfigs; return one"
+        )
     return guardrail_set(
         sorted_["policies"],
         sorted_["feedback_providers"],

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from gr_notebook.history.checkpoint_store import Checkpoint
     from gr_notebook.history.store import Store, StoreLike
 
-__all__ = ["FullInputs", "RecordedRun", "recorded_runs"]
+__all__ = ["FullInputs", "RecordedRun", "recorded_runs", "run_count"]
 
 
 @dataclass
@@ -88,10 +88,10 @@ def recorded_runs(runs: object, store: StoreLike | None, call: str) -> Iterator[
     in errors."""
     from gr_notebook.history.store import reading
 
-    results_store = getattr(runs, "store", None)
-    if hasattr(runs, "records") and isinstance(results_store, (str, Path)):
-        ids = [r.run_id for r in runs.records if r.run_id is not None]
-        with reading(results_store) as merged:
+    results = _results(runs)
+    if results is not None:
+        where, ids = results
+        with reading(where) as merged:
             for run_id in ids:
                 yield _stored(run_id, run_id, merged)
         return
@@ -102,6 +102,20 @@ def recorded_runs(runs: object, store: StoreLike | None, call: str) -> Iterator[
             opened = stack.enter_context(reading(store))
         for label, run in items:
             yield _recorded(label, run, opened, call)
+
+
+def run_count(runs: object, call: str) -> int:
+    """How many runs :func:`recorded_runs` gives for ``runs``, counted without reading one."""
+    results = _results(runs)
+    return len(results[1]) if results is not None else len(_labelled(runs, call))
+
+
+def _results(runs: object) -> tuple[str | Path, list[str]] | None:
+    """An experiment's results as its merged store and its run ids, or None."""
+    where = getattr(runs, "store", None)
+    if not hasattr(runs, "records") or not isinstance(where, (str, Path)):
+        return None
+    return where, [r.run_id for r in runs.records if r.run_id is not None]
 
 
 def _labelled(runs: object, call: str) -> list[tuple[str | None, object]]:

@@ -355,3 +355,60 @@ async def test_a_cell_awaits_the_next_request_then_answers_it(
     assert "Waiting for approval" not in status_line(run)
     with pytest.raises(RunError, match=r"no tool call asked for approval within 0\.01 s"):
         await run.approvals.requested(timeout_s=0.01)
+
+
+async def test_two_asks_in_one_turn_are_awaited_and_answered_in_turn(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    """Notebook 10's pattern, twice: the second ``requested()`` is the second call's request,
+    never the one just answered, and answering it twice says it was answered."""
+    second = ("write_file", {"path": "b.txt", "content": "world"})
+    model = gr.ScriptedModel([gr.tool_calls([WRITE, second]), gr.text("done")])
+    run = agent_with(make_agent, model).start("job")
+    first = await run.approvals.requested(timeout_s=10)
+    run.approvals.approve()
+    with pytest.raises(RunError, match=r"'approval-1' \(write_file\) was answered"):
+        run.approvals.approve(first.request_id)
+    request = await run.approvals.requested(timeout_s=10)
+    assert (first.input["path"], request.input["path"]) == ("a.txt", "b.txt")
+    run.approvals.approve()
+    await asyncio.wait_for(run.wait(), 10)
+    assert run.workspace.read_text("b.txt") == "world"
+    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["approve", "desk"]] * 2
+
+
+def test_a_confirmers_answer_after_the_timeout_is_a_denial_by_timeout(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    clock = gr.FakeClock()
+
+    def slow_yes(request: ApprovalRequest) -> bool:
+        clock.advance(5)  # a person at a blocking prompt took 5 s of the 1 s allowed
+        return True
+
+    policy = gr.ApprovalPolicy(tools=["write_file"], timeout_s=1)
+    agent = agent_with(make_agent, scripted(WRITE), policy, confirm=slow_yes, clock=clock)
+    run = agent.run_sync("job")
+    assert not run.workspace.exists("a.txt")
+    assert "nobody answered within 1 s" in calls_of(run)[0].result
+    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["deny", "timeout"]]
+
+
+def approve_when_asked(run: gr.Run) -> None:
+    """An ``on_run`` callback that attends the desk and approves each request as it comes."""
+
+    def answer(request: ApprovalRequest, what: str) -> None:
+        if what == "asked":
+            run.approvals.approve(request.request_id)
+
+    run.approvals.watch(answer)
+
+
+def test_the_desk_is_attended_from_on_run(make_agent: Callable[..., gr.Agent]) -> None:
+    agent = agent_with(make_agent, scripted(WRITE))
+    agent.on_run(approve_when_asked)
+    run = agent.run_sync("job")
+    assert run.workspace.read_text("a.txt") == "hello"
+    assert run.approvals_df()[["asked", "decision", "by"]].values.tolist() == [
+        ["desk", "approve", "desk"]
+    ]

@@ -96,6 +96,25 @@ def test_a_request_is_admitted_only_if_what_it_could_cost_fits_what_is_left() ->
     assert usage.admits(None) is None  # nothing known about the request: nothing checked
 
 
+@pytest.mark.parametrize("field", ["input", "output", "cache_write", "cache_read"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1.0, True, "3.0", None])
+def test_a_price_that_is_no_amount_of_dollars_is_refused(field: str, bad: Any) -> None:
+    values = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3, field: bad}
+    with pytest.raises(ConfigError) as caught:
+        gr.Price(**values)
+    message = str(caught.value)
+    assert f"Price.{field}" in message and "finite number >= 0" in message
+    assert repr(bad) in message
+
+
+def test_a_nan_cost_is_never_under_the_cap() -> None:
+    usage = Budget(max_cost_usd=1.0).usage(tokens=0, iterations=1, elapsed_s=0, cost_usd=math.nan)
+    assert usage.spent is not None and usage.spent.kind == "cost"
+    fresh = Budget(max_cost_usd=1.0).usage(tokens=0, iterations=1, elapsed_s=0)
+    over = fresh.admits(100, request_cost_usd=math.nan)
+    assert over is not None and over.kind == "cost"
+
+
 def test_the_most_a_request_could_cost_counts_its_input_all_its_output_and_the_cache() -> None:
     price = gr.Price(3.0, 15.0, 3.75, 0.30)
     assert price.request_cost(1_000_000, 0) == pytest.approx(3.0)
@@ -221,6 +240,42 @@ class PricedCountingModel:
         self.sent += 1
         response = gr.tool_call("list_files")
         return dataclasses.replace(response, usage=Usage(self.count, 100))
+
+
+class ReportsItsCost(PricedCountingModel):
+    """A priced model that reports each call's cost itself, as ``reported``."""
+
+    def __init__(self, reported: float) -> None:
+        super().__init__(count=100)
+        self.reported = reported
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        response = await super().complete(request)
+        return dataclasses.replace(response, extra={"cost_usd": self.reported})
+
+
+@pytest.mark.parametrize("reported", [math.nan, math.inf, -0.5])
+def test_a_call_whose_reported_cost_is_no_amount_fails_a_capped_run(
+    tmp_path: Path, reported: float
+) -> None:
+    """The cap cannot count it: the run ends at once, failed, saying what the model said."""
+    model = ReportsItsCost(reported)
+    agent = agent_at(
+        tmp_path, model, budget=Budget(max_cost_usd=1.0), self_regulation=False, stuck_turns=None
+    )
+    run = agent.run_sync(JOB)
+    assert run.status == "failed" and model.sent == 1
+    assert run.reason is not None and f"cost as {reported!r}" in run.reason
+    assert "max_cost_usd" in run.reason
+    assert run.turns_df()["cost_usd"].isna().all() and run.summary()["cost_usd"] is None
+
+
+def test_without_a_cap_a_reported_cost_that_is_no_amount_is_unknown(tmp_path: Path) -> None:
+    model = ReportsItsCost(math.nan)
+    agent = agent_at(tmp_path, model, max_iterations=2, self_regulation=False, stuck_turns=None)
+    run = agent.run_sync(JOB)
+    assert run.status == "budget_exhausted" and model.sent == 2
+    assert run.summary()["cost_usd"] is None  # blank, as an unpriced call's
 
 
 def test_a_request_that_could_cost_more_than_is_left_is_never_sent(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails import PolicyContext, PolicyMemory
 from gr_notebook.messages import ToolResultBlock
 from gr_notebook.models import ModelResponse
@@ -55,6 +56,16 @@ def test_policy_decision_values() -> None:
     assert gr.PolicyDecision.allow() == gr.PolicyDecision(True, None)
     denied = gr.PolicyDecision.deny("read it first")
     assert (denied.allowed, denied.reason) == (False, "read it first")
+
+
+@pytest.mark.parametrize("verdict", ["deny", "ask"])
+@pytest.mark.parametrize("bad", [None, 42, ["read it first"]])
+def test_a_reason_that_is_not_text_is_a_clear_error(verdict: str, bad: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        getattr(gr.PolicyDecision, verdict)(bad)
+    message = str(caught.value)
+    assert f"PolicyDecision.{verdict}" in message and "reason" in message and "text" in message
+    assert f"PolicyDecision.{verdict}('" in message and type(bad).__name__ in message
 
 
 def test_policy_state_carries_the_spec_fields(make_agent: Callable[..., gr.Agent]) -> None:

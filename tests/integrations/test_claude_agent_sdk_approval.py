@@ -78,6 +78,18 @@ async def test_an_approval_runs_the_call(tmp_path: Path) -> None:
     assert session.run.approvals_df()["decision"].tolist() == ["approve"]
 
 
+async def test_the_desk_is_attended_from_on_run(tmp_path: Path) -> None:
+    from tests.guardrails.test_approval import approve_when_asked
+
+    ws = tmp_path / "ws"
+    agent = agent_at(ws)
+    agent.on_run(approve_when_asked)
+    session = await sdk_session(agent, SCRIPT, ws)
+    assert (ws / "a.txt").read_text() == "hello\n"
+    df = session.run.approvals_df()
+    assert df[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "desk"]]
+
+
 async def test_nobody_to_ask_denies(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     session = await sdk_session(agent_at(ws), SCRIPT, ws)

@@ -244,6 +244,21 @@ async def test_an_ask_with_nobody_to_answer_is_a_denial_that_says_so(tmp_path: P
     assert denied.status == "error" and "nobody is here to give it" in denied.text
 
 
+async def test_the_desk_is_attended_from_on_run(tmp_path: Path) -> None:
+    """``agent.on_run`` hands over the session's run with its desk, as gr's loop does."""
+    from tests.guardrails.test_approval import approve_when_asked
+
+    ws = tmp_path / "ws"
+    ask = gr.ApprovalPolicy(when=lambda name, params: name == "deploy")
+    agent = agent_at(ws, policies=[ask], store=False)
+    agent.on_run(approve_when_asked)
+    script = [gr.tool_call("deploy", target="prod"), gr.text("Done.")]
+    session = await langchain_session(agent, script, ws, tools=[counted(ws)])
+    assert runs_of(ws) == 1
+    approvals = session.run.approvals_df()
+    assert approvals[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "desk"]]
+
+
 async def test_gr_tools_run_in_the_workspace_with_grs_handlers(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     mw = guardrail_middleware(agent_at(ws, store=False), cwd=ws)

@@ -17,6 +17,7 @@ from gr_notebook.events import PolicyDecisionEvent, ToolCallEvent
 from gr_notebook.guardrails.completion import CompositeChecker
 from gr_notebook.guardrails.interventions import ACTIONS
 from gr_notebook.history.store import Store
+from gr_notebook.review import guardrail_replay
 from gr_notebook.review.guardrail_replay import CANNOT_TELL, COLUMNS
 
 JOB = gr.examples.QUICKSTART
@@ -423,6 +424,51 @@ def test_sweep_bad_input(reckless: gr.Run) -> None:
         gr.sweep_guardrails(42, make=lambda n: RBW, grid={"n": [1]})
     with pytest.raises(ConfigError, match="make takes a function"):
         gr.sweep_guardrails([reckless], make=RBW, grid={"n": [1]})  # type: ignore[arg-type]
+
+
+def test_a_grid_past_the_bound_is_refused_before_anything_is_made(reckless: gr.Run) -> None:
+    def make(**params: int) -> object:
+        raise AssertionError(f"make({params}) was called")
+
+    with pytest.raises(ConfigError, match=r"20,000 settings \(200 a × 100 b\)"):
+        gr.sweep_guardrails([reckless], make=make, grid={"a": range(200), "b": range(100)})
+    grid = {"a": range(1000), "b": range(1000)}  # issue 39: hours of replays, no word
+    with pytest.raises(ConfigError) as caught:
+        gr.sweep_guardrails([reckless], make=make, grid=grid)
+    message = str(caught.value)
+    assert "1,000,000 settings (1,000 a × 1,000 b)" in message
+    assert "at most 10,000" in message and "range(0, 1000, 50)" in message
+    assert guardrail_replay.MAX_SETTINGS == 10_000
+    bound = {"a": range(100), "b": range(100)}  # the bound itself is swept: make is called
+    with pytest.raises(ConfigError, match=r"make\(a=0, b=0\) raised AssertionError"):
+        gr.sweep_guardrails([reckless], make=make, grid=bound)
+
+
+def test_a_long_sweep_shows_its_progress(
+    reckless: gr.Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    twice = {"a": reckless, "b": reckless}
+    gr.sweep_guardrails(twice, make=lambda n: RBW, grid={"n": [1, 2]})
+    assert capsys.readouterr().err == ""  # a short sweep stays quiet
+    monkeypatch.setattr(guardrail_replay, "LONG_SWEEP", 4)
+    gr.sweep_guardrails(twice, make=lambda n: RBW, grid={"n": [1, 2]})
+    shown = capsys.readouterr().err
+    assert "sweep" in shown and "4/4" in shown and "replay" in shown
+    gr.sweep_guardrails([reckless], make=lambda n: RBW, grid={"n": [1]}, progress=True)
+    assert "1/1" in capsys.readouterr().err
+    gr.sweep_guardrails(twice, make=lambda n: RBW, grid={"n": [1, 2]}, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_make_that_raises_names_the_setting(reckless: gr.Run) -> None:
+    def make(n: int) -> object:
+        return [RBW] if 1 / (n - 2) else []
+
+    with pytest.raises(ConfigError, match=r"make\(n=2\) raised ZeroDivisionError") as caught:
+        gr.sweep_guardrails([reckless], make=make, grid={"n": [1, 2, 3]})
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+    with pytest.raises(ConfigError, match=r"the setting grace_period_after_reset=-1 .*grace"):
+        gr.sweep_guardrails([reckless], grid={"grace_period_after_reset": [5, -1]})
 
 
 def test_an_experiments_results_replay_from_its_merged_store(tmp_path: Path) -> None:

@@ -306,6 +306,7 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 confirm=approvals.confirm,
                 run_id=state.run_id,
                 time_left=state.time_left,
+                clock=state.clock,
             )
         return await self._session.step.resolve(
             held, schema=schema_of(request.tool), approvals=approvals
