@@ -8,10 +8,11 @@ The root holds what a notebook types. The rest has a home of its own: ``gr_noteb
 protocols and values behind policies, feedback, completion checks and budgets),
 ``.models`` (the ``Model`` protocol, requests and responses), ``.messages`` (content
 blocks), ``.tools`` (tool outputs, the ``ToolContext`` a handler gets, the coding toolset),
-``.workflow`` (plan, todos, phases) and ``.testing`` (local servers that speak the model
-APIs). What only an extension reads stays in its home: a feedback provider's
-``FeedbackContext`` and a ``confirm=`` callback's ``ConfirmationRequest`` are in
-``.guardrails``.
+``.workflow`` (plan, todos, phases), ``.labels`` (what the right verdict was at a recorded
+point, read from a DataFrame or a CSV and kept in a store: ``gr.backtest`` scores against
+them) and ``.testing`` (local servers that speak the model APIs). What only an extension
+reads stays in its home: a feedback provider's ``FeedbackContext`` and a ``confirm=``
+callback's ``ConfirmationRequest`` are in ``.guardrails``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from gr_notebook.guardrails import (
     StaticFeedbackProvider,
 )
 from gr_notebook.guardrails.budget import set_advisor as _set_budget_advisor
+from gr_notebook.history import labels  # noqa: F401 (gr.labels: reading and keeping labels)
 from gr_notebook.history.adaptive import suggest_budget as _suggest_budget
 from gr_notebook.history.analysis import runs_df
 from gr_notebook.history.store import Store

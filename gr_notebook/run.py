@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from gr_notebook.engine.controls import Controls
     from gr_notebook.guardrails.approval import ApprovalDesk
+    from gr_notebook.history.labels import Label
 
 __all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
 
@@ -394,6 +395,65 @@ class Run:
         from gr_notebook.history.analysis import interventions_df
 
         return interventions_df(self._events)
+
+    def label(
+        self,
+        seq: int,
+        label: bool | None = None,
+        *,
+        right: bool | None = None,
+        kind: str = "",
+        who: str | None = None,
+        note: str | None = None,
+        settles: bool = False,
+    ) -> Label:
+        """Keep in the run's store what the right verdict was at event ``seq``: ``label``
+        True says a guardrail should have acted there (of ``kind`` only, when given), False
+        that it should not; ``right=True`` or ``False`` marks a recorded decision (a shadow
+        one, as the dashboard shows it) right or wrong instead. ``who`` defaults to the login
+        name; ``settles=True`` settles a disagreement. Returns the label kept;
+        ``gr.backtest`` reads it."""
+        from gr_notebook.history.labels import (
+            KINDS,
+            Label,
+            decision_points,
+            default_who,
+            label_decision,
+            save_labels,
+        )
+
+        if self._store is None:
+            raise RunError(
+                f"run {self.run_id} keeps no store, so it keeps no labels: give its agent "
+                "store= (or label it with a DataFrame passed to gr.backtest(labels=...))"
+            )
+        if (label is None) == (right is None):
+            raise RunError("run.label takes label=True/False for a point, or right= for a decision")
+        if kind and kind not in KINDS:
+            raise RunError(f"kind is {kind!r}; a label's kind is one of {', '.join(KINDS)}")
+        events = list(self._events)
+        points = decision_points(events)
+        if seq not in points:
+            raise RunError(
+                f"event {seq} of run {self.run_id} is not a point a guardrail decides at (a "
+                "tool call, an attempt to stop) nor a decision on one: give the seq that "
+                "run.events_df() or run.policy_df() shows for it"
+            )
+        if right is not None:
+            event = next(e for e in events if e.seq == seq)
+            kept = label_decision(
+                as_typed(event), right=right, who=who, note=note, run_id=self.run_id
+            )
+        else:
+            if not isinstance(label, bool):
+                raise RunError(f"label is {label!r}, not True or False")
+            kept = Label(
+                self.run_id, seq, label, kind or points[seq][1], who or default_who(), note
+            )
+        if settles:
+            kept = replace(kept, settles=True)
+        save_labels(self._store, [kept])
+        return kept
 
     def shadow_df(self) -> pd.DataFrame:
         """One row per shadow guardrail decision that differs from what happened live: a

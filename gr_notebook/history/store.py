@@ -146,6 +146,23 @@ def plain_checkpoints(conn: sqlite3.Connection) -> None:
     )
 
 
+@_migration
+def add_labels(conn: sqlite3.Connection) -> None:
+    """Schema 5: labels, each a person's (or a rule's) word on whether a guardrail should
+    have acted at one recorded point of a run (:mod:`gr_notebook.review.labels`). Every
+    label is kept, with who gave it and when, keyed by what it says rather than by a row
+    number, so that merging stores never makes two labels one. ``kind`` is empty for a label
+    of the point whatever guardrail decides there; ``settles`` marks the label that settles a
+    disagreement. No other table changes."""
+    conn.execute(
+        """CREATE TABLE labels (
+            run_id TEXT NOT NULL REFERENCES runs(run_id), seq INTEGER NOT NULL,
+            kind TEXT NOT NULL, label INTEGER NOT NULL, who TEXT NOT NULL, note TEXT,
+            given_at REAL NOT NULL, settles INTEGER NOT NULL,
+            PRIMARY KEY (run_id, seq, kind, who, given_at))"""
+    )
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     """Apply pending migrations atomically; IMMEDIATE makes concurrent openers take turns."""
     conn.execute("BEGIN IMMEDIATE")
@@ -249,6 +266,17 @@ _RUN_COLUMNS: Final[Mapping[str, type]] = {
 }
 """The scalar columns :meth:`Store.runs` reads, and what each holds (or NULL, but the id
 and the status); the JSON cells are read apart, leniently."""
+
+_LABEL_COLUMNS: Final[Mapping[str, type]] = {
+    "run_id": str,
+    "seq": int,
+    "kind": str,
+    "label": int,
+    "who": str,
+    "note": str,
+    "given_at": float,
+    "settles": int,
+}
 
 
 class Store:
@@ -463,6 +491,45 @@ class Store:
             return _event(*row)
         except DamagedRow as exc:
             raise self.damaged(f"event {row[0]} of run {run_id!r}", exc) from None
+
+    def record_label(
+        self,
+        run_id: str,
+        seq: int,
+        *,
+        label: bool,
+        kind: str,
+        who: str,
+        note: str | None,
+        given_at: float,
+        settles: bool = False,
+    ) -> None:
+        """Keep one label (schema 5); every label is kept, a later one beside an earlier."""
+        self._execute(
+            "INSERT OR REPLACE INTO labels (run_id, seq, kind, label, who, note, given_at,"
+            " settles) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, seq, kind, int(label), who, note, given_at, int(settles)),
+        )
+
+    def labels(self) -> list[dict[str, Any]]:
+        """Every label kept here, oldest first, each as a dict of its columns (``label``
+        and ``settles`` as booleans); a row that is not what it should be is a
+        :class:`StoreError` naming it."""
+        rows, _ = self._execute(
+            "SELECT run_id, seq, kind, label, who, note, given_at, settles FROM labels"
+            " ORDER BY given_at, rowid"
+        )
+        found = []
+        for row in rows:
+            label = dict(row)
+            try:
+                for name, kind in _LABEL_COLUMNS.items():
+                    checked(label[name], kind, name, null=name == "note")
+            except DamagedRow as exc:
+                raise self.damaged(f"a label of run {label['run_id']!r}", exc) from None
+            label["label"], label["settles"] = bool(label["label"]), bool(label["settles"])
+            found.append(label)
+        return found
 
     def run_ids(self) -> list[str]:
         """Newest first, matching :meth:`runs`."""

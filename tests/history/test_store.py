@@ -19,6 +19,7 @@ LATEST = [
     "add_checkpoints",
     "batch_checkpoints",
     "plain_checkpoints",
+    "add_labels",
 ]
 
 
