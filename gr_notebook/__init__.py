@@ -70,6 +70,7 @@ from gr_notebook.models import (
     tool_calls,
 )
 from gr_notebook.models.simulated.model import SimulatedModel
+from gr_notebook.review.backtest import backtest
 from gr_notebook.review.compare import compare
 from gr_notebook.review.guardrail_replay import replay_guardrails, sweep_guardrails
 from gr_notebook.review.lint import lint_guidance
@@ -172,6 +173,7 @@ __all__ = [
     "ToolError",
     "Toolset",
     "Workspace",
+    "backtest",
     "compare",
     "current_run",
     "fork",

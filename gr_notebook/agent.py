@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -180,6 +180,9 @@ class Agent:
         self.checkpoints = checkpoints
         """A checkpoint at every turn, in the store (none without one): resume and fork."""
         self._watchers: list[Callable[[Run], object]] = []
+        self.admitted: tuple[Mapping[str, Any], ...] = ()
+        """The evidence each guardrail made live by :meth:`with_live` was admitted on (a
+        backtest's id, metrics, labels, when); every run records it at its start."""
 
     # -- running ----------------------------------------------------------------------------
 
@@ -280,6 +283,7 @@ class Agent:
             "self_regulation": self.regulation is not None,
             "shadow": self.shadow.describe(),
             **({"mcp_servers": [s.name for s in self.mcp_servers]} if self.mcp_servers else {}),
+            **({"admitted": [dict(a) for a in self.admitted]} if self.admitted else {}),
         }
 
     def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:
@@ -315,7 +319,34 @@ class Agent:
                 f"Agent.replace() got {', '.join(unknown)}; it takes gr.Agent's own arguments: "
                 f"{', '.join(self._options)}"
             )
-        return Agent(**{**self._options, **changes})
+        agent = Agent(**{**self._options, **changes})
+        agent.admitted = self.admitted
+        return agent
+
+    def with_live(self, guardrail: object, *, admitted: Mapping[str, Any]) -> Agent:
+        """A new agent with ``guardrail`` (a policy, a feedback configuration, a checker, an
+        ``InterventionConfig``) live, taken out of ``shadow=`` if it was there (a shadow of
+        the same name and kind), and ``admitted`` (the evidence it passed on, plain data)
+        recorded in the configuration of every run it starts. A live checker or intervention
+        configuration is replaced by it. ``gate.promote(agent)`` calls this once a backtest's
+        gate has passed."""
+        sorted_ = ShadowSpec.build([guardrail], tools=list(self.registry), check_names=False)
+        options = self._options
+        shadow = [s for s in options["shadow"] if not _same_guardrail(s, guardrail, sorted_)]
+        changes: dict[str, Any] = {"shadow": shadow}
+        if sorted_.policies:
+            name = sorted_.policies[0].name
+            kept = [p for p in options["policies"] if getattr(p, "name", None) != name]
+            changes["policies"] = [*kept, guardrail]
+        elif sorted_.feedback:
+            changes["feedback_providers"] = [*options["feedback_providers"], guardrail]
+        elif sorted_.interventions is not None:
+            changes["interventions"] = guardrail
+        else:
+            changes["task_completion_checker"] = guardrail
+        agent = self.replace(**changes)
+        agent.admitted = (*self.admitted, dict(admitted))
+        return agent
 
     # -- internals --------------------------------------------------------------------------
 
@@ -361,6 +392,23 @@ class Agent:
             f"Agent(model={self.model.name!r}, tools={len(self.registry)}, "
             f"max_iterations={self.max_iterations}, compaction={self.compaction})"
         )
+
+
+def _same_guardrail(item: object, guardrail: object, kind: ShadowSpec) -> bool:
+    """Whether the shadow ``item`` is ``guardrail``, or one of its kind and name."""
+    if item is guardrail:
+        return True
+    if kind.policies:
+        return getattr(item, "name", None) == kind.policies[0].name and hasattr(item, "check")
+    if kind.feedback:
+        provider = getattr(item, "provider", None)
+        name = getattr(kind.feedback[0].provider, "name", None)
+        return provider is not None and getattr(provider, "name", None) == name
+    if kind.interventions is not None:
+        return isinstance(item, InterventionConfig)
+    return not isinstance(item, (InterventionConfig, FeedbackProviderConfig)) and not all(
+        hasattr(item, m) for m in ("name", "check", "on_result")
+    )
 
 
 def _budget_of(budget: Budget | None, max_iterations: int | None) -> Budget:

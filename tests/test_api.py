@@ -68,6 +68,7 @@ ROOT = [
     "ToolError",
     "Toolset",
     "Workspace",
+    "backtest",
     "compare",
     "current_run",
     "fork",
