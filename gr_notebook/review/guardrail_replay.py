@@ -43,6 +43,7 @@ from gr_notebook.guardrails.feedback import FeedbackProviderConfig
 from gr_notebook.guardrails.interventions import ACTIONS, InterventionConfig
 from gr_notebook.guardrails.policy import ToolPolicy
 from gr_notebook.history.analysis import FRAMES
+from gr_notebook.review.backtest_sweep import SweepBacktest, labelled_sweep
 from gr_notebook.review.replay_guardrail_set import GuardrailSet, guardrail_set, made_guardrail_set
 from gr_notebook.review.replay_sources import RecordedRun, recorded_runs, run_count
 from gr_notebook.review.replayer import CANNOT_TELL, Replayer
@@ -300,7 +301,8 @@ def sweep_guardrails(
     make: Callable[..., object] | InterventionConfig | None = None,
     store: StoreLike | None = None,
     progress: bool | None = None,
-) -> pd.DataFrame:
+    labels: object = None,
+) -> pd.DataFrame | SweepBacktest:
     """Replay the guardrails ``make(**params)`` builds for every combination of ``grid``
     (parameter name → values) on every run (as :func:`replay_guardrails` takes them): one
     tidy row per (run, combination), the run's model, the grid values, then the counts.
@@ -317,7 +319,13 @@ def sweep_guardrails(
 
     A grid of more than :data:`MAX_SETTINGS` settings is refused before anything is made. A
     ``tqdm`` bar counts the replays of a sweep of :data:`LONG_SWEEP` or more
-    (``progress=True`` always, ``False`` never)."""
+    (``progress=True`` always, ``False`` never).
+
+    With ``labels=`` (as :func:`gr.backtest <gr_notebook.review.backtest.backtest>` takes
+    them) each setting's guardrails are scored instead of counted: a
+    :class:`~gr_notebook.review.backtest_sweep.SweepBacktest` whose ``metrics`` hold one row
+    per setting and guardrail (precision, recall, their intervals), ``.best(min_precision=...)``
+    the setting with the most recall above the floor, ``.plot()`` precision against recall."""
     import pandas as pd
 
     if make is None or isinstance(make, InterventionConfig):
@@ -350,6 +358,12 @@ def sweep_guardrails(
     combos = (dict(zip(names, combo, strict=True)) for combo in itertools.product(*values))
     sets = [(combo, made_guardrail_set(make, combo)) for combo in combos]
     bar = _progress_bar(replays, progress)
+    if labels is not None:
+        try:
+            return labelled_sweep(runs, sets, names, labels, store, bar)
+        finally:
+            if bar is not None:
+                bar.close()
     rows = []
     try:
         for source in recorded_runs(runs, store, "sweep_guardrails"):  # read while it is open
