@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,60 +22,131 @@ if TYPE_CHECKING:
     from gr_notebook.history.checkpoint_store import Checkpoint
     from gr_notebook.history.store import Store, StoreLike
 
-__all__ = ["FullInputs", "RecordedRun", "recorded_runs", "run_count"]
+__all__ = [
+    "MEMO_RUNS",
+    "FullInputs",
+    "RecordedRun",
+    "RunMemo",
+    "forget_runs",
+    "recorded_runs",
+    "run_count",
+]
 
 
 @dataclass
 class RecordedRun:
     """One run to replay: its label in the result, its id, its events, and the store
-    that holds its checkpoints (None for events given alone)."""
+    that holds its checkpoints (None for events given alone). What it reads from the store
+    (checkpoints, files, messages) it keeps in memory (:class:`RunMemo`), so a sweep or a
+    backtest that replays it many times reads each once."""
 
     label: str
     run_id: str
     events: list[Event]
     store: Store | None
+    memo: RunMemo | None = None
+
+    def __post_init__(self) -> None:
+        if self.memo is None and self.store is not None:
+            self.memo = RunMemo(self.run_id, self.store)
 
     def checkpoints(self) -> Callable[[int], Checkpoint | None]:
         """The run's checkpoint of a turn (its files and state, not its messages), or None."""
-        store = self.store
-        if store is None:
+        memo = self.memo
+        if memo is None:
             return lambda turn: None
-        from gr_notebook.history.checkpoint_store import checkpoint_turns, load_checkpoint
-
-        turns = set(checkpoint_turns(store, self.run_id))
-        cache: dict[int, Checkpoint | None] = {}
-
-        def at(turn: int) -> Checkpoint | None:
-            if turn not in turns:
-                return None
-            if turn not in cache:
-                for old in [t for t in cache if t < turn - 1]:
-                    del cache[old]
-                cache[turn] = load_checkpoint(store, self.run_id, turn, with_history=False)
-            return cache[turn]
-
-        return at
+        return memo.checkpoint
 
     def messages(self, turn: int) -> Iterator[Any]:
-        """The conversation as the checkpoint of ``turn`` holds it, newest first, each
-        message read from the store only when asked for (none without a checkpoint)."""
-        if self.store is None:
-            return
-        from gr_notebook.history.checkpoint_store import blob, checkpoint_turns, load_checkpoint
+        """The conversation as the checkpoint of ``turn`` holds it, newest first (none
+        without a checkpoint)."""
+        if self.memo is not None:
+            yield from self.memo.messages(turn)
 
-        store = self.store
-        if turn not in checkpoint_turns(store, self.run_id):
+
+class RunMemo:
+    """What a replay reads of one stored run, read once and kept: its checkpoints (files
+    and state, not their messages), the files' bytes by hash, and each turn's messages.
+    ``store`` is the store open now (a memo outlives the store it was first read from, when
+    the run is read again, it is read through the one open then)."""
+
+    def __init__(self, run_id: str, store: Store) -> None:
+        from gr_notebook.history.checkpoint_store import checkpoint_turns
+
+        self.run_id, self.store = run_id, store
+        self.turns = frozenset(checkpoint_turns(store, run_id))
+        self._checkpoints: dict[int, Checkpoint | None] = {}
+        self._blobs: dict[str, bytes] = {}
+        self._messages: dict[int, list[Any]] = {}
+
+    def checkpoint(self, turn: int) -> Checkpoint | None:
+        if turn not in self.turns:
+            return None
+        if turn not in self._checkpoints:
+            from dataclasses import replace
+
+            from gr_notebook.history.checkpoint_store import load_checkpoint
+
+            light = load_checkpoint(self.store, self.run_id, turn, with_history=False)
+            self._checkpoints[turn] = replace(light, read=self.blob)
+        return self._checkpoints[turn]
+
+    def blob(self, digest: str) -> bytes:
+        if digest not in self._blobs:
+            from gr_notebook.history.checkpoint_store import blob
+
+            self._blobs[digest] = blob(self.store, digest)
+        return self._blobs[digest]
+
+    def messages(self, turn: int) -> list[Any]:
+        if turn not in self._messages:
+            self._messages[turn] = list(self._read_messages(turn))
+        return self._messages[turn]
+
+    def _read_messages(self, turn: int) -> Iterator[Any]:
+        light = self.checkpoint(turn)
+        if light is None:
             return
-        light = load_checkpoint(store, self.run_id, turn, with_history=False)
         context = light.snapshot.get("context")
         kept = context.get("messages") if isinstance(context, Mapping) else None
         if not isinstance(kept, Mapping):
             return
         for digest in reversed(kept.get("tail") or []):
-            yield json.loads(blob(store, digest))
+            yield json.loads(self.blob(digest))
         for chunk in reversed(kept.get("chunks") or []):
-            for digest in reversed(json.loads(blob(store, chunk))):
-                yield json.loads(blob(store, digest))
+            for digest in reversed(json.loads(self.blob(chunk))):
+                yield json.loads(self.blob(digest))
+
+
+_MEMOS: OrderedDict[tuple[str, str], tuple[tuple[Any, ...], list[Event], RunMemo]] = OrderedDict()
+"""Runs read from a store lately, by (store path, run id): their events and memo, with the
+stamp they were read under. A run is read again only when its stamp changed (a run still
+going gained events or checkpoints, the store file was replaced)."""
+MEMO_RUNS = 256
+"""The most runs :data:`_MEMOS` keeps (the least recently replayed leave first)."""
+
+
+def _stamp(store: Store, run_id: str) -> tuple[Any, ...]:
+    """What changes when a run's record does: its events, its checkpoints, the file."""
+    with store.transaction() as conn:
+        found = conn.execute(
+            "SELECT (SELECT COUNT(*) FROM events WHERE run_id = ?),"
+            " (SELECT MAX(seq) FROM events WHERE run_id = ?),"
+            " (SELECT COUNT(*) FROM checkpoints WHERE run_id = ?),"
+            " (SELECT SUM(seq) FROM checkpoints WHERE run_id = ?)",
+            (run_id, run_id, run_id, run_id),
+        ).fetchone()
+    try:
+        file = os.stat(store.path)
+        where: tuple[int, ...] = (file.st_dev, file.st_ino)
+    except OSError:
+        where = ()
+    return (*found, *where)
+
+
+def forget_runs() -> None:
+    """Drop every run kept in memory (the next replay reads them from their stores)."""
+    _MEMOS.clear()
 
 
 _RUNS_HELP = (
@@ -163,7 +236,22 @@ def _is_store(value: object) -> TypeGuard[Store]:
 
 
 def _stored(label: str, run_id: str, store: Store) -> RecordedRun:
+    key = (str(store.path), run_id)
+    stamp = _stamp(store, run_id)
+    kept = _MEMOS.get(key)
+    if kept is not None and kept[0] == stamp:
+        _MEMOS.move_to_end(key)
+        _, events, memo = kept
+        memo.store = store
+        return RecordedRun(label, run_id, events, store, memo)
     events = [as_typed(e) for e in store.events(run_id)]
+    if events:
+        found = RecordedRun(label, run_id, events, store)
+        assert found.memo is not None
+        _MEMOS[key] = (stamp, events, found.memo)
+        while len(_MEMOS) > MEMO_RUNS:
+            _MEMOS.popitem(last=False)
+        return found
     if not events:
         known = store.run_ids()[:5]
         raise ConfigError(

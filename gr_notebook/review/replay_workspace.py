@@ -18,6 +18,7 @@ again (:meth:`ReplayWorkspace.settle`), unless a person rewound or paused in bet
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -57,11 +58,18 @@ class ReplayWorkspace:
     """
 
     def __init__(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="gr-replay-")
+        self._dir = tempfile.mkdtemp(prefix="gr-replay-", dir=_in_memory())
         self.workspace = Workspace(self._dir)
         self.known = False
         self._hashes: dict[str, str] = {}
-        """What the directory holds: path → hash of its bytes."""
+        """What the directory holds at this moment of the run: path → hash of its bytes."""
+        self._stamps: dict[str, int] = {}
+        """The tick each file was (logically) written at: its modification time."""
+        self._content: dict[str, Callable[[], bytes]] = {}
+        """How to read each file's bytes when it is written out."""
+        self._disk: dict[str, tuple[str, int]] = {}
+        """What is written out: path → (hash, tick). Files are written when a guardrail is
+        about to read them (:meth:`materialize`), not when the record changes them."""
         self._ticks = 0
         self._following: Mapping[str, str] | None = {}
         """The files as the turn ends (the next checkpoint's; None: not known)."""
@@ -70,6 +78,9 @@ class ReplayWorkspace:
         self._uncertain: set[str] = set()
         self._all_uncertain = False
         self._read: Callable[[str], bytes] = _nothing
+        self._folders: set[str] = set()
+        """The folders made so far (a file's folder is made once)."""
+        self._names: dict[str, str] = {}
 
     # -- turn boundaries ----------------------------------------------------------------------
 
@@ -93,13 +104,22 @@ class ReplayWorkspace:
                 if self._hashes.get(p) != following.get(p)
             )
 
-    def _apply(self, files: Mapping[str, str], read: Any) -> None:
+    def _apply(self, files: Mapping[str, str], read: Callable[[str], bytes]) -> None:
         for path in [p for p in self._hashes if p not in files]:
-            self._remove(path)
+            self._forget(path)
         for path, digest in files.items():
             if self._hashes.get(path) != digest:
-                self._write(path, read(digest))
-                self._hashes[path] = digest
+                self._set(path, digest, functools.partial(read, digest))
+
+    def _set(self, name: str, digest: str, content: Callable[[], bytes]) -> None:
+        """The file ``name`` holds ``content`` from now on, written at the next tick."""
+        stored_parts(name)  # a name that leads out of the folder is refused here
+        self._ticks += 1
+        self._hashes[name], self._stamps[name], self._content[name] = digest, self._ticks, content
+
+    def _forget(self, name: str) -> None:
+        for table in (self._hashes, self._stamps, self._content):
+            table.pop(name, None)
 
     # -- inside a turn --------------------------------------------------------------------------
 
@@ -114,10 +134,9 @@ class ReplayWorkspace:
                 data = content.encode()
                 try:
                     name = canonical_path(self.workspace, path)
-                    self._write(name, data)
+                    self._set(name, digest_of(data), lambda: data)
                 except WorkspaceError:
                     return  # refused by the tool live (or names no file), so nothing was written
-                self._hashes[name] = digest_of(data)
                 self._uncertain.discard(name)
                 return
         if self._following is None:
@@ -136,6 +155,23 @@ class ReplayWorkspace:
         self._uncertain.clear()
         self._all_uncertain = False
 
+    def materialize(self, paths: Iterable[str] | None) -> None:
+        """Write out the files a guardrail is about to read (``None``: all of them) as they
+        are at this moment, each with the modification time of its logical write, and
+        remove what no longer is."""
+        if paths is None:
+            names = set(self._disk) | set(self._hashes)
+        else:
+            names = {self._name(p) for p in paths}
+        for name in sorted(names):
+            want, have = self._hashes.get(name), self._disk.get(name)
+            if want is None:
+                if have is not None:
+                    self._remove(name)
+            elif have != (want, self._stamps[name]):
+                self._write(name, self._content[name](), self._stamps[name])
+                self._disk[name] = (want, self._stamps[name])
+
     def knows(self, paths: Iterable[str] | None) -> bool:
         """Whether the directory holds these files as they were live at this moment
         (``None``: any file, the whole workspace)."""
@@ -148,10 +184,15 @@ class ReplayWorkspace:
         return not any(self._name(p) in self._uncertain for p in paths)
 
     def _name(self, raw: str) -> str:
-        try:
-            return canonical_path(self.workspace, raw)
-        except WorkspaceError:
-            return raw
+        """``raw`` as the workspace names it (remembered: a replay makes no link)."""
+        name = self._names.get(raw)
+        if name is None:
+            try:
+                name = canonical_path(self.workspace, raw)
+            except WorkspaceError:
+                name = raw
+            self._names[raw] = name
+        return name
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -159,23 +200,34 @@ class ReplayWorkspace:
         """Where the file ``name`` lies: never outside the directory (WorkspaceError)."""
         return Path(self._dir, *stored_parts(name))
 
-    def _write(self, name: str, data: bytes) -> None:
-        path = self._path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink() or path.is_dir():
+    def _write(self, name: str, data: bytes, tick: int) -> None:
+        parts = stored_parts(name)
+        where = os.path.join(self._dir, *parts)
+        if len(parts) > 1:
+            folder = os.path.dirname(where)
+            if folder not in self._folders:
+                for depth in range(1, len(parts)):  # a file written out earlier in the way
+                    above = "/".join(parts[:depth])
+                    if above in self._disk:
+                        self._remove(above)
+                os.makedirs(folder, exist_ok=True)
+                self._folders.add(folder)
+        if os.path.islink(where) or os.path.isdir(where):
             self._remove(name)
-        path.write_bytes(data)
-        self._ticks += 1
-        stamp = _EPOCH_NS + self._ticks * _TICK_NS
-        os.utime(path, ns=(stamp, stamp))
+        with open(where, "wb") as file:
+            file.write(data)
+        stamp = _EPOCH_NS + tick * _TICK_NS
+        os.utime(where, ns=(stamp, stamp))
 
     def _remove(self, name: str) -> None:
         path = self._path(name)
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+            self._folders = {f for f in self._folders if not Path(f).is_relative_to(path)}
+            self._disk = {p: v for p, v in self._disk.items() if not p.startswith(name + "/")}
         else:
             path.unlink(missing_ok=True)
-        self._hashes.pop(name, None)
+        self._disk.pop(name, None)
 
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
@@ -185,6 +237,18 @@ class ReplayWorkspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SHM = "/dev/shm"
+
+
+def _in_memory() -> str | None:
+    """A folder in memory for the replay's files (tmpfs, where the system has one): a
+    replay writes each version of every file, and a disk makes that most of its time.
+    None (the system's temporary folder) where there is none, or ``TMPDIR`` says where."""
+    if os.environ.get("TMPDIR") is None and os.path.isdir(_SHM) and os.access(_SHM, os.W_OK):
+        return _SHM
+    return None
 
 
 def _nothing(digest: str) -> bytes:

@@ -4,7 +4,7 @@ each point they are asked live, one row per point and guardrail."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +59,11 @@ if TYPE_CHECKING:
 __all__ = ["CANNOT_TELL", "Replayer"]
 
 CANNOT_TELL = "cannot tell"
+
+_TODOS: dict[str, TodoList] = {}
+"""Todo lists parsed from a checkpoint's file, by its hash: a list is a frozen value, and
+a sweep replays the same turns many times."""
+_MAX_TODOS = 4096
 
 _EFFECT = {"allow": "run", "deny": "not run", "ask": "ask"}
 _STOPPED = {"accept": "stop", "bypass": "stop", "refuse": "go on"}
@@ -220,8 +225,14 @@ class Replayer:
             return
         digest = now.files.get(TODOS_FILE)
         if digest is not None:
-            with contextlib.suppress(TodoError, UnicodeDecodeError):
-                self.view.todos = TodoList.loads(now.read(digest).decode())
+            found = _TODOS.get(digest)
+            if found is None:
+                with contextlib.suppress(TodoError, UnicodeDecodeError):
+                    found = _TODOS[digest] = TodoList.loads(now.read(digest).decode())
+                    while len(_TODOS) > _MAX_TODOS:
+                        del _TODOS[next(iter(_TODOS))]
+            if found is not None:
+                self.view.todos = found
 
     # -- a tool call ----------------------------------------------------------------------------
 
@@ -276,13 +287,16 @@ class Replayer:
     def _after_success(self, event: ToolCallEvent, stub: Tool, params: Mapping[str, Any]) -> None:
         """Let the policies record the result (on_result), noting the memories they stamp
         from files the replay does not know, so their later decisions can say so."""
+        read = []
         for watched in self.watched:
             key = self.keys[id(watched)]
             paths = policy_reads(watched.policy, stub.name, params, after=True)
+            read.append(paths)
             if paths is None or not self.space.knows(paths):
                 self.tainted |= {(key, p) for p in (paths or ("*",))}
             else:
                 self.tainted -= {(key, p) for p in paths}
+        self._materialize(read)
         self.guards.after_success(stub, params, ToolOutput(event.result or ""), turn=event.turn)
         self.view.take()
 
@@ -297,6 +311,7 @@ class Replayer:
         """One row per policy that governs the call; returns the policy that denied it."""
         for watched in self.watched:
             watched.answer, watched.error = None, None
+        self._materialize(policy_reads(w.policy, stub.name, params) for w in self.watched)
         denial = self.guards.check(stub, params, turn=event.turn, tool_use_id=event.tool_use_id)
         self.view.take()
         happened = "allow" if live is None or live.allowed else "deny"
@@ -399,6 +414,7 @@ class Replayer:
         self, checker: TaskCompletionChecker, kind: str, tentative: Any
     ) -> tuple[str, str | None, str | None]:
         """The checker's decision, its reason and its error, as the live guardrails judge."""
+        self._materialize([checker_reads(checker, self.plan_file)])
         verdict = self.guards.judge_stop(kind, tentative)  # type: ignore[arg-type]
         emitted = self.view.take()
         check = next((e for e in emitted if isinstance(e, CompletionCheckEvent)), None)
@@ -430,6 +446,7 @@ class Replayer:
             self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
             return
         triggers = self.guards.feedback.to_json(recent=False)["triggers"]
+        self._materialize(feedback_reads(config) for config in self.chosen.feedback)
         self.guards.after_call(tool, params, is_error=bool(event.is_error), turn=event.turn)
         emitted = self.view.take()
         fired = {e.config: e for e in emitted if isinstance(e, FeedbackEvent)}
@@ -501,6 +518,17 @@ class Replayer:
                 live=recorded,
                 differs=(check.fired or live is not None) and decision != recorded,
             )
+
+    def _materialize(self, reads: Iterable[Sequence[str] | None]) -> None:
+        """Write out what the guardrails about to decide read (None: every file)."""
+        wanted: list[str] = []
+        for paths in reads:
+            if paths is None:
+                self.space.materialize(None)
+                return
+            wanted += paths
+        if wanted:
+            self.space.materialize(wanted)
 
     def _row(self, base: Mapping[str, Any], order: int, **fields: Any) -> None:
         self.out.append({**base, **fields, "_order": order})
