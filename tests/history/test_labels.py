@@ -126,7 +126,9 @@ def test_labels_read_from_a_csv_with_optional_columns(tmp_path: Path) -> None:
         (pd.DataFrame({"run_id": [None], "seq": [1], "label": [True]}), "run_id is empty"),
     ],
 )
-def test_bad_labels_are_a_config_error_naming_the_problem(frame: pd.DataFrame, message: str) -> None:
+def test_bad_labels_are_a_config_error_naming_the_problem(
+    frame: pd.DataFrame, message: str
+) -> None:
     with pytest.raises(ConfigError, match=message):
         read_labels(frame)
 
