@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -28,6 +29,10 @@ def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Pa
     target = (out_dir / path.name) if out_dir else path
     workdir = target.parent
     workdir.mkdir(parents=True, exist_ok=True)
+    if out_dir:  # a notebook's data files are named after it (11_backtest_labels.csv)
+        for data in path.parent.glob(f"{path.stem}_*"):
+            if data.suffix != ".ipynb" and data.is_file():
+                shutil.copy(data, workdir / data.name)
     started = time.perf_counter()
     # IPC sockets: a kernel on TCP without keys warns that its traffic is unencrypted.
     with tempfile.TemporaryDirectory(prefix="gr-kernel-") as sockets:

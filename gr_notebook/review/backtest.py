@@ -164,7 +164,10 @@ class Backtest:
     guardrails: Mapping[str, object] = field(repr=False)
     """Each guardrail backtested, by its name in :attr:`metrics`."""
     id: str = ""
+    """``bt-`` and a hash of the guardrails, the runs and the labels: the same backtest
+    again has the same id."""
     at: float = 0.0
+    """When it ran (seconds since the epoch)."""
 
     @property
     def mistakes(self) -> pd.DataFrame:
@@ -657,9 +660,13 @@ def _result(
         metrics.append(metrics_row(name, kinds[name], outcomes, errors[name]))
     problems = labelled.problems(ran, set(kinds.values()))
     at = time.time()
-    digest = hashlib.sha256(
-        repr((sorted(singles), ran, len(labelled.labels), at)).encode()
-    ).hexdigest()[:8]
+    said = (  # what was backtested, on what, against what: the same backtest, the same id
+        [repr(g) for g in singles.values()],
+        ran,
+        sorted((lab.run_id, lab.seq, lab.kind, lab.label, lab.who) for lab in labelled.labels),
+        getattr(labelled.function, "__qualname__", None),
+    )
+    digest = hashlib.sha256(repr(said).encode()).hexdigest()[:8]
     objects: dict[str, object] = {}
     for name, single in singles.items():
         objects[name] = (

@@ -159,18 +159,7 @@ def gate_of(
             "at": at,
             "runs": len(backtest.runs),
             "labels": int(row["labelled"]),
-            **{k: _plain(row[k]) for k in ("tp", "fp", "fn", "tn")},
-            **{
-                k: _plain(row[k])
-                for k in (
-                    "precision",
-                    "precision_low",
-                    "precision_high",
-                    "recall",
-                    "recall_low",
-                    "recall_high",
-                )
-            },
+            **{k: _plain(v) for k, v in row.items() if k.split("_")[0] in _EVIDENCE},
             **floors,
             "min_labels": min_labels,
         }
@@ -181,6 +170,10 @@ def gate_of(
         evidence,
         backtest,
     )
+
+
+_EVIDENCE = ("tp", "fp", "fn", "tn", "precision", "recall")
+"""The metrics a promotion records (each rate with its interval)."""
 
 
 def _plain(value: Any) -> Any:
@@ -203,10 +196,10 @@ def _verdict(
         return False, [f"{name}: it raised during the backtest ({status.removeprefix('error: ')})"]
     labelled = int(row["labelled"])
     left = [
-        plural(int(row[k]), what)
+        f"{plural(int(row[k]), 'point')} {what}"
         for k, what in (
-            ("conflicts", "point whose labels disagree"),
-            ("cannot_tell", "point the replay cannot tell"),
+            ("conflicts", "whose labels disagree"),
+            ("cannot_tell", "the replay cannot tell"),
         )
         if int(row[k])
     ]

@@ -17,6 +17,7 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.history.labels import Label, save_labels
 from gr_notebook.review.backtest import METRICS, Point
 from gr_notebook.review.backtest_sweep import SweepBacktest
+from tests.review.test_guardrail_replay import Broken
 
 JOB = gr.examples.QUICKSTART
 RBW = gr.ReadBeforeWritePolicy()
@@ -33,17 +34,6 @@ class DenyWrites:
         if tool.name == "write_file":
             return gr.PolicyDecision.deny("no writes")
         return gr.PolicyDecision.allow()
-
-    def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
-        pass
-
-
-@dataclasses.dataclass(frozen=True)
-class Broken:
-    name: str = "broken"
-
-    def check(self, tool: Any, params: Any, *, context: Any) -> gr.PolicyDecision:
-        raise ValueError("no idea")
 
     def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
         pass
