@@ -643,6 +643,26 @@ def kind_of(single: GuardrailSet) -> str:
     return "intervention"
 
 
+def _stable(value: object) -> str:
+    """``value`` described the same in every process (a set's repr follows the hash seed)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(_stable, value))) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_stable, value)) + "]"
+    if isinstance(value, Mapping):
+        return (
+            "{" + ", ".join(sorted(f"{_stable(k)}: {_stable(v)}" for k, v in value.items())) + "}"
+        )
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        inner = ", ".join(f"{n}={_stable(getattr(value, n, None))}" for n in fields)
+        return f"{type(value).__qualname__}({inner})"
+    if callable(value) and hasattr(value, "__qualname__"):  # a function: not its address
+        return str(value.__qualname__)
+    shown = repr(value)
+    return type(value).__qualname__ if " at 0x" in shown else shown
+
+
 def _result(
     rows: list[dict[str, Any]],
     errors: Mapping[str, list[str]],
@@ -661,7 +681,7 @@ def _result(
     problems = labelled.problems(ran, set(kinds.values()))
     at = time.time()
     said = (  # what was backtested, on what, against what: the same backtest, the same id
-        [repr(g) for g in singles.values()],
+        [_stable(g) for g in singles.values()],
         ran,
         sorted((lab.run_id, lab.seq, lab.kind, lab.label, lab.who) for lab in labelled.labels),
         getattr(labelled.function, "__qualname__", None),

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -335,3 +338,27 @@ def test_labels_may_name_runs_by_their_label_in_a_dict(
         store=reckless.store,
     )
     assert result.metrics.loc[0, "labelled"] == len(truth) and result.problems.empty
+
+
+def test_the_same_backtest_has_the_same_id_in_every_process(
+    reckless: gr.Run, truth: pd.DataFrame
+) -> None:
+    one = gr.backtest(reckless, policies=[gr.ReadBeforeWritePolicy()], labels=truth)
+    two = gr.backtest(reckless, policies=[gr.ReadBeforeWritePolicy()], labels=truth)
+    other = gr.backtest(reckless, policies=[gr.ReadBeforeWritePolicy()], labels=truth.iloc[1:])
+    assert one.id == two.id != other.id and one.id.startswith("bt-")
+    code = (
+        "from gr_notebook.review.backtest import _stable; import gr_notebook as gr; "
+        "print(_stable(gr.ReadBeforeWritePolicy()))"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(seen) == 1  # a set's order follows the hash seed; the id does not
