@@ -30,9 +30,9 @@ from gr_notebook.guardrails.policy import PolicyState
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
-from gr_notebook.reprs import to_html
+from gr_notebook.reprs import notebook_display, to_html
 from gr_notebook.wording import plural
-from gr_notebook.workflow.phases import JobResult, PhaseController
+from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.plan import Plan
 from gr_notebook.workflow.todos import TodoList
 from gr_notebook.workflow.workspace import Workspace
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gr_notebook.guardrails.approval import ApprovalDesk
     from gr_notebook.guardrails.runtime import Guardrails
 
-__all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
+__all__ = ["Limits", "PhaseState", "Run", "RunStatus", "current_run", "set_forker"]
 
 _latest: Run | None = None
 
@@ -81,6 +81,18 @@ def _nothing() -> None:
     """Unsubscribing from what never sends."""
 
 
+class PhaseState(Protocol):
+    """The phases as a run reads them: gr's ``PhaseController``, or a recorded run's end."""
+
+    @property
+    def todos(self) -> TodoList: ...
+    @property
+    def job(self) -> JobResult | None: ...
+    def plan(self) -> Plan | None: ...
+    def add_todo(self, title: str, *, source: str = "person") -> str: ...
+    def complete_todo(self, *, source: str = "model") -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What a run's resource meters measure against."""
@@ -98,7 +110,7 @@ class Run:
         *,
         workspace: Workspace,
         events: EventLog,
-        phases: PhaseController,
+        phases: PhaseState,
         instructions: str,
         limits: Limits,
         harness: Harness = GR_LOOP,
@@ -125,6 +137,19 @@ class Run:
         self._agent: object = None
         """Kept alive while the run is: ``gr.resume(run_id)`` finds it (``runner.started_by``)."""
         self._store: Store | None = None
+        self._recorded = False
+
+    def read_back(self, outcome: LoopOutcome, store: Store) -> None:
+        """Make this run the record of one that ended, read back from ``store``
+        (``gr_notebook.review.recorded``): its state to read, its dashboard, DataFrames and
+        forks; nothing of it can be steered."""
+        self.settle(outcome)
+        self._store, self._recorded = store, True
+
+    @property
+    def read_only(self) -> bool:
+        """Read back from its store (``gr.Dashboard(run_id)``): nothing of it runs here."""
+        return self._recorded
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -150,7 +175,7 @@ class Run:
 
     @property
     def turns(self) -> int:
-        return self._loop.state.turn if self._loop else 0
+        return self._loop.state.turn if self._loop else self._totals.turns
 
     @property
     def paused(self) -> bool:
@@ -299,6 +324,11 @@ class Run:
         return self._guards("read policy state").policy_state(name)
 
     def _guards(self, action: str) -> Guardrails:
+        if self._recorded:
+            raise RunError(
+                f"cannot {action}: run {self.run_id} was read from its store, which keeps "
+                "guardrail state only in its checkpoints; fork it to go on from one"
+            )
         if self._loop is None:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
         return self._loop.state.guards
@@ -308,8 +338,9 @@ class Run:
         if refusal is not None:
             raise refusal
         if self.done:
+            again = "fork it: run.fork(turn, agent)" if self._recorded else "start a new run"
             raise RunError(
-                f"cannot {action}: run {self.run_id} has finished ({self.status}); start a new run"
+                f"cannot {action}: run {self.run_id} has finished ({self.status}); {again}"
             )
         if self._loop is None:
             raise RunError(f"cannot {action}: this run was never started; use agent.start(...)")
@@ -463,6 +494,11 @@ class Run:
 
     def _repr_html_(self) -> str | None:
         return to_html(self)
+
+    def _ipython_display_(self) -> None:
+        """In a notebook: the run's card, which follows a live run and is static once it has
+        ended (what a saved notebook keeps)."""
+        notebook_display(self)
 
     @property
     def store(self) -> Store | None:
