@@ -125,6 +125,11 @@ class _OnePerRun:
 
     @classmethod
     def for_run(cls, run: Run) -> Self:
+        if not isinstance(run, Run):
+            raise TypeError(
+                f"{cls.__name__}.for_run takes a gr.Run, not {type(run).__name__}; open a "
+                "recorded run with gr.Dashboard(run_id, store=...)"
+            )
         view = cls._by_run.get(run)
         if view is None:
             view = cls._by_run[run] = cls(run)  # type: ignore[call-arg]

@@ -188,3 +188,5 @@ def test_a_recorded_run_that_is_not_there_says_where_it_looked(tmp_path: Path) -
         gr.Dashboard("nope", store=tmp_path / "elsewhere.sqlite")
     with pytest.raises(TypeError, match=r"takes a gr\.Run or a run id"):
         gr.Dashboard(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"open a recorded run with gr\.Dashboard\(run_id"):
+        gr.Dashboard.for_run("nope")  # type: ignore[arg-type]
