@@ -70,6 +70,7 @@ from gr_notebook.models import (
     tool_calls,
 )
 from gr_notebook.models.simulated.model import SimulatedModel
+from gr_notebook.reprs import set_notebook_display as _set_notebook_display
 from gr_notebook.review.backtest import backtest
 from gr_notebook.review.compare import compare
 from gr_notebook.review.guardrail_replay import replay_guardrails, sweep_guardrails
@@ -102,6 +103,13 @@ def unload_ipython_extension(ipython: typing.Any) -> None:
     from gr_notebook.jupyter.magics import unload_ipython_extension as unload
 
     unload(ipython)
+
+
+def _show_in_notebook(run: object) -> None:
+    """A ``gr.Run`` shown in IPython: its card, live while the run is (ipywidgets loads now)."""
+    from gr_notebook.jupyter.widgets import show_run
+
+    show_run(run)
 
 
 def _notebook_progress() -> typing.Any:
@@ -193,9 +201,10 @@ logging.getLogger("gr_notebook").addHandler(logging.NullHandler())
 
 # The upper layers plug into the lower ones' extension points here, the one module that may
 # import every layer, so that no lower layer imports a higher one: the display layer draws
-# the core's HTML reprs, history/adaptive.py answers Budget.suggest and review/timetravel.py
-# Run.fork (and `gr.Experiment`, loaded on first use, gets the notebook face's progress
-# widget the same way).
+# the core's HTML reprs, the notebook face shows a run, history/adaptive.py answers
+# Budget.suggest and review/timetravel.py Run.fork (and `gr.Experiment`, loaded on first use,
+# gets the notebook face's progress widget the same way).
 _display_reprs.install()
+_set_notebook_display(_show_in_notebook)
 _set_budget_advisor(_suggest_budget)
 _set_forker(_fork_run)

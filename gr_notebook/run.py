@@ -30,7 +30,7 @@ from gr_notebook.guardrails.policy import PolicyState
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.history.store import Store
 from gr_notebook.models.call_context import ModelDelta
-from gr_notebook.reprs import to_html
+from gr_notebook.reprs import notebook_display, to_html
 from gr_notebook.wording import plural
 from gr_notebook.workflow.phases import JobResult
 from gr_notebook.workflow.plan import Plan
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gr_notebook.guardrails.approval import ApprovalDesk
     from gr_notebook.history.labels import Label
 
-__all__ = ["Limits", "Run", "RunStatus", "current_run", "set_forker"]
+__all__ = ["Limits", "PhaseState", "Run", "RunStatus", "current_run", "set_forker"]
 
 _latest: Run | None = None
 
@@ -81,6 +81,18 @@ def _nothing() -> None:
     """Unsubscribing from what never sends."""
 
 
+class PhaseState(Protocol):
+    """The phases as a run reads them: gr's ``PhaseController``, or a recorded run's end."""
+
+    @property
+    def todos(self) -> TodoList: ...
+    @property
+    def job(self) -> JobResult | None: ...
+    def plan(self) -> Plan | None: ...
+    def add_todo(self, title: str, *, source: str = "person") -> str: ...
+    def complete_todo(self, *, source: str = "model") -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What a run's resource meters measure against."""
@@ -96,8 +108,10 @@ class Run:
         self,
         run_id: str,
         *,
-        controls: Controls,
+        controls: Controls | None = None,
         workspace: Workspace,
+        events: EventLog | None = None,
+        phases: PhaseState | None = None,
         instructions: str,
         limits: Limits,
         harness: Harness = GR_LOOP,
@@ -112,12 +126,16 @@ class Run:
         self.reason: str | None = None
         self.outcome: LoopOutcome | None = None
         """How the run ended, once it has: ``outcome.limit`` is the limit that ended it."""
-        events = controls.state.events
+        if controls is not None:
+            events, phases = controls.state.events, controls.state.phases
+        if events is None or phases is None:
+            raise TypeError("Run takes controls=, or events= and phases= for a recorded run")
         self._events = events
-        self._phases = controls.state.phases
+        self._phases = phases
         self._loop = controls
-        """The run's state and a person's requests of it, from the start: an ``agent.on_run``
-        callback attends the desk before the first call can ask."""
+        """The run's state and a person's requests of it, from the start (an ``agent.on_run``
+        callback attends the desk before the first call can ask); None for a run read back
+        from its store."""
         self._task: asyncio.Task[Run] | None = None
         self._totals = _Totals()
         self._released = False
@@ -127,6 +145,19 @@ class Run:
         self._agent: object = None
         """Kept alive while the run is: ``gr.resume(run_id)`` finds it (``runner.started_by``)."""
         self._store: Store | None = None
+        self._recorded = False
+
+    def read_back(self, outcome: LoopOutcome, store: Store) -> None:
+        """Make this run the record of one that ended, read back from ``store``
+        (``gr_notebook.review.recorded``): its state to read, its dashboard, DataFrames and
+        forks; nothing of it can be steered."""
+        self.settle(outcome)
+        self._store, self._recorded = store, True
+
+    @property
+    def read_only(self) -> bool:
+        """Read back from its store (``gr.Dashboard(run_id)``): nothing of it runs here."""
+        return self._recorded
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -152,12 +183,13 @@ class Run:
 
     @property
     def turns(self) -> int:
-        return self._loop.state.turn
+        return self._loop.state.turn if self._loop else self._totals.turns
 
     @property
     def paused(self) -> bool:
         """True while the loop is actually waiting at a safe point, not merely asked to."""
-        return self._loop.paused and self._loop.pause_requested
+        loop = self._loop
+        return loop is not None and loop.paused and loop.pause_requested
 
     @property
     def status(self) -> RunStatus:
@@ -166,6 +198,8 @@ class Run:
         loop = self._loop
         if self.outcome is not None:
             return self.outcome.status
+        if loop is None:
+            return "running"
         if loop.stop_reason:
             return "stopping"
         if loop.pause_requested:
@@ -183,7 +217,7 @@ class Run:
     def cancel(self, reason: str = "cancelled by request", *, interrupted: bool = False) -> None:
         """Stop the run; a model request in flight is cancelled too. ``interrupted=True``
         is Ctrl-C's stop: the run ends ``interrupted`` rather than ``cancelled``."""
-        if self.done:
+        if self.done or self._loop is None:
             return
         # honoured between turns, even before the first
         self._loop.request_stop(reason, interrupted=interrupted)
@@ -259,7 +293,7 @@ class Run:
         runs); events, the store and the workspace keep everything else."""
         if not self.done:
             raise RunError(f"cannot release run {self.run_id}: it is still {self.status}")
-        if self._released:
+        if self._released or self._loop is None:
             return
         state = self._loop.state
         messages = len(state.context.messages)
@@ -273,33 +307,48 @@ class Run:
         """All guardrail state (policy memories, trigger cadences, the refusal streak) as
         JSON-serialisable data, for :meth:`restore_guardrail_state`. A snapshot is the whole
         run's state (``RunState.snapshot``, what a checkpoint keeps); this is one part of it."""
-        return self._loop.state.guards.snapshot()
+        return self._controls("read guardrail state").state.guards.snapshot()
 
     def restore_guardrail_state(self, state: Mapping[str, Any]) -> None:
         """Bring back guardrail state from :meth:`guardrail_state`; refused whole if it does
         not fit this agent's guardrails."""
-        self._loop.state.guards.restore(state)
+        self._controls("restore guardrail state").state.guards.restore(state)
 
     @property
     def approvals(self) -> ApprovalDesk:
         """The tool calls waiting for a person: ``run.approvals.approve()``, ``.deny(reason)``,
         ``.edit(input)``, ``.pending``; the dashboard answers here too. It is there from
         ``agent.on_run`` on, before the first call can ask."""
-        return self._loop.state.approvals.desk
+        loop = self._loop
+        if loop is None:
+            raise RunError(
+                f"run {self.run_id} was read from its store: nothing of it waits for approval"
+            )
+        return loop.state.approvals.desk
 
     def policy_state(self, name: str) -> PolicyState:
         """What the policy called ``name`` remembers in this run."""
-        return self._loop.state.guards.policy_state(name)
+        return self._controls("read policy state").state.guards.policy_state(name)
+
+    def _controls(self, action: str) -> Controls:
+        """The live run's controls; a run read back from its store has none."""
+        if self._loop is None:
+            raise RunError(
+                f"cannot {action}: run {self.run_id} was read from its store, which keeps "
+                "guardrail state only in its checkpoints; fork it to go on from one"
+            )
+        return self._loop
 
     def _live_loop(self, action: str) -> Controls:
         refusal = self.loop_control_refusal(action)
         if refusal is not None:
             raise refusal
         if self.done:
+            again = "fork it: run.fork(turn, agent)" if self._recorded else "start a new run"
             raise RunError(
-                f"cannot {action}: run {self.run_id} has finished ({self.status}); start a new run"
+                f"cannot {action}: run {self.run_id} has finished ({self.status}); {again}"
             )
-        return self._loop
+        return self._controls(action)
 
     def loop_control_refusal(self, action: str) -> RunError | None:
         """None if ``action`` (pause, rewind, fork, a todo edit) can act on this run, else the
@@ -326,7 +375,7 @@ class Run:
         thinking, a tool's name), to ``callback``; returns a function that unsubscribes.
         Only a streaming model sends them, and they are not events: the finished turn is
         the ``model_call`` event. A finished run sends nothing more."""
-        if self.done:
+        if self.done or self._loop is None:
             return _nothing
         return self._loop.state.deltas.subscribe(callback)
 
@@ -508,6 +557,11 @@ class Run:
 
     def _repr_html_(self) -> str | None:
         return to_html(self)
+
+    def _ipython_display_(self) -> None:
+        """In a notebook: the run's card, which follows a live run and is static once it has
+        ended (what a saved notebook keeps)."""
+        notebook_display(self)
 
     @property
     def store(self) -> Store | None:

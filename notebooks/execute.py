@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Pa
         finally:
             if kernel.has_kernel:  # a kernel handed in is not shut down by nbclient
                 kernel.shutdown_kernel(now=True)
+    prune_widget_state(notebook)
     nbformat.write(notebook, target)
     print(f"executed {path} in {time.perf_counter() - started:.1f} s -> {target.resolve()}")
     if html:
@@ -65,6 +67,33 @@ def execute(path: Path, *, out_dir: Path | None, html: bool, timeout: int) -> Pa
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 LIVE_PLACEHOLDER = "(a live widget)"  # a dashboard's fallback text while its run is going
+
+
+def prune_widget_state(notebook: nbformat.NotebookNode) -> None:
+    """Keep only the saved widget models an output still shows (and their children): a run's
+    live view is replaced by a static output when the run ends, so its models are shown by
+    nothing and would only weigh on the file."""
+    saved = notebook.metadata.get("widgets", {}).get(WIDGET_STATE)
+    if not saved:
+        return
+    state = saved.get("state", {})
+    wanted = [
+        output["data"][WIDGET_VIEW]["model_id"]
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in output.get("data", {})
+    ]
+    kept: set[str] = set()
+    while wanted:
+        model_id = wanted.pop()
+        if model_id in kept or model_id not in state:
+            continue
+        kept.add(model_id)
+        refs = re.findall(r"IPY_MODEL_(\w+)", json.dumps(state[model_id]))
+        wanted.extend(refs)
+    saved["state"] = {k: v for k, v in state.items() if k in kept}
+    if not kept:
+        del notebook.metadata["widgets"]
 
 
 def static_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

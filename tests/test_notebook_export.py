@@ -72,3 +72,15 @@ def test_executing_a_notebook_prints_no_kernel_warning(tmp_path: Path) -> None:
     assert "WARNING" not in done.stderr and "encryption" not in done.stderr, done.stderr
     executed = nbformat.read(source, as_version=4)
     assert executed.cells[0].outputs[0]["data"]["text/plain"] == "2"
+
+
+def test_saved_widget_state_keeps_only_the_models_an_output_shows() -> None:
+    notebook = widget_notebook()
+    states = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]
+    states["state"]["gone"] = {"model_name": "HTMLModel", "state": {"value": "replaced"}}
+    load_execute().prune_widget_state(notebook)
+    assert set(states["state"]) == {"box", "head", "stop", "todo"}  # "box" shows its children
+    for cell in notebook.cells:
+        cell.outputs = []
+    load_execute().prune_widget_state(notebook)
+    assert "widgets" not in notebook.metadata

@@ -84,7 +84,7 @@ def _resume_args(line: str) -> None:
 
 
 @magic_arguments()
-@argument("--turn", type=int, required=True, help="the turn to play again under the agent")
+@argument("--turn", type=int, help="the turn to play again (without it: a picker)")
 @argument("--agent", dest="agent_var", help="the gr.Agent in this variable (default: the same)")
 @argument("--workspace", help="an empty folder for the fork (default: gr_runs/<run id>)")
 @argument("--out", default="fork", help="variable the fork is bound to (default: fork)")
@@ -102,7 +102,8 @@ AGENT_HELP = f"""Run an agent job in this cell; the cell body is the job's instr
 
 As a line magic, %agent controls a run: %agent status|stop|pause|unpause [--run VAR].
 %agent resume RUN_ID [--agent VAR] restarts an interrupted run from its last checkpoint;
-%agent fork --turn N [--agent VAR] [--run VAR] plays a run again from turn N under VAR.
+%agent fork --turn N [--agent VAR] [--run VAR] plays a run again from turn N under VAR;
+without --turn it shows Fork…, a picker of the run's turns and the notebook's agents.
 
 A budget above the agent's confirm threshold ({DEFAULT_CONFIRM_ABOVE:,} tokens unless set)
 waits for Approve or Deny in the dashboard; no answer in {CONFIRM_TIMEOUT_S:g} s denies. A cell
@@ -378,6 +379,9 @@ class AgentMagics(Magics):
         rest = rest.strip().removeprefix("fork").strip()
         args = _parse_line(_FORK, rest, "%agent fork", "type %agent fork --turn N [--agent VAR]")
         agent = None if args.agent_var is None else self._agent_var(args.agent_var)
+        if args.turn is None:
+            self._fork_picker(parent, args)
+            return
         run = _person(
             lambda: fork(
                 parent,
@@ -390,6 +394,18 @@ class AgentMagics(Magics):
         self._show_started(
             run, args.out, f"Run {parent.run_id} forked at turn {args.turn} as run {run.run_id}"
         )
+
+    def _fork_picker(self, run: Run, args: Any) -> None:
+        from gr_notebook.jupyter.widgets import ForkPicker
+
+        if args.workspace:
+            raise UsageError("--workspace goes with --turn N: %agent fork --turn N --workspace DIR")
+        if not args.out.isidentifier() or keyword.iskeyword(args.out):
+            raise UsageError(f"--out {args.out!r} is not a variable name; try --out fork2")
+        picker = _person(lambda: ForkPicker(run, out=args.out))
+        if args.agent_var in dict(picker.agent.options).values():
+            picker.agent.value = args.agent_var
+        display(picker)
 
     def _agent_var(self, name: str) -> Agent:
         agent = self._lookup(name, "--agent")
@@ -431,6 +447,7 @@ class AgentMagics(Magics):
         rest = (line[: match.start()] + line[match.end() :] if match else line).strip()
         if match:
             run = self._lookup(match.group(1), "--run")
+            run = getattr(run, "run", run) if not isinstance(run, Run) else run  # a Dashboard's
             if not isinstance(run, Run):
                 raise UsageError(
                     f"--run {match.group(1)}: that is a {type(run).__name__}, not a gr.Run"

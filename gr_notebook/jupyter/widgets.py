@@ -1,14 +1,16 @@
-"""Live widgets on stock ipywidgets: the run dashboard and the todo panel.
+"""Live widgets on stock ipywidgets: the run dashboard, the todo panel and the run card.
 
 They subscribe to the run's events and redraw through a :class:`Throttle`, so the agent
 loop never waits on rendering. The dashboard also follows the model's turn as it streams
 (:mod:`~gr_notebook.display.live`), through a throttle of its own that redraws only that
 panel. Every control has a method (``stop``, ``toggle_pause``,
-``rewind``) that a click calls, so tests and scripts drive them without a browser.
+``rewind``, ``fork``) that a click calls, so tests and scripts drive them without a browser.
 
-A live dashboard's ``text/plain`` fallback only names the run until the run has settled
-(finished or paused): a snapshot taken when the cell starts would freeze "running, turn 0"
-into the saved notebook. A settled dashboard carries its final state as text and HTML.
+Shown in a notebook, each is a widget while its run is live; when the run ends, its output
+is replaced by the run as it ended, static HTML and text with no widget view, and a view of
+a run that has already ended is static from the start (:mod:`~gr_notebook.jupyter.outputs`):
+that is what a saved notebook, GitHub and nbviewer show. A finished run is forked from a
+cell (``run.fork``, ``%agent fork``, whose picker is :class:`ForkPicker`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from html import escape
-from typing import Any, ClassVar, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import ipywidgets as w
 
+from gr_notebook import runner
 from gr_notebook.agent import Agent
 from gr_notebook.blocking import loop_is_running
 from gr_notebook.display.live import LiveTurn, render_live
@@ -38,16 +41,22 @@ from gr_notebook.display.render import (
     render_todos,
     text_dashboard,
 )
+from gr_notebook.display.reprs import run_card
 from gr_notebook.display.state import DashboardState, RunTracker
 from gr_notebook.display.throttle import DEFAULT_INTERVAL, Scheduler, Throttle, loop_scheduler
 from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import Event, is_shadow
 from gr_notebook.jupyter.approval import ApprovalView
 from gr_notebook.jupyter.clicks import on_this_loop
+from gr_notebook.jupyter.outputs import display, show_run_view, show_static
 from gr_notebook.models.call_context import ModelDelta
+from gr_notebook.review.recorded import recorded_run
 from gr_notebook.run import Run
 
-__all__ = ["Dashboard", "TodoPanel"]
+if TYPE_CHECKING:
+    from gr_notebook.history.store import StoreLike
+
+__all__ = ["Dashboard", "ForkPicker", "RunCard", "TodoPanel", "show_run"]
 
 LOG_LINES = 8
 TODO_KINDS = frozenset(
@@ -116,6 +125,11 @@ class _OnePerRun:
 
     @classmethod
     def for_run(cls, run: Run) -> Self:
+        if not isinstance(run, Run):
+            raise TypeError(
+                f"{cls.__name__}.for_run takes a gr.Run, not {type(run).__name__}; open a "
+                "recorded run with gr.Dashboard(run_id, store=...)"
+            )
         view = cls._by_run.get(run)
         if view is None:
             view = cls._by_run[run] = cls(run)  # type: ignore[call-arg]
@@ -138,8 +152,11 @@ class _OnePerRun:
         super().close()  # type: ignore[misc]
 
 
-class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
-    """Layer 2 of a run, live. ``%todo`` shows the one panel of its run, not a new one."""
+class _RunHTML(_OnePerRun, w.HTML):  # type: ignore[misc]
+    """One HTML view of a run, redrawn on the events it wants: live while the run is, its
+    ``text/plain`` the view's text when it was shown, and static once the run has ended."""
+
+    css_class: ClassVar[str]
 
     def __init__(
         self,
@@ -151,18 +168,42 @@ class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
     ) -> None:
         super().__init__(**kwargs)
         self.run = run
-        self.add_class("gr-todo-panel")
+        self.add_class(self.css_class)
         self._live = _Live(
-            run,
-            self.refresh,
-            wants=lambda e: e.kind in TODO_KINDS,
-            interval=interval,
-            scheduler=scheduler,
+            run, self.refresh, wants=self.wants, interval=interval, scheduler=scheduler
         )
         self.refresh()
 
+    def wants(self, event: Event) -> bool:
+        return True
+
+    def _repr_html_(self) -> str:
+        raise NotImplementedError
+
     def refresh(self) -> None:
-        self.value = render_todos(self.run.todos)
+        self.value = self._repr_html_()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self.refresh()
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        data.update(self.static_bundle())  # the view now (%todo answers "what is the list now")
+        return data
+
+    def static_bundle(self) -> dict[str, str]:
+        """The view as it stands, with no widget: what it is once its run has ended."""
+        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
+
+    def _ipython_display_(self) -> None:
+        show_run_view(self.run, self._repr_mimebundle_, self.static_bundle)
+
+
+class TodoPanel(_RunHTML):
+    """Layer 2 of a run, live. ``%todo`` shows the one panel of its run, not a new one."""
+
+    css_class = "gr-todo-panel"
+
+    def wants(self, event: Event) -> bool:
+        return event.kind in TODO_KINDS
 
     def __repr__(self) -> str:
         return self.run.todos.render()
@@ -170,11 +211,18 @@ class TodoPanel(_OnePerRun, w.HTML):  # type: ignore[misc]
     def _repr_html_(self) -> str:
         return render_todos(self.run.todos)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        self.refresh()
-        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = repr(self)  # %todo answers "what is the list now"
-        return data
+
+class RunCard(_RunHTML):
+    """A run in one line, live: how a live ``gr.Run`` shows as a cell's result (its status,
+    turns, phases and tokens follow the run, and its output is static once the run ends)."""
+
+    css_class = "gr-run-card"
+
+    def __repr__(self) -> str:
+        return repr(self.run)
+
+    def _repr_html_(self) -> str:
+        return run_card(self.run)
 
 
 class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
@@ -182,18 +230,29 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
 
     A session of another harness (``run.harness`` not phased, e.g. the Claude Agent SDK's)
     has no todo list, plan or loop to pause, rewind or fork: its dashboard shows its tool
-    calls, meters, feedback and timeline, and the Stop button, which its hooks honour."""
+    calls, meters, feedback and timeline, and the Stop button, which its hooks honour.
+
+    ``Dashboard(run_id, store=...)`` opens a run recorded in a store (default
+    ``gr_runs/store.sqlite``), in this kernel or a new one: read-only, as it ended, and
+    ``fork(turn, agent)`` plays it again from a turn (``dashboard.run`` is the recorded run)."""
 
     def __init__(
         self,
-        run: Run,
+        run: Run | str,
         *,
+        store: StoreLike | None = None,
         interval: float = DEFAULT_INTERVAL,
         scheduler: Scheduler = loop_scheduler,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(run, Run):
-            raise TypeError(f"Dashboard(run) takes a gr.Run, not {type(run).__name__}")
+        if isinstance(run, str):  # a recorded run, read back from its store
+            run = recorded_run(run, store)
+        elif not isinstance(run, Run):
+            raise TypeError(
+                f"Dashboard(run) takes a gr.Run or a run id (with store=), not {type(run).__name__}"
+            )
+        elif store is not None:
+            raise TypeError("store= is where a run id is looked up; a gr.Run brings its own")
         self.run = run
         self.tracker = RunTracker()
         for event in run.events:
@@ -367,26 +426,23 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
 
     def _refresh_fork(self, state: DashboardState) -> None:
         """The turns on the timeline worth forking at (newest first, the newest picked) and
-        the notebook's agents. A muted line (a check that held off) names no turn: it
-        says nothing happened there."""
-        turns: dict[int, str] = {}
-        for entry in state.timeline:  # newest first: the latest line of each turn names it
-            if entry.turn >= 1 and entry.tone != "muted":
-                turns.setdefault(entry.turn, f"turn {entry.turn}: {entry.text}"[:80])
+        the agents it may run under."""
+        turns = _fork_turns(state)
         self.fork_open.disabled = not turns
         if self._fork is None:
             return
-        options = [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
-        _set_options(self._fork.turn, options, options[0][1] if options else None)
-        agents = [("the same agent", ""), *((name, name) for name in _notebook_agents())]
-        _set_options(self._fork.agent, agents, "")
-        self._fork.button.disabled = not options
+        _set_options(self._fork.turn, turns, turns[0][1] if turns else None)
+        agents = _agent_options(self.run)
+        _set_options(self._fork.agent, agents, agents[0][1] if agents else None)
+        self._fork.button.disabled = not turns or not agents
 
     def _fork_controls(self) -> _ForkControls:
         if self._fork is None:
             self._fork = _ForkControls(self.fork)
             # The row takes the button's place at the end of the controls.
             self._controls.children = (*self._controls.children[:-1], *self._fork.row)
+            self._refresh_fork(self.state())
+        elif self.run.done:  # no event redraws it now, and the notebook's agents change
             self._refresh_fork(self.state())
         return self._fork
 
@@ -473,6 +529,12 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             return None
         if agent is None and self.fork_agent.value:
             agent = _notebook_agents().get(self.fork_agent.value)
+        if agent is None and runner.started_by.get(self.run.run_id) is None:
+            self.add_log(
+                f"Run {self.run.run_id} was started by an agent this kernel does not have: "
+                "build one in a cell (gr.Agent(...)) and pick it under 'under'."
+            )
+            return None
         try:
             forked = self.run.fork(turn, agent, wait=not loop_is_running())
         except GrNotebookError as exc:
@@ -499,6 +561,14 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
     def _repr_html_(self) -> str:
         return render_dashboard(self.state())
 
+    def static_bundle(self) -> dict[str, str]:
+        """The dashboard as it stands, with no widget: what a finished run's dashboard is."""
+        state = self.state()
+        return {"text/html": render_dashboard(state), "text/plain": text_dashboard(state)}
+
+    def _ipython_display_(self) -> None:
+        show_run_view(self.run, self._repr_mimebundle_, self.static_bundle)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         self.refresh()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
@@ -510,6 +580,102 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             data["text/plain"] = f"Dashboard of run {self.run.run_id} (a live widget)"
             data["text/html"] = f"<div class='gr-dashboard'>{escape(data['text/plain'])}</div>"
         return data
+
+
+def show_run(run: object) -> None:
+    """A ``gr.Run`` in a cell's output: its card, live while the run is."""
+    if not isinstance(run, Run):
+        raise TypeError(f"show_run takes a gr.Run, not {type(run).__name__}")
+    if run.done:
+        show_static({"text/html": run_card(run), "text/plain": repr(run)})
+    else:
+        display(RunCard.for_run(run))
+
+
+class ForkPicker(w.VBox):  # type: ignore[misc]
+    """Fork… for a run in a cell of its own (``%agent fork`` with no ``--turn``): a turn
+    from its timeline, an agent of the notebook, and the button; the new run is bound to
+    ``out`` and goes on in the background. The dashboard of a finished run is static, so
+    this is where a person clicks to fork it."""
+
+    def __init__(self, run: Run, *, out: str = "fork") -> None:
+        refusal = run.loop_control_refusal("fork")
+        if refusal is not None:
+            raise refusal
+        self.run, self.out = run, out
+        tracker = RunTracker()
+        for event in run.events:
+            tracker.add(event)
+        self._controls = _ForkControls(self.fork)
+        turns = _fork_turns(tracker.snapshot(run))
+        agents = _agent_options(run)
+        _set_options(self._controls.turn, turns, turns[0][1] if turns else None)
+        _set_options(self._controls.agent, agents, agents[0][1] if agents else None)
+        self._controls.button.disabled = not turns or not agents
+        self.message = w.HTML()
+        row = w.HBox(list(self._controls.row))
+        row.layout.flex_flow = "row wrap"
+        super().__init__([row, self.message])
+        self.add_class("gr-fork-picker")
+        if not turns:
+            self._say(f"Run {run.run_id} has no turn on its timeline to fork at.")
+        elif not agents:
+            self._say(
+                f"Run {run.run_id} was started by an agent this kernel does not have: build "
+                "one in a cell (gr.Agent(...)), then run this cell again."
+            )
+
+    @property
+    def turn(self) -> w.Dropdown:
+        return self._controls.turn
+
+    @property
+    def agent(self) -> w.Dropdown:
+        return self._controls.agent
+
+    @property
+    def button(self) -> w.Button:
+        return self._controls.button
+
+    def fork(self) -> Run | None:
+        """Fork at the picked turn under the picked agent; the new run goes on in the
+        background, bound to ``out``."""
+        turn, name = self.turn.value, self.agent.value
+        if turn is None:
+            self._say("Pick a turn first, then press Fork.")
+            return None
+        agent = _notebook_agents().get(name) if name else None
+        try:
+            forked = self.run.fork(turn, agent, wait=not loop_is_running())
+        except GrNotebookError as exc:
+            self._say(str(exc))
+            return None
+        _bind_fork(forked, self.out)
+        self._say(f"Forked at turn {turn} as run {forked.run_id}: `{self.out}` in the notebook.")
+        return forked
+
+    def _say(self, text: str) -> None:
+        self.message.value = f"<div style='font-size:12px;color:#616161'>{escape(text)}</div>"
+
+    def __repr__(self) -> str:
+        return f"Fork… run {self.run.run_id} (a live widget)"
+
+
+def _fork_turns(state: DashboardState) -> list[tuple[str, int]]:
+    """The turns on the timeline worth forking at, newest first, each named by its latest
+    line. A muted line (a check that held off) names no turn: nothing happened there."""
+    turns: dict[int, str] = {}
+    for entry in state.timeline:  # newest first: the latest line of each turn names it
+        if entry.turn >= 1 and entry.tone != "muted":
+            turns.setdefault(entry.turn, f"turn {entry.turn}: {entry.text}"[:80])
+    return [(turns[turn], turn) for turn in sorted(turns, reverse=True)]
+
+
+def _agent_options(run: Run) -> list[tuple[str, str]]:
+    """The agents a fork of ``run`` may run under: its own, when this process has it (a
+    recorded run's may be gone), and the gr.Agent variables of the notebook."""
+    same = [("the same agent", "")] if runner.started_by.get(run.run_id) is not None else []
+    return [*same, *((name, name) for name in _notebook_agents())]
 
 
 def _approval_view(run: Run, show: Callable[[w.Widget], None]) -> ApprovalView | None:
@@ -567,9 +733,9 @@ def _notebook_agents() -> dict[str, Agent]:
     }
 
 
-def _bind_fork(run: Run) -> None:
+def _bind_fork(run: Run, name: str = "fork") -> None:
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is not None:
-        shell.user_ns["fork"] = run
+        shell.user_ns[name] = run

@@ -1,4 +1,5 @@
-"""A real ipykernel for the tests that need one, and the helpers that read a cell's replies."""
+"""IPython's testing shell with the magics loaded, a real ipykernel for the tests that need
+one, and the helpers that read a cell's replies."""
 
 from __future__ import annotations
 
@@ -9,10 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing import globalipapp
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
 Message = dict[str, Any]
+
+
+@pytest.fixture
+def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    """The in-process shell with ``%load_ext gr_notebook``, working in ``tmp_path``; the
+    names a test binds are removed after it."""
+    monkeypatch.chdir(tmp_path)  # default workspaces and the store land in tmp_path/gr_runs
+    shell = globalipapp.get_ipython()  # the module swaps in the real one on first call
+    shell.run_line_magic("load_ext", "gr_notebook")
+    before = set(shell.user_ns)
+    yield shell
+    for name in set(shell.user_ns) - before:
+        del shell.user_ns[name]
 
 
 @pytest.fixture

@@ -5,7 +5,10 @@ temporary dir) serves copies of the notebooks with their outputs cleared. Playwr
 each in Debian's Chromium and runs it as a reader does, from Run → Run All Cells: every cell
 is queued at once, which is what nbval's one-cell-at-a-time run cannot see. A notebook
 passes when every code cell ran and no output is an error or an asyncio complaint. The
-quickstart's dashboard is then used by hand: Pause, Unpause, Rewind while paused.
+quickstart's dashboard is then used by hand: Pause, Unpause, Rewind while paused. The
+quickstart is also read as a reader opens it with no live kernel: as committed, and after
+Run All, a save and a reopen with its kernel shut down, every dashboard must be drawn (a widget
+output would read "(a live widget)" or "Error displaying widget: model not found").
 
 Screenshots go to ``build/screenshots/`` (GR_SCREENSHOTS overrides it), to be looked at.
 Skipped only when Chromium or the ``playwright`` package is missing.
@@ -393,6 +396,53 @@ def _meters_within_100(dashboard: Locator) -> None:
     assert not over, f"a meter reads past 100%: {text}"
 
 
+DASHBOARD = f"{PANEL} .gr-dashboard"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+NO_WIDGET = ("(a live widget)", "model not found", "Loading widget")
+
+
+def _dashboards_drawn(page: Page, expected: int, shot: Path) -> None:
+    """``expected`` dashboards, each drawn in full as its run ended (a screenshot of each,
+    ``shot`` numbered), and no widget output that a page without the kernel's widgets
+    cannot draw."""
+    page.wait_for_selector(f"{PANEL} .jp-Notebook .jp-CodeCell")
+    expect(page.locator(DASHBOARD)).to_have_count(expected, timeout=WIDGET_TIMEOUT_MS)
+    for board in page.locator(DASHBOARD).all():
+        expect(board.locator(".gr-todos").first).to_contain_text("ACTIVE TODO LIST")
+        expect(board.locator(".gr-state").first).to_have_text("completed")
+        expect(board.locator(".gr-timeline").first).to_contain_text("Run completed")
+        _meters_within_100(board)
+    text = page.locator(f"{PANEL} .jp-Notebook").inner_text()
+    assert not [bad for bad in NO_WIDGET if bad in text], text[:2000]
+    for number, board in enumerate(page.locator(DASHBOARD).all(), 1):
+        board.scroll_into_view_if_needed()
+        board.screenshot(path=str(shot.with_name(f"{shot.stem}-{number}.png")))
+
+
+def _save(page: Page, server: LabServer, name: str) -> None:
+    """Save as a reader does (Ctrl+S), and wait until the file on disk has the outputs."""
+    before = (server.root / name).stat().st_mtime_ns
+    page.locator(f"{PANEL} .jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + UI_TIMEOUT_MS / 1000
+    while (server.root / name).stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _reopened(browser: Browser, server: LabServer, name: str) -> Iterator[Page]:
+    """The notebook as it is on disk, in a new page (its kernel gone: a new one starts)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page.goto(f"{server.url}/lab/tree/{name}?reset&token={server.token}")
+        yield page
+    finally:
+        page.close()
+        _end_sessions(server)
+
+
 def _quickstart(page: Page, shots: Path) -> None:
     dashboard = page.locator(f"{PANEL} .gr-dashboard").first
     expect(dashboard).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
@@ -441,11 +491,26 @@ def _agent_sdk(page: Page, shots: Path) -> None:
     dashboard.screenshot(path=str(shots / "agent-sdk-dashboard.png"))
 
 
+def _try_before_trust(page: Page, shots: Path) -> None:
+    """The shadow run's dashboard, with its grey panel, and the approval run's, which was
+    waiting for a person until a cell answered: both as their runs ended."""
+    boards = page.locator(DASHBOARD)
+    expect(boards).to_have_count(2, timeout=WIDGET_TIMEOUT_MS)
+    for board in boards.all():
+        expect(board.locator(".gr-state").first).to_have_text("completed")
+    shadow = boards.nth(0).locator(".gr-shadow")
+    expect(shadow).to_contain_text("read_before_write")
+    expect(boards.nth(1).locator(".gr-timeline")).to_contain_text("approved by the desk")
+    shadow.scroll_into_view_if_needed()
+    boards.nth(0).screenshot(path=str(shots / "shadow-dashboard.png"))
+
+
 CHECKS: dict[str, Callable[[Page, Path], None]] = {
     "01_quickstart": _quickstart,
     "07_time_travel": _time_travel,
     "08_experiments": _experiments,
     "09_claude_agent_sdk": _agent_sdk,
+    "10_try_before_trust": _try_before_trust,
 }
 
 
@@ -454,20 +519,48 @@ def test_run_all_in_jupyterlab(
     path: Path, lab_server: LabServer, browser: Browser, shots: Path
 ) -> None:
     """Run All queues every cell at once: a cell that waits for a run must not step the
-    cells queued behind it (ipykernel 7 runs each as a task on the kernel's loop)."""
+    cells queued behind it (ipykernel 7 runs each as a task on the kernel's loop). The
+    quickstart is then saved and reopened with its kernel shut down: its dashboards, the
+    background run's too, were replaced by the runs as they ended, and read so."""
     notebook = _cleared(path)
     started = time.monotonic()
     with _opened(browser, lab_server, notebook, path.name) as page:
         _run_all(page, sum(cell.cell_type == "code" for cell in notebook.cells))
         CHECKS.get(path.stem, lambda page, shots: None)(page, shots)
         _assert_no_errors(page)  # nothing failed while the widgets rendered either
+        if path.stem == "01_quickstart":
+            _save(page, lab_server, path.name)
     print(f"{path.name}: Run All in {time.monotonic() - started:.1f} s")
+    if path.stem != "01_quickstart":
+        return
+    saved = nbformat.read(lab_server.root / path.name, as_version=4)
+    views = [
+        o for c in saved.cells for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})
+    ]
+    assert not views, [o["data"].get("text/plain") for o in views]
+    with _reopened(browser, lab_server, path.name) as page:
+        _dashboards_drawn(page, 2, shots / "quickstart-reopened.png")
 
 
-RESUME_JOB = "# Job\n\n" + "".join(
-    f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
-    for p in range(1, 9)
-)
+def test_the_committed_quickstart_shows_its_dashboards(
+    lab_server: LabServer, browser: Browser, shots: Path
+) -> None:
+    """A reader who opens the notebook as committed sees every dashboard as its run ended."""
+    name = "committed-quickstart.ipynb"
+    shutil.copy(REPO_ROOT / "notebooks" / "01_quickstart.ipynb", lab_server.root / name)
+    _end_sessions(lab_server)
+    with _reopened(browser, lab_server, name) as page:
+        _dashboards_drawn(page, 2, shots / "quickstart-committed.png")
+
+
+def _job(parts: int) -> str:
+    return "# Job\n\n" + "".join(
+        f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
+        for p in range(1, parts + 1)
+    )
+
+
+RESUME_JOB, LONG_JOB = _job(8), _job(30)
 
 
 def _turns(dashboard: Locator) -> int:
@@ -494,9 +587,10 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
     notebook.cells = [
         nbformat.v4.new_code_cell(
             "%load_ext gr_notebook\nimport gr_notebook as gr\n"
-            "slow = gr.Agent(gr.SimulatedModel(latency=0.1), store=False, max_iterations=400)"
+            "slow = gr.Agent(gr.SimulatedModel(latency=0.1), store=False, max_iterations=1000)"
         ),
-        nbformat.v4.new_code_cell(f"%%agent --background --agent slow --out bg\n{RESUME_JOB}"),
+        # long enough not to end before Stop: an ended run's dashboard has no controls
+        nbformat.v4.new_code_cell(f"%%agent --background --agent slow --out bg\n{LONG_JOB}"),
     ]
     with _opened(browser, lab_server, notebook, "resume.ipynb") as page:
         _run_all(page, 2)
@@ -592,8 +686,12 @@ def test_dashboard_approve_deny_and_edit_a_tool_call(
         again.locator("button", has_text="Approve").click()
 
         expect(again).to_contain_text("Approved")
-        expect(state).to_have_text("completed", timeout=RUN_ALL_TIMEOUT_MS)
-        expect(dashboard.locator(".gr-approval")).to_have_count(4)  # nothing else was asked
-        for prompt in dashboard.locator(".gr-approval").all():
-            expect(prompt.locator("button", has_text="Approve")).to_be_disabled()
+        deadline = time.monotonic() + RUN_ALL_TIMEOUT_MS / 1000
+        while state.inner_text() != "completed":  # nothing else is asked, to the end
+            assert dashboard.locator(".gr-approval").count() <= 4
+            assert time.monotonic() < deadline, "the run did not complete"
+            time.sleep(0.2)
+        # The run has ended: its dashboard is the run as it ended, with no controls left.
+        expect(dashboard.locator(".gr-approval, .gr-controls")).to_have_count(0)
+        expect(dashboard.locator(".gr-timeline").first).to_contain_text("Run completed")
         _assert_no_errors(page)

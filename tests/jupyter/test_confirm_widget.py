@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 import gr_notebook as gr
@@ -123,17 +122,6 @@ def test_timeout_must_be_positive_seconds_or_none() -> None:
 
 
 # -- %%agent ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)
-    shell = globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "gr_notebook")
-    before = set(shell.user_ns)
-    yield shell
-    for name in set(shell.user_ns) - before:
-        del shell.user_ns[name]
 
 
 @pytest.fixture

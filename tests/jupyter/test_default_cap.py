@@ -9,10 +9,10 @@ from IPython.core.interactiveshell import InteractiveShell
 from gr_notebook.examples import QUICKSTART
 from gr_notebook.guardrails.budget import DEFAULT_MAX_ITERATIONS
 from gr_notebook.jupyter.magics import status_line
-from tests.jupyter.test_magics import ip, run_cell  # noqa: F401  (ip is a fixture)
+from tests.jupyter.test_magics import run_cell
 
 
-def test_plain_agent_cell_finishes_the_quickstart_job(ip: InteractiveShell) -> None:  # noqa: F811
+def test_plain_agent_cell_finishes_the_quickstart_job(ip: InteractiveShell) -> None:
     result, captured = run_cell(ip, f"%%agent\n{QUICKSTART}")
     assert result.success, captured.stderr
     run = ip.user_ns["run"]
@@ -24,6 +24,6 @@ def test_plain_agent_cell_finishes_the_quickstart_job(ip: InteractiveShell) -> N
         assert int(used) <= int(allotted)
 
 
-def test_the_help_names_the_default_cap(ip: InteractiveShell) -> None:  # noqa: F811
+def test_the_help_names_the_default_cap(ip: InteractiveShell) -> None:
     doc = ip.find_cell_magic("agent").__doc__
     assert doc is not None and f"(default: {DEFAULT_MAX_ITERATIONS})" in doc

@@ -12,13 +12,14 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-from tests.jupyter.conftest import collect, execute
+from tests.jupyter.conftest import collect, execute, replies
 
 JOB = "# Job\n\n" + "".join(
     f"## Part {p}\n" + "".join(f"- Write {p}.{s}\n" for s in range(1, 6)) + "\n"
     for p in range(1, 7)
 )
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
@@ -73,6 +74,13 @@ def test_a_background_run_leaves_its_final_state_in_the_saved_notebook(tmp_path:
         store_widget_state=True,
     ).execute()
     assert notebook.cells[2].outputs[0]["data"]["text/plain"] == "'completed'"
+    # The launch cell's dashboard was replaced, as the run ended during a later cell, by the
+    # run as it ended: static HTML and text that a saved notebook shows without a kernel.
+    dashboard = notebook.cells[1].outputs[0]
+    assert set(dashboard["data"]) == {"text/html", "text/plain"}, dashboard["data"].keys()
+    assert ">completed</span>" in dashboard["data"]["text/html"]
+    assert dashboard["data"]["text/plain"].startswith("Run ")
+    assert "Timeline (newest first):" in dashboard["data"]["text/plain"]
     states = notebook.metadata["widgets"][WIDGET_STATE]["state"]
     headers = [
         m["state"]["value"]
@@ -84,6 +92,36 @@ def test_a_background_run_leaves_its_final_state_in_the_saved_notebook(tmp_path:
     assert len(headers) == 1 and ">completed</span>" in headers[0], headers
     meters = [v["state"]["value"] for v in states.values() if "gr-meters" in str(v["state"])]
     assert "Iterations: 0 /" not in meters[0]
+
+
+def test_a_views_replacement_reaches_the_cell_that_showed_it_and_the_cell_running_now(
+    real_kernel: Kernel,
+) -> None:
+    """JupyterLab applies an update only to the cell its parent header names; nbclient reads
+    only the messages of the cell it runs: a background run's end is sent to both."""
+    _, client = real_kernel
+    setup = (
+        "%load_ext gr_notebook\nimport gr_notebook as gr\n"
+        "slow = gr.Agent(gr.SimulatedModel(latency=0.01), store=False, max_iterations=300)"
+    )
+    assert execute(client, setup) == ""
+    launch = client.execute(f"%%agent --background --agent slow --out bg\n{JOB}")
+    shown = [m for m in replies(client, launch) if m["msg_type"] == "display_data"]
+    [dashboard] = [m for m in shown if WIDGET_VIEW in m["content"]["data"]]
+    display_id = dashboard["content"]["transient"]["display_id"]
+    updates: list[dict[str, Any]] = []
+
+    def keep(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] == "update_display_data":
+            updates.append(msg)
+
+    wait = client.execute("await bg.wait()")
+    assert collect(client, wait, timeout=60, on_message=keep) == ""
+    assert {m["parent_header"]["msg_id"] for m in updates} == {launch, wait}
+    for update in updates:
+        assert update["content"]["transient"]["display_id"] == display_id
+        data = update["content"]["data"]
+        assert set(data) == {"text/html", "text/plain"} and ">completed</span>" in data["text/html"]
 
 
 def test_agent_cells_nested_in_time_and_capture_run_in_a_kernel(

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 import gr_notebook as gr
@@ -21,17 +19,6 @@ from tests.test_run_controls import until
 
 JOB = "# Job\n\n## Drafting\n- Write a\n- Write b\n- Write c\n- Write d\n- Write e\n"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)  # default workspaces and the store land in tmp_path/gr_runs
-    shell = globalipapp.get_ipython()  # the module swaps in the real one on first call
-    shell.run_line_magic("load_ext", "gr_notebook")
-    before = set(shell.user_ns)
-    yield shell
-    for name in set(shell.user_ns) - before:
-        del shell.user_ns[name]
 
 
 def run_cell(ip: InteractiveShell, source: str) -> tuple[Any, Any]:
@@ -47,8 +34,9 @@ def test_agent_cell_runs_the_job_and_binds_the_run(ip: InteractiveShell) -> None
     assert isinstance(run, gr.Run) and gr.current_run() is run
     assert run.status == "completed" and run.job is not None
     assert run.workspace.read_text("instructions.md") == JOB.strip() + "\n"
-    dashboard, final = captured.outputs
+    dashboard, ended, final = captured.outputs
     assert WIDGET_VIEW in dashboard.data  # the live dashboard, shown while the job ran
+    assert ended.update and WIDGET_VIEW not in ended.data  # replaced by the run as it ended
     assert final.data["text/plain"] == repr(run)  # then the final state
     assert "completed" in final.data["text/plain"]
 

@@ -1,34 +1,25 @@
-"""``%agent resume RUN_ID`` and ``%agent fork --turn N --agent VAR``, and the dashboard's
-fork controls, through IPython's testing shell: no kernel, no browser."""
+"""``%agent resume RUN_ID`` and ``%agent fork --turn N --agent VAR``, the dashboard's fork
+controls, ``%agent fork``'s picker and a recorded run's dashboard, through IPython's testing
+shell: no kernel, no browser."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
+from ipywidgets.widgets.widget import _instances
 
 import gr_notebook as gr
 from gr_notebook.examples import QUICKSTART
-from gr_notebook.jupyter.widgets import Dashboard
+from gr_notebook.jupyter.widgets import Dashboard, ForkPicker
 from gr_notebook.runner import started_by
 from tests.review.test_timetravel import Interrupt
 
-
-@pytest.fixture
-def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.chdir(tmp_path)
-    shell = globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "gr_notebook")
-    before = set(shell.user_ns)
-    yield shell
-    for name in set(shell.user_ns) - before:
-        del shell.user_ns[name]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def agent(root: Path, model: Any = None, **kwargs: Any) -> gr.Agent:
@@ -83,7 +74,7 @@ def test_agent_fork_plays_a_turn_again_under_another_agent(
 
 
 MISUSE = [
-    ("fork", "the following arguments are required: --turn; type %agent fork --turn N"),
+    ("fork --workspace elsewhere", "--workspace goes with --turn N"),
     ("fork --turn twelve", "invalid int value"),
     ("fork --turn 99", "has no turn 99: its checkpoints are of turns 1–"),
     ("fork --turn 3 --agent nobody", "no variable named 'nobody'"),
@@ -126,3 +117,76 @@ def test_the_dashboard_forks_at_a_turn_picked_on_its_timeline(
     assert f"Forked at turn {turns[-1]} as run {fork.run_id}" in dash.log_panel.value
     assert dash.fork(turn=999) is None
     assert "has no turn 999" in dash.log_panel.value
+
+
+def test_agent_fork_without_a_turn_shows_a_picker_that_forks(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    """A finished run's dashboard is static: Fork… for it is a picker in a cell."""
+    parent = agent(tmp_path).run_sync(QUICKSTART)
+    ip.user_ns.update(parent=parent, strict=gr.Agent(gr.SimulatedModel(), max_iterations=200))
+    shown = line(ip, "fork --agent strict --out again --run parent")
+    [picker] = shown.outputs
+    assert WIDGET_VIEW in picker.data and picker.data["text/plain"].startswith("Fork… run")
+    view = _instances[picker.data[WIDGET_VIEW]["model_id"]]
+    assert isinstance(view, ForkPicker)
+    turns = [turn for _, turn in view.turn.options]
+    assert turns and turns == sorted(turns, reverse=True) and view.turn.value == turns[0]
+    assert view.agent.value == "strict"
+    view.turn.value = turns[-1]
+    view.button.click()
+    fork = ip.user_ns["again"]
+    assert fork.status == "completed"
+    (event,) = [e for e in fork.events if e.kind == "run_resumed"]
+    assert (event.parent_run_id, event.parent_turn) == (parent.run_id, turns[-1])
+    assert f"Forked at turn {turns[-1]} as run {fork.run_id}" in view.message.value
+
+
+def test_a_recorded_run_opens_read_only_from_its_id_and_store(
+    ip: InteractiveShell, tmp_path: Path
+) -> None:
+    """``gr.Dashboard(run_id, store=...)`` in a kernel that never ran it: the run as it
+    ended, nothing to steer, and a fork that works under an agent of the notebook."""
+    live = agent(tmp_path).run_sync(QUICKSTART)
+    ended = Dashboard(live).static_bundle()
+    run_id = live.run_id
+    del started_by[run_id]  # a new kernel: the agent that ran it is gone
+    board = gr.Dashboard(run_id, store=tmp_path / "store.sqlite")
+    run = board.run
+    assert run is not live and run.read_only and run.done and run.status == "completed"
+    assert board.static_bundle() == ended  # its dashboard reads as the live one ended
+    assert run.todos == live.todos and run.job == live.job and run.plan == live.plan
+    assert run.summary() == live.summary()
+    with capture_output() as shown:
+        ip.user_ns["board"] = board
+        ip.run_cell("board")
+    [static] = shown.outputs
+    assert static.data == ended  # static: nothing of it is live
+    for steer in (run.pause, run.complete_todo, lambda: run.rewind("no")):
+        with pytest.raises(gr.RunError, match=r"has finished \(completed\); fork it"):
+            steer()
+    assert len(run.events_df()) == len(live.events) and len(run.turns_df()) == live.turns
+
+    assert board.fork(turn=12) is None  # no agent: say how to give one
+    assert "an agent this kernel does not have" in board.log_panel.value
+    ip.user_ns["strict"] = gr.Agent(gr.SimulatedModel(), max_iterations=200)
+    assert board.fork_agent.options == (("strict", "strict"),)
+    turn = board.fork_turn.options[-1][1]  # the timeline's oldest turn
+    board.fork_turn.value = turn
+    forked = board.fork()
+    assert forked is ip.user_ns["fork"] and forked.status == "completed"
+    assert forked.store is not None and forked.store.path == (tmp_path / "store.sqlite")
+    (event,) = [e for e in forked.events if e.kind == "run_resumed"]
+    assert (event.parent_run_id, event.parent_turn) == (run_id, turn)
+
+
+def test_a_recorded_run_that_is_not_there_says_where_it_looked(tmp_path: Path) -> None:
+    agent(tmp_path).run_sync(QUICKSTART)
+    with pytest.raises(gr.RunError, match=r"no run .nope. in run store .*its runs include: "):
+        gr.Dashboard("nope", store=tmp_path / "store.sqlite")
+    with pytest.raises(gr.RunError, match="there is no run store at"):
+        gr.Dashboard("nope", store=tmp_path / "elsewhere.sqlite")
+    with pytest.raises(TypeError, match=r"takes a gr\.Run or a run id"):
+        gr.Dashboard(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"open a recorded run with gr\.Dashboard\(run_id"):
+        gr.Dashboard.for_run("nope")  # type: ignore[arg-type]

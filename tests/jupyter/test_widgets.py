@@ -142,8 +142,8 @@ async def test_one_todo_panel_per_run(make_agent: Factory) -> None:
 
 
 def test_dashboard_takes_a_run() -> None:
-    with pytest.raises(TypeError, match=r"takes a gr\.Run"):
-        Dashboard("run")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"takes a gr\.Run or a run id"):
+        Dashboard(42)  # type: ignore[arg-type]
 
 
 def test_gr_dashboard_is_the_widget_class() -> None:
