@@ -31,8 +31,8 @@ def test_every_view_of_a_run_is_static_and_shows_its_end(path: Path) -> None:
         data = output.get("data", {})
         assert isinstance(data, dict)
         html, plain = text(data.get("text/html")), text(data.get("text/plain"))
-        if WIDGET_VIEW in data:  # only the experiment's progress table is a widget
-            assert plain.startswith("Experiment progress"), (cell, plain[:80])
+        if WIDGET_VIEW in data:  # only the experiment's progress table and the labeller
+            assert plain.startswith(("Experiment progress", "<Labeller")), (cell, plain[:80])
             continue
         if not any(mark in html for mark in RUN_VIEWS):
             continue

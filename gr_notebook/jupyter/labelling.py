@@ -199,7 +199,9 @@ class Labeller:
         self._body.value = _render(point)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        data = self.widget._repr_mimebundle_(**kwargs)
+        data["text/plain"] = repr(self)  # what a saved notebook says where it was
+        return data
 
     def __repr__(self) -> str:
         return f"<Labeller: {len(self.given)} of {len(self.points)} {self.kind} points labelled>"
