@@ -96,12 +96,11 @@ def policies_fingerprint(bindings: Iterable[tuple[str, object]]) -> str:
 def unverified_result(tool: str, turn: int) -> str:
     """The result of a ``once`` call whose outcome is unknown: what happened, what it may do."""
     return (
-        f"Outcome unknown: this {tool} call began in turn {turn}, and the run was "
-        "interrupted before it ended, so nobody can tell whether it took effect. It was not "
-        "run again. Do not assume it did or did not happen: check first if you can (look for "
-        f"its effect with another tool), and call {tool} again only if the check shows it did "
-        "not happen. If you cannot check, do not call it again; say in your final summary "
-        "that this step needs a person to check it."
+        f"Outcome unknown: this {tool} call of turn {turn} was cut off when the run was "
+        "interrupted, so nobody knows whether it took effect; it was not run again. Check "
+        f"first if you can, with another tool, and call {tool} again only if the check shows "
+        "it did not happen; if you cannot check, do not call it again, and say in your final "
+        "summary that a person must check it."
     )
 
 

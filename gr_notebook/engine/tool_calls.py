@@ -276,7 +276,7 @@ class _Turn:
         if record.done is not None and (effect == "once" or record.unverified):
             return tool, use, self._recorded(tool, use, record)
         if effect != "once":
-            self._recovered(intent, effect, "rerun", "effect", f"a {effect} call runs again")
+            self._recovered(intent, effect, "rerun", "effect", f"{effect}: safe to run again")
             return await self._rerun(tool, use, index, intent)
         probed = await self._probe(tool, use, intent)
         if probed is True:

@@ -215,7 +215,8 @@ def test_a_kill_after_the_intent_and_before_the_handler_is_unverified(tmp_path: 
     row = run.tool_calls_df().set_index("turn").loc[2]
     row = row[row["tool"] == "send"].iloc[0]
     assert row["unverified"] and row["recovery"] == "unverified" and row["is_error"]
-    assert row["result"].startswith("Outcome unknown: this send call began in turn 2")
+    assert row["result"].startswith("Outcome unknown: this send call of turn 2 was cut off")
+    assert not row["result"].endswith("…")  # whole in the record too
 
 
 def test_a_kill_during_the_call_is_unverified_and_not_run_again(tmp_path: Path) -> None:
