@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.display.render import render_calls
+from gr_notebook.display.state import RunTracker
 from gr_notebook.display.timeline import describe, tone_of
 from gr_notebook.events import Event, ToolCallEvent, ToolIntentEvent
 from gr_notebook.history.store import Store
@@ -228,6 +230,14 @@ def test_a_kill_during_the_call_is_unverified_and_not_run_again(tmp_path: Path) 
     assert [e.data["verdict"] for e in told] == ["unverified"]
     assert describe(told[0]).startswith("send UNVERIFIED: outcome unknown")
     assert tone_of(told[0]) == "alert"
+    tracker = RunTracker()  # the dashboard: its timeline and its tool calls panel
+    for event in run.events:
+        tracker.add(event)
+    (line,) = [e for e in tracker.timeline if e.kind == "tool_recovered" and e.tone == "alert"]
+    assert "UNVERIFIED" in line.text
+    (call,) = [c for c in tracker.calls if c.outcome == "unverified"]
+    assert call.turn == 2 and call.tool == "send"
+    assert "UNVERIFIED: outcome unknown" in render_calls(list(tracker.calls))
 
 
 def test_a_kill_after_the_call_returned_before_its_record_is_unverified(tmp_path: Path) -> None:
