@@ -36,7 +36,8 @@ Effect: TypeAlias = Literal["read", "idempotent", "once"]
 """What a call does to the world: ``read``, nothing (it only reads); ``idempotent``, the
 same again when run again with the same input (a write of a whole file, a PUT, a payment
 sent with its idempotency key); ``once``, something that must not happen twice (an email
-sent, a ticket opened). A tool that does not say is ``once``."""
+sent, a ticket opened). A tool that does not say is ``once``. (Not to be confused with a
+:data:`~gr_notebook.tools.effects.ToolEffect`: what one call asks of the run.)"""
 EFFECTS: Final[tuple[Effect, ...]] = get_args(Effect)
 
 
