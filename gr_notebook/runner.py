@@ -29,11 +29,12 @@ from gr_notebook.engine.controls import Controls
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.loop import Loop
 from gr_notebook.engine.outcome import LoopOutcome
+from gr_notebook.engine.side_effects import CutTurn
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import RunError, WorkspaceError
 from gr_notebook.events import ErrorEvent, RunFinishedEvent, RunStartedEvent
 from gr_notebook.guardrails.regulation import ConfirmerLike
-from gr_notebook.history.checkpoint_store import RESUMABLE
+from gr_notebook.history.checkpoint_store import RESUMABLE, keep_blob
 from gr_notebook.history.store import Store
 from gr_notebook.models.base import context_window_of
 from gr_notebook.run import Limits, Run
@@ -86,6 +87,10 @@ class RunOrigin(Protocol):
 
     def begin(self, state: RunState, registry: ToolRegistry) -> None:
         """The first events of the new run (``run_resumed``), before its task starts."""
+
+    @property
+    def cut(self) -> CutTurn | None:
+        """The turn a kill cut, to rebuild from its record before the model is asked again."""
 
 
 started_by: weakref.WeakValueDictionary[str, Runnable] = weakref.WeakValueDictionary()
@@ -161,7 +166,7 @@ def launch(
         else:
             failure = _guarded(engine, lambda: origin.begin(state, definition.registry))
         task = loop.create_task(
-            execute(agent, run, engine, store, lock, failure, resumed=origin is not None),
+            execute(agent, run, engine, store, lock, failure, origin=origin),
             name=f"gr-run-{run_id}",
             context=context,
         )
@@ -194,6 +199,7 @@ def _open_record(
     if origin is not None:
         origin.record(store, run_id)
     engine.state.events.subscribe(lambda event: store.record_event(run_id, event))
+    engine.state.keep = lambda data: keep_blob(store, data)
     if agent.checkpoints:
         engine.checkpoint = Checkpointer(store, engine.state)
 
@@ -242,7 +248,7 @@ async def execute(
     lock: WorkspaceLock,
     failure: LoopOutcome | None,
     *,
-    resumed: bool = False,
+    origin: RunOrigin | None = None,
 ) -> Run:
     """The run's task: the loop to its end (any end: done, a limit, a stop, a bug, Ctrl-C),
     then :func:`finish`; the checkpoints and the workspace lock are let go of whatever
@@ -252,7 +258,7 @@ async def execute(
         try:
             if failure is None and engine.definition.mcp_servers:
                 _add_tools(run, engine, await connect(engine.definition.mcp_servers, servers))
-            go = engine.go_on() if resumed else engine.run(kickoff_prompt())
+            go = engine.go_on(origin.cut) if origin else engine.run(kickoff_prompt())
             outcome = failure or await go
         except asyncio.CancelledError:
             outcome = LoopOutcome(engine.stop_status, engine.stop_reason or "cancelled")

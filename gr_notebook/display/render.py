@@ -63,7 +63,12 @@ STATE_COLOURS = {
     "ended": EARLY_COLOUR,
 }
 SEVERITY_COLOURS = {"info": "#1565c0", "caution": "#f9a825", "warning": "#c62828"}
-CALL_COLOURS = {"ran": "#2e7d32", "failed": "#c62828", "denied": "#ef6c00"}
+CALL_COLOURS = {
+    "ran": "#2e7d32",
+    "failed": "#c62828",
+    "denied": "#ef6c00",
+    "unverified": "#c62828",
+}
 #: One symbol per kind of line. Every one is in DejaVu Sans, the font Debian's Chromium falls
 #: back on: an emoji (U+26D4 no entry, U+270B raised hand) shows as an empty box where no
 #: emoji font is installed.

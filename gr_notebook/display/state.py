@@ -31,6 +31,7 @@ from gr_notebook.events import (
     TaskAssessedEvent,
     ThinkingEvent,
     ToolCallEvent,
+    ToolRecoveredEvent,
     as_typed,
     is_shadow,
 )
@@ -185,7 +186,7 @@ class ToolCallEntry:
     tool: str
     target: str
     """The file, command, pattern or address it was given; empty for none of those."""
-    outcome: Literal["ran", "failed", "denied"]
+    outcome: Literal["ran", "failed", "denied", "unverified"]
     note: str = ""
     """The policy that denied it, or the first line of its error."""
 
@@ -209,6 +210,8 @@ class ToolCallEntry:
             return f"denied by {self.note}"
         if self.outcome == "failed" and self.note:
             return f"failed: {self.note}"
+        if self.outcome == "unverified":
+            return "UNVERIFIED: outcome unknown after the interruption"
         return self.outcome
 
     def describe(self) -> str:
@@ -301,6 +304,8 @@ class RunTracker:
         self.budget_used: tuple[int, int] | None = None
         """(tokens, turns) used of that budget, as the latest event counted them: an
         allotment counts from its assessment."""
+        self._unverified: set[str] = set()
+        """Calls a resume could not verify, until their ``tool_call`` comes."""
         self._held: tuple[str | None, int, int] | None = None
         """(skip reason, first step, count) while the newest line is a run of skipped checks."""
 
@@ -329,8 +334,14 @@ class RunTracker:
         if isinstance(event, ThinkingEvent):
             self.thinking.append(ThinkingEntry.from_event(event))
             return True
+        if isinstance(event, ToolRecoveredEvent) and event.verdict == "unverified":
+            self._unverified.add(event.tool_use_id)  # its tool_call follows
         if isinstance(event, ToolCallEvent):
-            self.calls.append(ToolCallEntry.from_event(event))
+            call = ToolCallEntry.from_event(event)
+            if event.tool_use_id in self._unverified:
+                self._unverified.discard(event.tool_use_id)
+                call = replace(call, outcome="unverified", note="")
+            self.calls.append(call)
             self.calls_total += 1
             return True
         if kind not in self.kinds or not worth_a_line(event):

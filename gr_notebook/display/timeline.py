@@ -12,7 +12,7 @@ calls, turns), so a line never contradicts the turn it sits on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from gr_notebook.eventdata import clip
@@ -34,6 +34,7 @@ from gr_notebook.events import (
     JobCompleteEvent,
     ModelCallEvent,
     ModelRetryEvent,
+    ParentCallsEvent,
     PhaseStartedEvent,
     PhaseTransitionEvent,
     PlanUpdatedEvent,
@@ -53,6 +54,8 @@ from gr_notebook.events import (
     TodoCompletedEvent,
     TodosWrittenEvent,
     ToolCallEvent,
+    ToolIntentEvent,
+    ToolRecoveredEvent,
     WorkspaceSummaryEvent,
     as_typed,
     kinds,
@@ -214,6 +217,39 @@ def _over_budget(e: RequestOverBudgetEvent) -> str:
 @_line(ToolCallEvent)
 def _tool_call(e: ToolCallEvent) -> str:
     return f"{e.tool} {'failed' if e.is_error else 'ran'}: {e.result}"
+
+
+@_line(ToolIntentEvent)
+def _tool_intent(e: ToolIntentEvent) -> str:
+    return f"{e.tool or 'A tool'} about to run ({e.effect}; key {e.key or 'none'})"
+
+
+_RECOVERED = {
+    "rerun": "run again after the interruption",
+    "recorded": "had ended before the interruption: its recorded result stands",
+    "happened": "took effect before the interruption (its probe says so): not run again",
+    "unverified": "UNVERIFIED: outcome unknown after the interruption; not run again, and the "
+    "agent was told to check",
+}
+
+
+@_line(ToolRecoveredEvent)
+def _tool_recovered(e: ToolRecoveredEvent) -> str:
+    what = _RECOVERED.get(e.verdict, "judged on resume")
+    why = f" ({e.reason})" if e.reason and e.verdict != "recorded" else ""
+    return f"{e.tool or 'A tool'} {what}{why}"
+
+
+@_line(ParentCallsEvent)
+def _parent_calls(e: ParentCallsEvent) -> str:
+    calls = [c for c in e.calls if isinstance(c, Mapping)]
+    names = ", ".join(sorted({str(c.get("tool", "")) for c in calls})) or "none"
+    unknown = sum(1 for c in calls if not c.get("done"))
+    open_ = f"; {unknown} of them never ended (outcome unknown)" if unknown else ""
+    return (
+        f"The parent run {e.parent_run_id or ''} made {plural(len(calls), 'once call')} after "
+        f"this turn, which happened whatever this fork does: {names}{open_}"
+    )
 
 
 # -- the workflow --------------------------------------------------------------------------------
@@ -389,6 +425,7 @@ _OFF_TIMELINE = frozenset(
         "model_call",
         "thinking",
         "tool_call",
+        "tool_intent",
         "guidance",
         "prompt_injected",
         "feedback",
@@ -418,6 +455,8 @@ _TONES: dict[type[Event], Callable[[Any], Tone]] = {
     ApprovalRequestedEvent: lambda e: "notice",
     ModelRetryEvent: lambda e: "notice",
     RequestOverBudgetEvent: lambda e: "alert",
+    ToolRecoveredEvent: lambda e: "alert" if e.verdict == "unverified" else "notice",
+    ParentCallsEvent: lambda e: "notice",
 }
 
 

@@ -9,6 +9,8 @@ person, denies and ends.
   the live policies (deny > ask > allow); an ask goes to the run's approvals (the desk, then
   ``confirm=``, then nobody). An edited input goes through the tool's schema and **every live
   policy** again, and what runs is exactly the input the last request showed.
+- **As a call starts** (:meth:`GuardedStep.intent`): the ``tool_intent`` record, before the
+  handler runs, and the call's idempotency key (:mod:`gr_notebook.engine.side_effects`).
 - **After a call** (:meth:`GuardedStep.ran`, then :meth:`GuardedStep.after`): the
   policies' ``on_result`` with the input that ran, then, for every call, the result without
   the model adapter's API key, the ``tool_call`` event, the intervention tracker (not while
@@ -27,9 +29,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
+from gr_notebook.digests import digest_of
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, turn_ended
+from gr_notebook.engine.side_effects import canonical_input, idempotency_key, policies_fingerprint
 from gr_notebook.engine.state import RunState
-from gr_notebook.events import ErrorEvent, PromptInjectedEvent, ToolCallEvent
+from gr_notebook.eventdata import MAX_EVENT_TEXT
+from gr_notebook.events import ErrorEvent, PromptInjectedEvent, ToolCallEvent, ToolIntentEvent
 from gr_notebook.guardrails.approval import Approvals, denial_order, refused_edit
 from gr_notebook.guardrails.feedback import Feedback
 from gr_notebook.guardrails.interventions import InterventionCheck
@@ -81,6 +86,8 @@ class Allowed:
 
     call: GuardedCall
     edited: bool = False
+    approved: bool = False
+    """A person (or ``confirm=``) approved it: a policy had asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +126,8 @@ class GuardedStep:
         self-regulation)."""
         self.state = state
         self.regulated = state.regulation is not None if regulated is None else regulated
+        self._placed = (-1, 0)
+        """The turn, and how many calls of it began, for a host that gives no index."""
 
     # -- before a call --------------------------------------------------------------------------
 
@@ -165,7 +174,7 @@ class GuardedStep:
                 text = resolution.message
                 return Refused(ToolOutput(text, True, denial_order(text, ask.policy)))
             if not resolution.edited:
-                return Allowed(call, edited=call is not held.call)
+                return Allowed(call, edited=call is not held.call, approved=True)
             call = reread(resolution.input)
             problem = (schema or _no_schema)(call.host_input)
             if problem is not None:  # approved as shown, and the tool cannot take it
@@ -175,11 +184,11 @@ class GuardedStep:
                 call.tool, call.params, turn=state.turn, tool_use_id=call.tool_use_id
             )
             if denial is None:
-                return Allowed(call, edited=True)
+                return Allowed(call, edited=True, approved=True)
             if not denial.needs_approval:
                 return Refused(_policy_denial(denial))
             if set(denial.policies) <= asked:  # the person answered these asks by editing
-                return Allowed(call, edited=True)
+                return Allowed(call, edited=True, approved=True)
             asked |= set(denial.policies)
             ask = denial
 
@@ -191,6 +200,54 @@ class GuardedStep:
         if isinstance(verdict, Held):
             return await self.resolve(verdict, schema=schema)
         return verdict
+
+    # -- as a call starts -----------------------------------------------------------------------
+
+    def intent(
+        self,
+        call: GuardedCall,
+        *,
+        index: int | None = None,
+        approved: bool = False,
+        edited: bool = False,
+        reply: str | None = None,
+    ) -> str:
+        """Record that ``call`` is about to run, right before its handler starts, and return
+        its idempotency key (the handler's ``ctx.key``). ``index``: its place among the
+        turn's calls (default: the calls of this turn that began before it); ``approved``:
+        a person let it run (the policies' fingerprint is kept, so a resume trusts the
+        approval only under the same policies); ``edited``: the input is a person's edit,
+        kept whole; ``reply``: the blob of the model's reply that made it."""
+        state = self.state
+        if index is None:
+            turn, began = self._placed
+            index = began if turn == state.turn else 0
+        self._placed = (state.turn, index + 1)
+        data = canonical_input(call.params)
+        keep = state.keep
+        digest = keep(data) if edited and keep is not None else digest_of(data)
+        tool = call.tool
+        key = idempotency_key(state.root_run_id, state.turn, index, tool.name, digest)
+        under = None
+        if approved:
+            under = policies_fingerprint(
+                (b.key, b.policy) for b in state.guards.spec.by_tool.get(tool.name, ())
+            )
+        state.emit(
+            ToolIntentEvent(
+                tool=call.host_name,
+                tool_use_id=call.tool_use_id,
+                input=dict(call.host_input),
+                input_hash=digest,
+                key=key,
+                effect=tool.effect,
+                index=index,
+                approved_under=under,
+                edited=edited,
+                reply=reply,
+            )
+        )
+        return key
 
     # -- after a call ---------------------------------------------------------------------------
 
@@ -221,6 +278,9 @@ class GuardedStep:
         wrap up, it is finishing, not stuck) and the feedback providers."""
         state = self.state
         result = state.redact_key(output.content)
+        whole = None  # a once call's result is what a resume gives instead of running it again
+        if call.tool.effect == "once" and len(result) > MAX_EVENT_TEXT and state.keep is not None:
+            whole = state.keep(result.encode("utf-8", "surrogatepass"))
         state.emit(
             ToolCallEvent(
                 tool=call.host_name,
@@ -230,6 +290,7 @@ class GuardedStep:
                 result=result,
                 duration_s=duration_s,
                 directive=None if output.directive is None else state.guidance(output.directive),
+                result_digest=whole,
             )
         )
         winding_down = state.winding_down

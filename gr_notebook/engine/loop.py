@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -32,6 +32,7 @@ from gr_notebook.engine.controls import Controls
 from gr_notebook.engine.definition import AgentDefinition
 from gr_notebook.engine.guarded_step import GuardedStep
 from gr_notebook.engine.outcome import LoopOutcome, gave_up, settle
+from gr_notebook.engine.side_effects import CallRecord, CutTurn
 from gr_notebook.engine.state import RunState
 from gr_notebook.engine.tool_calls import TurnEffects, call_tools
 from gr_notebook.errors import ConfigError, ModelError, RequestOverBudget
@@ -49,8 +50,9 @@ from gr_notebook.events import (
 from gr_notebook.guardrails.completion import STOP_BY_TOOL
 from gr_notebook.guardrails.interventions import InterventionCheck
 from gr_notebook.guidance import Directive
+from gr_notebook.history.checkpoint_store import json_bytes
 from gr_notebook.limits import SpentLimit
-from gr_notebook.messages import TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from gr_notebook.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from gr_notebook.models.base import ModelRequest, ModelResponse, TokenCounter
 from gr_notebook.models.call_context import calling
 from gr_notebook.models.pricing import price_of_model
@@ -159,8 +161,10 @@ class Loop(Controls):
         state.context.append_user([TextBlock(kickoff)])
         return await self.go_on()
 
-    async def go_on(self) -> LoopOutcome:
-        """The turns, from the state as it is: after the kickoff, or a restored checkpoint."""
+    async def go_on(self, cut: CutTurn | None = None) -> LoopOutcome:
+        """The turns, from the state as it is: after the kickoff, or a restored checkpoint.
+        ``cut``: the turn a kill cut, rebuilt from its record as the first turn instead of
+        asking the model again (:mod:`gr_notebook.engine.side_effects`)."""
         state = self.state
         self.started = True
         while True:
@@ -182,10 +186,15 @@ class Loop(Controls):
             self._wrap_up_when_limits_run_low()
             self._note_todo_layer()
             state.turn += 1
-            response = await self._call_model()
+            recovery = cut if cut is not None and cut.turn == state.turn else None
+            cut = None
+            if recovery is not None:
+                response: ModelResponse | LoopOutcome = self._recall(recovery)
+            else:
+                response = await self._call_model()
             if isinstance(response, LoopOutcome):
                 return response
-            outcome = await self._handle(response)
+            outcome = await self._handle(response, recovery)
             if outcome is not None:
                 return outcome
             await asyncio.sleep(0)  # let background tasks and widgets breathe between turns
@@ -267,6 +276,33 @@ class Loop(Controls):
             state.emit(thought)
         return response
 
+    def _recall(self, cut: CutTurn) -> ModelResponse:
+        """The cut turn's reply as the killed run recorded it: its model call counted and
+        recorded again (it was spent), and not made again."""
+        state, call = self.state, cut.model_call
+        state.tokens = max(state.tokens, call.tokens_used)
+        if call.cost_usd is not None:
+            state.cost_usd += call.cost_usd
+        self._previous = Usage(
+            input_tokens=call.input_tokens,
+            output_tokens=call.output_tokens,
+            cache_creation_input_tokens=call.cache_write_tokens,
+            cache_read_input_tokens=call.cache_read_tokens,
+        )
+        state.emit(call)
+        if cut.thinking is not None:
+            state.emit(cut.thinking)
+        return cut.reply
+
+    def _keep_reply(self, message: Message, recovery: CutTurn | None) -> str | None:
+        """The blob of the model's reply that makes tool calls (its deep inputs cut), for
+        their intent records: a resume rebuilds the turn from it (the next checkpoint keeps
+        the same message, so it is stored once)."""
+        if recovery is not None:
+            return recovery.reply_digest
+        keep = self.state.keep
+        return None if keep is None else keep(json_bytes(message.to_json()))
+
     async def _count(self, request: ModelRequest) -> int | None:
         """The request's input tokens as the model counts them, when it can."""
         if self._counter is None:
@@ -319,7 +355,9 @@ class Loop(Controls):
         self.state.emit(RequestOverBudgetEvent(needed=request, remaining=remaining, limit=over))
         return LoopOutcome("budget_exhausted", reason, limit=over)
 
-    async def _handle(self, response: ModelResponse) -> LoopOutcome | None:
+    async def _handle(
+        self, response: ModelResponse, recovery: CutTurn | None = None
+    ) -> LoopOutcome | None:
         state = self.state
         if not response.content:
             return self._fail_response("the model returned an empty response")
@@ -333,14 +371,24 @@ class Loop(Controls):
                 self._inject(["Your reply was cut off at the token limit; continue."])
                 return None
             return self._stop(response.text)
+        reply = self._keep_reply(message, recovery)
+        if recovery is not None:  # the record holds the input as cut: its calls stay refused
+            too_deep |= recovery.too_deep
+        calls = None if recovery is None else recovery.calls
         if response.stop_reason == "max_tokens":
-            return await self._cut_off(uses, too_deep)
-        effects = await call_tools(uses, state, self.registry, too_deep=too_deep)
+            return await self._cut_off(uses, too_deep, reply, calls)
+        effects = await call_tools(
+            uses, state, self.registry, too_deep=too_deep, reply=reply, recovery=calls
+        )
         state.context.append_user(effects.results)
         return self._act_on(effects)
 
     async def _cut_off(
-        self, uses: Sequence[ToolUseBlock], too_deep: frozenset[str]
+        self,
+        uses: Sequence[ToolUseBlock],
+        too_deep: frozenset[str],
+        reply: str | None = None,
+        recovery: Mapping[str, CallRecord] | None = None,
     ) -> LoopOutcome | None:
         """A reply cut off at the token limit in the middle of a tool use: the calls before
         the last one are whole and run; the last one's input may be cut, so it is not run,
@@ -352,7 +400,9 @@ class Loop(Controls):
         if not whole:
             state.context.append_user([refusal])
             return None
-        effects = await call_tools(whole, state, self.registry, too_deep=too_deep)
+        effects = await call_tools(
+            whole, state, self.registry, too_deep=too_deep, reply=reply, recovery=recovery
+        )
         state.context.append_user([*effects.results, refusal])
         return self._act_on(effects)
 

@@ -125,6 +125,12 @@ class RunState:
         """Removes the model adapter's API key from a tool's result (decision 383)."""
         self._wrap_up: str | None = None
         """The wrap-up order of a run without self-regulation's state (a session)."""
+        self.root_run_id = run_id
+        """The first run of this run's lineage (a resume's and a fork's is their parent's):
+        what a call's idempotency key is made from; not part of a snapshot."""
+        self.keep: Callable[[bytes], str] | None = None
+        """Keeps bytes in the run's store by their hash and returns it (None without a
+        store): the model's reply and what else the side-effect records need whole."""
 
     # -- the run as the guardrails read it (RunView) ---------------------------------------------
 
@@ -186,9 +192,9 @@ class RunState:
 
     # -- views for the other extension points ---------------------------------------------------
 
-    def tool_context(self, source: str = "model") -> ToolContext:
+    def tool_context(self, source: str = "model", *, key: str = "") -> ToolContext:
         return ToolContext(
-            self.workspace, self.phases, self.clock, self.turn, source, self.regulation
+            self.workspace, self.phases, self.clock, self.turn, source, self.regulation, key
         )
 
     def call_context(self, input_tokens: int | None = None) -> CallContext:

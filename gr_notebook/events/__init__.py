@@ -32,6 +32,7 @@ from gr_notebook.events.lifecycle import (
     ConversationPrunedEvent,
     ConversationReleasedEvent,
     ErrorEvent,
+    ParentCallsEvent,
     RunFinishedEvent,
     RunPausedEvent,
     RunResumedEvent,
@@ -49,6 +50,8 @@ from gr_notebook.events.turn import (
     RequestOverBudgetEvent,
     ThinkingEvent,
     ToolCallEvent,
+    ToolIntentEvent,
+    ToolRecoveredEvent,
     directive_of,
     thinking_event,
 )
@@ -89,6 +92,7 @@ __all__ = [
     "JobCompleteEvent",
     "ModelCallEvent",
     "ModelRetryEvent",
+    "ParentCallsEvent",
     "PhaseStartedEvent",
     "PhaseTransitionEvent",
     "PlanUpdatedEvent",
@@ -109,6 +113,8 @@ __all__ = [
     "TodoCompletedEvent",
     "TodosWrittenEvent",
     "ToolCallEvent",
+    "ToolIntentEvent",
+    "ToolRecoveredEvent",
     "WorkspaceSummaryEvent",
     "as_typed",
     "decode",
@@ -125,7 +131,9 @@ CoreEvent: TypeAlias = (
     | ThinkingEvent
     | ModelRetryEvent
     | RequestOverBudgetEvent
+    | ToolIntentEvent
     | ToolCallEvent
+    | ToolRecoveredEvent
     | GuidanceEvent
     | PromptInjectedEvent
     | ProgressCheckEvent
@@ -139,6 +147,7 @@ CoreEvent: TypeAlias = (
     | JobCompleteEvent
     | RunPausedEvent
     | RunResumedEvent
+    | ParentCallsEvent
     | RunUnpausedEvent
     | PolicyDecisionEvent
     | ApprovalRequestedEvent

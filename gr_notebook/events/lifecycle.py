@@ -15,6 +15,7 @@ __all__ = [
     "ConversationPrunedEvent",
     "ConversationReleasedEvent",
     "ErrorEvent",
+    "ParentCallsEvent",
     "RunFinishedEvent",
     "RunPausedEvent",
     "RunResumedEvent",
@@ -58,6 +59,19 @@ class RunResumedEvent(Event):
     kept_aside: Sequence[str] | None = None
     """Files the interrupted run wrote after its checkpoint, moved into ``aside``."""
     aside: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ParentCallsEvent(Event):
+    """A fork's parent went on past the fork's turn and made ``once`` calls there (an email
+    sent, a ticket opened): they happened in the world, whatever the fork does. Each is
+    ``{"tool", "tool_use_id", "turn", "key", "done"}``; ``done`` is False for a call the
+    parent began and never saw end. The fork's same call (same turn, place, tool and input)
+    carries the same idempotency key, so a service that honours keys refuses it."""
+
+    kind: ClassVar[Literal["parent_calls"]] = "parent_calls"
+    parent_run_id: str
+    calls: Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

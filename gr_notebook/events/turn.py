@@ -28,6 +28,8 @@ __all__ = [
     "RequestOverBudgetEvent",
     "ThinkingEvent",
     "ToolCallEvent",
+    "ToolIntentEvent",
+    "ToolRecoveredEvent",
     "directive_of",
     "thinking_event",
 ]
@@ -152,6 +154,53 @@ class ToolCallEvent(Event):
     result: str
     duration_s: float
     directive: GuidanceRecord | None = None
+    result_digest: str | None = None
+    """The blob that holds the whole result of a ``once`` call whose ``result`` is clipped:
+    what a resume gives the model instead of running the call again."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ToolIntentEvent(Event):
+    """A tool call about to run, recorded before its handler starts: with the
+    ``tool_call`` that completes it, what a resume reads to know whether the call ran
+    (:mod:`gr_notebook.engine.side_effects`)."""
+
+    kind: ClassVar[Literal["tool_intent"]] = "tool_intent"
+    tool: str
+    tool_use_id: str
+    input: Mapping[str, Any] = dataclasses.field(metadata={CLIP: clip_json})
+    input_hash: str
+    """The hash of the whole input that runs (canonical JSON)."""
+    key: str
+    """The call's idempotency key (``ToolContext.key``)."""
+    effect: Literal["read", "idempotent", "once"]
+    index: int
+    """The call's place among the model's calls of its turn."""
+    approved_under: str | None = None
+    """When a person approved the call: the fingerprint of the policies that governed it
+    then; a resume trusts that approval only under the same policies."""
+    edited: bool = False
+    """The input that runs is a person's edit, kept whole as the blob ``input_hash``."""
+    reply: str | None = None
+    """The blob holding the model's reply that made the call (gr's loop with a store)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ToolRecoveredEvent(Event):
+    """What a resume did about a call the killed run had made in the turn it resumes:
+    ``rerun`` (run again), ``recorded`` (it had ended: its recorded result, not run again),
+    ``happened`` (the tool's probe found its effect: not run again) or ``unverified`` (the
+    outcome is unknown: not run again, and the model was told so). ``by`` is what decided:
+    ``effect`` (its class), ``record``, ``probe`` or ``person``."""
+
+    kind: ClassVar[Literal["tool_recovered"]] = "tool_recovered"
+    tool: str
+    tool_use_id: str
+    key: str
+    effect: Literal["read", "idempotent", "once"]
+    verdict: Literal["rerun", "recorded", "happened", "unverified"]
+    by: Literal["effect", "record", "probe", "person"]
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -148,6 +148,7 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
             "estimated_files up to twice, and at least estimated_iterations (about 2 a "
             "step, plus 4 for the transition); only the run's hard limits cap it. A budget "
             "above the confirmation threshold needs a person's approval.",
+            effect="idempotent",
         ),
         Tool(
             "check_resources",
@@ -161,6 +162,7 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
             "totals with limits_percentage_used against the run's hard limits, and a "
             "recommendation: above 80% of a hard limit, summarize and wrap up; above 50%, "
             "caution.",
+            effect="idempotent",
         ),
         Tool(
             "summarize_progress",
@@ -174,5 +176,6 @@ def regulation_tools(table: BudgetTable) -> tuple[Tool, ...]:
             _summarize_progress,
             docs="Use it after more than 10 tool calls or when resources run low. Your todo "
             "list, the system prompt and the tool descriptions are never pruned.",
+            effect="idempotent",
         ),
     )

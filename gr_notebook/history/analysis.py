@@ -23,6 +23,7 @@ from gr_notebook.events import (
     InterventionCheckEvent,
     JobCompleteEvent,
     ModelCallEvent,
+    ParentCallsEvent,
     PhaseStartedEvent,
     PhaseTransitionEvent,
     PolicyDecisionEvent,
@@ -30,6 +31,8 @@ from gr_notebook.events import (
     TodoCompletedEvent,
     TodosWrittenEvent,
     ToolCallEvent,
+    ToolIntentEvent,
+    ToolRecoveredEvent,
     as_typed,
     directive_of,
 )
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPROVAL_COLUMNS",
+    "EFFECT_COLUMNS",
     "FRAMES",
     "GUIDANCE_COLUMNS",
     "INTERVENTION_COLUMNS",
@@ -319,8 +323,47 @@ def phases_df(events: Iterable[Event]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_PHASE_COLUMNS)
 
 
+EFFECT_COLUMNS = ["effect", "key", "recovery", "unverified", "parent_made"]
+"""What :func:`tool_calls_df` adds from the side-effect records (decision 406): the tool's
+effect class and the call's idempotency key (None for a call that never ran: refused, or
+recorded before these records existed), what a resume did about it, whether its outcome is
+unknown, and whether a fork's parent made the same call (same key) after the fork's turn."""
+
+
 def tool_calls_df(events: Iterable[Event]) -> pd.DataFrame:
-    return FRAMES["tool_calls_df"].build(events)
+    """One row per tool call: what it was, its result, and what it did to the world
+    (:data:`EFFECT_COLUMNS`)."""
+    events = [as_typed(e) for e in events]
+    frame = FRAMES["tool_calls_df"].build(events)
+    intents: dict[tuple[int, str], ToolIntentEvent] = {}
+    recovered: dict[tuple[int, str], ToolRecoveredEvent] = {}
+    inherited: set[str] = set()
+    for e in events:
+        if isinstance(e, ToolIntentEvent):
+            intents[e.turn, e.tool_use_id] = e
+        elif isinstance(e, ToolRecoveredEvent):
+            recovered[e.turn, e.tool_use_id] = e
+        elif isinstance(e, ParentCallsEvent):
+            inherited |= {str(c.get("key")) for c in e.calls if isinstance(c, Mapping)}
+    rows = []
+    for e in events:
+        if not isinstance(e, ToolCallEvent):
+            continue
+        intent = intents.get((e.turn, e.tool_use_id))
+        verdict = recovered.get((e.turn, e.tool_use_id))
+        key = intent.key if intent is not None else None
+        rows.append(
+            [
+                intent.effect if intent is not None else None,
+                key,
+                verdict.verdict if verdict is not None else None,
+                verdict is not None and verdict.verdict == "unverified",
+                key is not None and key in inherited,
+            ]
+        )
+    for i, name in enumerate(EFFECT_COLUMNS):
+        frame[name] = [row[i] for row in rows]
+    return frame
 
 
 def thinking_df(events: Iterable[Event]) -> pd.DataFrame:

@@ -34,6 +34,7 @@ __all__ = [
     "checkpoints_by_run",
     "from_earlier_version",
     "json_bytes",
+    "keep_blob",
     "load_checkpoint",
     "write_checkpoint",
 ]
@@ -156,6 +157,19 @@ def write_checkpoint(store: Store, row: CheckpointRow, blobs: Mapping[str, bytes
             (row.run_id, row.turn, row.seq, row.time, row.state, row.base),
         )
     return written
+
+
+def keep_blob(store: Store, data: bytes) -> str:
+    """Keep ``data`` in the store under its hash (once: a blob held already is not written
+    again), committed before this returns; returns the hash. The records of a run's side
+    effects keep the model's reply, an edited input and a long result so."""
+    digest = digest_of(data)
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO blobs (digest, size, zlib, data) VALUES (?, ?, ?, ?)",
+            _packed(digest, data),
+        )
+    return digest
 
 
 def _packed(digest: str, data: bytes) -> tuple[str, int, int, bytes]:

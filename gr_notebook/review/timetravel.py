@@ -25,7 +25,7 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,9 +33,10 @@ from gr_notebook import runner
 from gr_notebook.agent import DEFAULT_RUNS_DIR, Agent
 from gr_notebook.blocking import run_blocking
 from gr_notebook.engine.checkpoint import written_since
+from gr_notebook.engine.side_effects import CutTurn, cut_turn, once_calls
 from gr_notebook.engine.state import RunState
 from gr_notebook.errors import ConfigError, RunError, WorkspaceError
-from gr_notebook.events import RunResumedEvent
+from gr_notebook.events import ParentCallsEvent, RunResumedEvent
 from gr_notebook.history import checkpoint_store as rows
 from gr_notebook.history.checkpoint_store import RESUMABLE, Checkpoint, load_checkpoint
 from gr_notebook.history.lineage import Lineage, copy_events, lineage, record_lineage
@@ -87,6 +88,8 @@ def resume(
             relation="resume",
             target=target,
             mark_parent=row["status"] == "running",
+            root=_root(opened, run_id),
+            cut=_cut_turn(opened, run_id, checkpoint),
         )
         return _start(chosen, opened, origin, row["instructions"] or "", target, wait=wait)
 
@@ -212,10 +215,61 @@ def fork(
         )
         _check_apart(target, row, "fork", "its parent")
         _check_new(target, checkpoint, "fork")
-        origin = _FromCheckpoint(checkpoint, parent=run_id, relation="fork", target=target)
+        origin = _FromCheckpoint(
+            checkpoint,
+            parent=run_id,
+            relation="fork",
+            target=target,
+            root=_root(opened, run_id),
+            inherited=_parent_calls(opened, run_id, checkpoint),
+        )
         return _start(
             chosen, opened, origin, row["instructions"] or "", target, run_id=new_id, wait=wait
         )
+
+
+def _root(store: Store, run_id: str) -> str:
+    """The first run of ``run_id``'s lineage: its calls' idempotency keys are made from it."""
+    parents = {x.run_id: x.parent_run_id for x in lineage(store)}
+    seen = {run_id}
+    while run_id in parents and parents[run_id] not in seen:
+        run_id = parents[run_id]
+        seen.add(run_id)
+    return run_id
+
+
+def _cut_turn(store: Store, run_id: str, checkpoint: Checkpoint) -> CutTurn | None:
+    """The turn the kill cut, from the run's events after the checkpoint resumed from."""
+    later = [e for e in store.events(run_id) if e.seq > checkpoint.seq]
+    try:
+        return cut_turn(later, lambda digest: rows.blob(store, digest))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunError(
+            f"the record of turn {checkpoint.turn} of run {run_id} cannot be read back "
+            f"({type(exc).__name__}: {exc}); fork an earlier turn instead"
+        ) from None
+
+
+def _parent_calls(store: Store, run_id: str, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    """The ``once`` calls the parent (and the runs that resumed it) made from the fork's
+    turn on: they happened in the world, whatever the fork does."""
+    found = once_calls(store.events(run_id), since_seq=checkpoint.seq)
+    links = lineage(store)
+    chain = [run_id]
+    while True:
+        resumed = [
+            x.run_id for x in links if x.parent_run_id == chain[-1] and x.relation == "resume"
+        ]
+        if not resumed or resumed[0] in chain:
+            break
+        chain.append(resumed[0])
+        later = [e for e in store.events(resumed[0]) if e.turn >= checkpoint.turn]
+        found += once_calls(later)
+    calls: dict[str, dict[str, Any]] = {}
+    for call in found:  # a resume's copy of a call is the same call: one key
+        kept = calls.setdefault(call["key"], call)
+        kept["done"] = kept["done"] or call["done"]
+    return list(calls.values())
 
 
 def fork_run(
@@ -400,6 +454,12 @@ class _FromCheckpoint:
     mark_parent: bool = False
     run_id: str = ""
     kept_aside: tuple[str, ...] = ()
+    root: str = ""
+    """The first run of the lineage: the idempotency keys' root."""
+    cut: CutTurn | None = None
+    """A resume's turn the kill cut, rebuilt from its record (decision 407)."""
+    inherited: list[dict[str, Any]] = field(default_factory=list)
+    """A fork's parent's ``once`` calls from the fork's turn on (decision 410)."""
 
     @property
     def aside(self) -> Path:
@@ -416,6 +476,7 @@ class _FromCheckpoint:
             ) from None
         self.kept_aside = restore_files(self.target, ck.files, ck.read, aside=self.aside)
         state.restore(snapshot, events=ck.events)
+        state.root_run_id = self.root or self.parent
 
     def record(self, store: Store, run_id: str) -> None:
         link = Lineage(run_id, self.parent, self.checkpoint.turn, self.relation)
@@ -456,6 +517,8 @@ class _FromCheckpoint:
                 aside=str(self.aside) if self.kept_aside else None,
             )
         )
+        if self.inherited:
+            state.emit(ParentCallsEvent(parent_run_id=self.parent, calls=self.inherited))
 
 
 def fit_snapshot(saved: Mapping[str, Any], fresh: Mapping[str, Any]) -> dict[str, Any]:

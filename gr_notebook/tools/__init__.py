@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
+from gr_notebook.tools.base import EFFECTS, Effect, Probe, Tool, ToolContext, ToolOutput
 from gr_notebook.tools.coding_tools import CodeTest, CodingTask, coding_tools
 from gr_notebook.tools.effects import (
     CompactContext,
@@ -20,10 +20,13 @@ from gr_notebook.tools.workspace_tools import WORKSPACE_TOOLS
 
 __all__ = [
     "CORE_TOOLS",
+    "EFFECTS",
     "CodeTest",
     "CodingTask",
     "CompactContext",
     "CompleteJob",
+    "Effect",
+    "Probe",
     "PruneConversation",
     "ResetPolicies",
     "Rewound",

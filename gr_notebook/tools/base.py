@@ -7,14 +7,19 @@ message. What a call asks of the run beyond its result (end the job, prune the
 conversation) are :mod:`effects <gr_notebook.tools.effects>` on the output, and what a tool
 *is* (it reads a file, it ends the job) it declares on :class:`Tool`: the loop never looks
 at a tool's name.
+
+A tool also says what it does to the world outside the run (:data:`Effect`): a resume
+restarts a killed run and must know which calls it may run again (see
+:mod:`gr_notebook.engine.side_effects`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
+from gr_notebook.errors import ConfigError
 from gr_notebook.models.base import ToolSpec
 from gr_notebook.workflow.workspace import TOOL_DOCS_DIR
 
@@ -25,7 +30,15 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.phases import PhaseController
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["Handler", "Tool", "ToolContext", "ToolOutput"]
+__all__ = ["EFFECTS", "Effect", "Handler", "Probe", "Tool", "ToolContext", "ToolOutput"]
+
+Effect: TypeAlias = Literal["read", "idempotent", "once"]
+"""What a call does to the world: ``read``, nothing (it only reads); ``idempotent``, the
+same again when run again with the same input (a write of a whole file, a PUT, a payment
+sent with its idempotency key); ``once``, something that must not happen twice (an email
+sent, a ticket opened). A tool that does not say is ``once``. (Not to be confused with a
+:data:`~gr_notebook.tools.effects.ToolEffect`: what one call asks of the run.)"""
+EFFECTS: Final[tuple[Effect, ...]] = get_args(Effect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +63,20 @@ class ToolContext:
     source: str = "model"
     regulation: SelfRegulation | None = None
     """The run's self-regulation state, when the agent has it on."""
+    key: str = ""
+    """The call's idempotency key: the same for this call across resumes, retries and forks
+    from before it, so a handler can pass it to a service that refuses a repeat (a payment
+    or messaging API's ``Idempotency-Key``). Empty where no call is made (a probe's own
+    context has the key of the call it checks)."""
 
 
 Handler: TypeAlias = Callable[
     [ToolContext, Mapping[str, Any]], "str | ToolOutput | Awaitable[str | ToolOutput]"
 ]
+Probe: TypeAlias = Callable[[ToolContext, Mapping[str, Any]], "bool | Awaitable[bool]"]
+"""Whether a call's effect happened (True) or not (False), asked on resume about a ``once``
+call the run began and never saw end; ``ctx.key`` is that call's idempotency key. A probe
+that raises leaves the outcome unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +93,18 @@ class Tool:
     ends_job: bool = False
     """Calling it asks to end the job: the completion checker judges the call before it
     runs, and a refused call does not run."""
+    effect: Effect = "once"
+    """What a call does outside the run (:data:`Effect`): a resume runs a cut ``read`` or
+    ``idempotent`` call again, and never runs a cut ``once`` call again unasked."""
+    probe: Probe | None = field(default=None, repr=False)
+    """Checks whether a cut ``once`` call took effect, so a resume need not guess."""
+
+    def __post_init__(self) -> None:
+        if self.effect not in EFFECTS:
+            raise ConfigError(
+                f"tool {self.name!r}: effect takes 'read', 'idempotent' or 'once', got "
+                f"{self.effect!r}"
+            )
 
     def spec(self) -> ToolSpec:
         text = self.description.rstrip()

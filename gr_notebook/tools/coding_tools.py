@@ -87,6 +87,7 @@ def coding_tools(task: CodingTask) -> Toolset:
                 object_schema(),
                 run_tests,
                 docs="Prints 'N passed, M failed' and one line per failing test.",
+                effect="read",
             ),
             Tool(
                 "start_over",
@@ -98,6 +99,7 @@ def coding_tools(task: CodingTask) -> Toolset:
                 start_over,
                 docs="Restores the starting files. The intervention safeguards give you a grace "
                 "period after it to implement the new strategy.",
+                effect="idempotent",
             ),
         ),
         name="coding",

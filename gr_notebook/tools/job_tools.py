@@ -59,5 +59,6 @@ JOB_TOOLS = (
         docs="Ends the run. The job's status, summary and confidence are stored. If the job "
         "cannot be finished, call it with a low confidence and detailed notes.",
         ends_job=True,
+        effect="idempotent",
     ),
 )

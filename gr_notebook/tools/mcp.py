@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.tools.base import Tool, ToolContext, ToolOutput
+from gr_notebook.tools.base import Effect, Tool, ToolContext, ToolOutput
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -33,6 +33,7 @@ __all__ = [
     "MCP_PREFIX",
     "MCPServer",
     "check_servers",
+    "effect_of_annotations",
     "mcp_tool",
     "mcp_tool_name",
     "tool_output",
@@ -214,7 +215,33 @@ def mcp_tool(server: MCPServer, listed: Any, call: Call) -> Tool:
     async def handler(_context: ToolContext, params: Mapping[str, Any]) -> ToolOutput:
         return await call(own, params)
 
-    return Tool(name, summary, schema, handler, docs=description)
+    effect = effect_of_annotations(getattr(listed, "annotations", None))
+    return Tool(name, summary, schema, handler, docs=description, effect=effect)
+
+
+def effect_of_annotations(annotations: Any) -> Effect:
+    """A tool's effect class from its MCP annotations (hints the server gives): ``read``
+    when ``readOnlyHint`` is true, else ``idempotent`` when ``idempotentHint`` is true, else
+    ``once``, as for a tool with no annotations. ``destructiveHint`` does not change the
+    class: a destructive call that is idempotent (a delete) is safe to run again, and one
+    that is not is ``once`` already."""
+    if annotations is None:
+        return "once"
+
+    def hint(name: str, alias: str) -> bool:
+        if isinstance(annotations, Mapping):
+            value = annotations.get(alias, annotations.get(name))
+        else:
+            value = getattr(annotations, name, None)
+            if value is None:
+                value = getattr(annotations, alias, None)
+        return value is True
+
+    if hint("readOnlyHint", "read_only_hint"):
+        return "read"
+    if hint("idempotentHint", "idempotent_hint"):
+        return "idempotent"
+    return "once"
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,7 @@ Replaces the todo list in bulk. Use it after a phase transition or rewind prompt
 steps of the phase marked ← CURRENT in the plan. Each todo is a title string, or an object
 with `title` and an optional `done`. The phase number and name are taken from the plan.
 """,
+        effect="idempotent",
     ),
     Tool(
         "todo_complete",
@@ -82,6 +83,7 @@ with `title` and an optional `done`. The phase number and name are taken from th
 Takes no arguments. Marks the first incomplete task complete and tells you how many remain.
 When the last task of a phase is completed, the system takes care of what comes next.
 """,
+        effect="idempotent",
     ),
     Tool(
         "todo_rewind",
@@ -106,6 +108,7 @@ regenerates workspace_summary.md and guides you to revise the plan and write new
 Progress already made in the workspace is kept, and so is what the tool policies remember
 (which files you have read) unless you pass reset_policies=true.
 """,
+        effect="idempotent",
     ),
     Tool(
         "archive_and_reset",
@@ -116,5 +119,6 @@ Progress already made in the workspace is kept, and so is what the tool policies
 Archives the current list as it is and clears it. Write the next list with todo_write().
 Prefer todo_complete(); use this only when the list no longer fits the work.
 """,
+        effect="idempotent",
     ),
 )

@@ -171,6 +171,7 @@ WORKSPACE_TOOLS = (
         _read_file,
         docs="Returns the file's text. Very long files are truncated.",
         reads="path",
+        effect="read",
     ),
     Tool(
         "write_file",
@@ -179,6 +180,7 @@ WORKSPACE_TOOLS = (
         _write_file,
         docs="Writes the whole file atomically, creating directories as needed. Writing the "
         "plan file checks it and reports problems such as phases outside 5-20 steps.",
+        effect="idempotent",
     ),
     Tool(
         "edit_file",
@@ -191,6 +193,7 @@ WORKSPACE_TOOLS = (
         ),
         _edit_file,
         docs="old_text must occur exactly once; include surrounding text to make it unique.",
+        effect="idempotent",
     ),
     Tool(
         "list_files",
@@ -198,6 +201,7 @@ WORKSPACE_TOOLS = (
         object_schema(path={**_PATH, "description": "Directory to list; default '.'."}),
         _list_files,
         docs="Lists files recursively with their sizes, skipping hidden directories.",
+        effect="read",
     ),
     Tool(
         "search",
@@ -210,6 +214,7 @@ WORKSPACE_TOOLS = (
         _search,
         docs="Case-insensitive. Returns `path:line: text` for up to 50 lines and how many "
         "files match. Search before reading, and read only the files that matter.",
+        effect="read",
     ),
     Tool(
         "generate_workspace_summary",
@@ -217,6 +222,7 @@ WORKSPACE_TOOLS = (
         object_schema(),
         _generate_summary,
         docs="Regenerates workspace_summary.md from the workspace and notes.md. Read it after.",
+        effect="idempotent",
     ),
     Tool(
         "add_accomplishment",
@@ -225,6 +231,7 @@ WORKSPACE_TOOLS = (
         _add_accomplishment,
         docs="Accomplishments appear in workspace_summary.md and in the summary you see after "
         "each phase.",
+        effect="idempotent",
     ),
     Tool(
         "add_note",
@@ -232,5 +239,6 @@ WORKSPACE_TOOLS = (
         object_schema(["text"], text=_TEXT),
         _add_note,
         docs="Notes appear in workspace_summary.md and survive context summarization.",
+        effect="idempotent",
     ),
 )

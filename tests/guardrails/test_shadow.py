@@ -467,7 +467,9 @@ async def test_a_resumed_run_goes_on_with_its_shadows_state(make_agent: Factory)
     [resumed_at] = resumed.events.of_kind("run_resumed")
     after = [e for e in resumed.events if e.seq > resumed_at.seq and is_shadow(e)]
     feedback = [e.data["call_index"] for e in after if e.kind == "feedback"]
-    # the latest checkpoint came after the first call: a fresh shadow would count 1
-    assert feedback == [2]
+    # the latest checkpoint came after the first call: a fresh shadow would count 1; the
+    # resume rebuilds the turn the stop cut, whose list_files (a read) runs again, then writes
+    assert feedback == [2, 3]
     policy = [e for e in after if e.kind == "policy_decision"]
-    assert [e.data["allowed"] for e in policy] == [True]  # it remembers the read
+    # it remembers the read: the write is allowed (the rebuilt list_files was judged too)
+    assert [(e.data["tool"], e.data["allowed"]) for e in policy][-1] == ("write_file", True)

@@ -23,7 +23,16 @@ from gr_notebook.history.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEWER_KINDS = frozenset(
-    {"thinking", "allotment_extended", "approval_requested", "approval_answered", "run_unpaused"}
+    {
+        "thinking",
+        "allotment_extended",
+        "approval_requested",
+        "approval_answered",
+        "run_unpaused",
+        "tool_intent",
+        "tool_recovered",
+        "parent_calls",
+    }
 )
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
 NEWER_COLUMNS = {
@@ -31,6 +40,7 @@ NEWER_COLUMNS = {
     "policy_df": ["mode"],
     "feedback_df": ["mode"],
     "completion_df": ["mode"],
+    "tool_calls_df": ["effect", "key", "recovery", "unverified", "parent_made"],
 }
 """Columns a frame gained since: derived from the old events, and the old columns unchanged."""
 RENAMED_COLUMNS = {"policy_df": {"allowed": "decision", "policy": "guardrail"}}

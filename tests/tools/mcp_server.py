@@ -19,6 +19,7 @@ import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
@@ -102,6 +103,20 @@ def manhattan(point: Point, origin: Point | None = None) -> int:
     counted("manhattan")
     zero = origin or Point(x=0, y=0)
     return abs(point.x - zero.x) + abs(point.y - zero.y)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def look(name: str) -> str:
+    """Look a name up (read-only, as its annotations say)."""
+    counted("look")
+    return f"found {name}"
+
+
+@server.tool(annotations=ToolAnnotations(idempotentHint=True, destructiveHint=True))
+def remove(name: str) -> str:
+    """Remove a name (idempotent and destructive, as its annotations say)."""
+    counted("remove")
+    return f"removed {name}"
 
 
 @server.tool()

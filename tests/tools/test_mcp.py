@@ -592,3 +592,62 @@ def test_the_vendor_adapters_send_the_servers_schemas_and_call_the_tools(
     greet = schemas["mcp__demo__greet"]
     assert greet["properties"]["title"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
     assert schemas["mcp__demo__manhattan"]["properties"]["point"]["required"] == ["x", "y"]
+
+
+# -- what a tool does to the world ------------------------------------------------------------
+
+
+def test_a_servers_annotations_give_its_tools_effect_classes(tmp_path: Path) -> None:
+    """readOnlyHint gives ``read``, idempotentHint ``idempotent``; a tool without
+    annotations is ``once``, as any tool that does not say."""
+    script = [
+        gr.tool_calls(
+            [
+                ("mcp__demo__look", {"name": "a"}),
+                ("mcp__demo__remove", {"name": "a"}),
+                ("mcp__demo__add", {"a": 1, "b": 2}),
+            ]
+        ),
+        gr.text("Done."),
+    ]
+    run = agent(tmp_path, script, stdio(tmp_path / "count")).run_sync("Use the tools.")
+    assert run.status == "ended", run.reason
+    intents = {e.data["tool"]: e.data["effect"] for e in run.events.of_kind("tool_intent")}
+    assert intents == {
+        "mcp__demo__look": "read",
+        "mcp__demo__remove": "idempotent",
+        "mcp__demo__add": "once",
+    }
+    frame = run.tool_calls_df()
+    assert list(frame["effect"]) == ["read", "idempotent", "once"]
+
+
+@pytest.mark.parametrize(
+    ("hints", "effect"),
+    [
+        (None, "once"),
+        ({}, "once"),
+        ({"readOnlyHint": True}, "read"),
+        ({"readOnlyHint": True, "idempotentHint": False}, "read"),
+        ({"idempotentHint": True}, "idempotent"),
+        ({"idempotentHint": True, "destructiveHint": True}, "idempotent"),
+        ({"destructiveHint": False}, "once"),
+        ({"destructiveHint": True}, "once"),
+        ({"readOnlyHint": False, "idempotentHint": False}, "once"),
+    ],
+)
+def test_annotations_map_to_effect_classes(hints: dict[str, bool] | None, effect: str) -> None:
+    from mcp import types
+
+    from gr_notebook.tools.mcp import effect_of_annotations, mcp_tool
+
+    annotations = None if hints is None else types.ToolAnnotations(**hints)  # type: ignore[arg-type]
+    assert effect_of_annotations(annotations) == effect
+    assert effect_of_annotations(hints) == effect  # as a plain mapping too
+
+    async def call(tool: str, params: object) -> ToolOutput:
+        raise AssertionError
+
+    listed = types.Tool(name="t", input_schema={"type": "object"}, annotations=annotations)
+    server = gr.MCPServer("s", command="x")
+    assert mcp_tool(server, listed, call).effect == effect  # type: ignore[arg-type]

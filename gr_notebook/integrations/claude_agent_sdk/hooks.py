@@ -90,6 +90,8 @@ class HookCallbacks:
             verdict = self.step.check(guarded)
         if isinstance(verdict, Allowed):
             self._calls[read.tool_use_id] = (call, guarded, started)
+            with self._judging(call):
+                self.step.intent(guarded)
             return {}
         if isinstance(verdict, Held):  # the SDK's own ask: its can_use_tool hears the reason
             self._asks[read.tool_use_id] = (call, verdict, started)
@@ -128,6 +130,8 @@ class HookCallbacks:
             self._after(call, held.call, output, started, ran=False)
             return None, output.content
         self._calls[held.call.tool_use_id] = (call, verdict.call, started)
+        with self._judging(call):
+            self.step.intent(verdict.call, approved=verdict.approved, edited=verdict.edited)
         return (verdict.call.host_input if verdict.edited else None), None
 
     def _deny(self, call: Call, guarded: GuardedCall, output: ToolOutput, started: float) -> Reply:

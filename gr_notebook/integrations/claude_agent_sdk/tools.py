@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gr_notebook.errors import ConfigError
-from gr_notebook.tools.base import Tool, ToolOutput
+from gr_notebook.tools.base import Effect, Tool, ToolOutput
 
 __all__ = ["CLAUDE_CODE_FILE_TOOLS", "CLAUDE_CODE_TOOLS", "Call", "ToolAlias", "ToolNames"]
 
@@ -60,6 +60,19 @@ CLAUDE_CODE_TOOLS: tuple[str, ...] = (
     "Write",
 )
 """The tools assumed before the session says which it has (its ``init`` message)."""
+
+_BUILT_IN_EFFECTS: Mapping[str, Effect] = {
+    "read_file": "read",
+    "write_file": "idempotent",
+    "edit_file": "idempotent",
+    "Glob": "read",
+    "Grep": "read",
+    "WebFetch": "read",
+    "WebSearch": "read",
+    "TodoWrite": "idempotent",
+}
+"""The effect class of the tools Claude Code brings (by gr's name for them): its file tools
+as gr's own, its searches ``read``; the rest (Bash) is ``once``."""
 
 _MCP = re.compile(r"^mcp__[^_].*?__(?P<tool>.+)$")
 
@@ -126,7 +139,11 @@ class ToolNames:
         tool = self._stubs.get(gr_name)
         if tool is None:
             tool = self._stubs[gr_name] = Tool(
-                gr_name, f"a Claude Agent SDK tool, as gr's {gr_name}", {}, _not_run_here
+                gr_name,
+                f"a Claude Agent SDK tool, as gr's {gr_name}",
+                {},
+                _not_run_here,
+                effect=_BUILT_IN_EFFECTS.get(gr_name, "once"),
             )
         return tool
 

@@ -97,6 +97,12 @@ class ToolStep:
             return Refused(ToolOutput(f"Not run: {ended}. End your turn now.", True))
         return session.step.check(call)
 
+    def intent(self, allowed: Allowed) -> str:
+        """Right before the tool runs: its intent record (the guarded step's); the key."""
+        return self.session.step.intent(
+            allowed.call, approved=allowed.approved, edited=allowed.edited
+        )
+
     def after(self, call: GuardedCall, output: ToolOutput, *, ran: bool, started: float) -> str:
         """What follows every call, allowed or not, and what the model reads beside the
         result (feedback blocks, a strategy check), or ""."""

@@ -251,6 +251,8 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if isinstance(verdict, Refused):
                 return self._answer(call, verdict.output, started)
             request = self._as_run(request, verdict)
+            with self._session.lock:
+                self._step.intent(verdict)
             try:
                 result = handler(request)
             except GraphBubbleUp:
@@ -277,6 +279,8 @@ class GuardrailMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if isinstance(verdict, Refused):
                 return self._answer(call, verdict.output, started)
             request = self._as_run(request, verdict)
+            with self._session.lock:
+                self._step.intent(verdict)
             try:
                 result = await handler(request)
             except GraphBubbleUp:
