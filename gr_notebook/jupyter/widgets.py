@@ -385,7 +385,32 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
             children.insert(children.index(self.timeline), self._shadow_panel)
             self.children = tuple(children)
+            self._insert_after(self._shadow_panel, self._shadow_marks())
         return self._shadow_panel
+
+    def _shadow_marks(self) -> w.HBox:
+        """One click says whether a shadow decision was right: a label in the run's store
+        that ``gr.backtest`` reads (``run.label(seq, right=...)``, which a cell may call)."""
+        self.shadow_choice = w.Dropdown(description="Decision", layout=w.Layout(width="60%"))
+        right = w.Button(description="Right", icon="check", tooltip="it should have acted")
+        wrong = w.Button(description="Wrong", icon="times", tooltip="it should not have")
+        right.on_click(on_this_loop(lambda: self._mark_chosen(True)))
+        wrong.on_click(on_this_loop(lambda: self._mark_chosen(False)))
+        return w.HBox([self.shadow_choice, right, wrong])
+
+    def _mark_chosen(self, right: bool) -> None:
+        if self.shadow_choice.value is not None:
+            self.mark_shadow(int(self.shadow_choice.value), right=right)
+
+    def mark_shadow(self, seq: int, *, right: bool) -> None:
+        """Label the shadow decision at event ``seq`` right or wrong; what went wrong (a run
+        that keeps no store, an event that is no decision) is a line in the log."""
+        try:
+            self.run.label(seq, right=right)
+        except GrNotebookError as exc:
+            self.add_log(f"Not labelled: {exc}")
+            return
+        self.add_log(f"event {seq}: the shadow decision marked {'right' if right else 'wrong'}")
 
     def _insert_after(self, panel: w.Widget, new: w.Widget) -> None:
         children = list(getattr(self, "children"))  # noqa: B009 (the trait is untyped)
@@ -411,6 +436,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self.feedback.value = render_feedback(state.feedback, state.feedback_total)
         if state.shadow or self._shadow_panel is not None:
             self.shadow.value = render_shadow(state.shadow, state.shadow_total)
+            self.shadow_choice.options = [
+                (f"turn {e.turn}: {e.text}"[:120], e.seq) for e in state.shadow
+            ]
         if state.thinking or self._thinking is not None:
             self.thinking.value = render_thinking(state.thinking)
         self.timeline.value = render_timeline(state.timeline, state.timeline_total)
