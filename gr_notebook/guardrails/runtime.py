@@ -178,11 +178,11 @@ class Guardrails:
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return None
-        now = self._clock()
+        now, plan_file = self._clock(), self._run.plan_file
         asks: list[tuple[str, PolicyDecision, ToolPolicy]] = []
         for binding in bindings:
             context = PolicyContext(
-                self.workspace, self.memories[binding.key], turn, self.calls, now
+                self.workspace, self.memories[binding.key], turn, self.calls, now, plan_file
             )
             decision = _ask(binding.policy, tool, params, context)
             if decision.needs_approval:
@@ -246,10 +246,10 @@ class Guardrails:
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return
-        now = self._clock()
+        now, plan_file = self._clock(), self._run.plan_file
         for binding in bindings:
             context = PolicyContext(
-                self.workspace, self.memories[binding.key], turn, self.calls, now
+                self.workspace, self.memories[binding.key], turn, self.calls, now, plan_file
             )
             try:
                 binding.policy.on_result(tool, params, result, context=context)
