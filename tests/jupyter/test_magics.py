@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,36 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
     with capture_output() as shown:
         ip.run_line_magic("agent", "stop")
     assert "has already finished (completed)" in shown.stdout
+
+
+def readme_background_example() -> tuple[str, str, list[str]]:
+    """The README's background example: the cell that builds the agent, the %%agent cell,
+    and the steering lines (as a person types them: without their comments)."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    after = readme.split("`--background` returns at once", 1)[1]
+    setup, cell, steering = re.findall(r"```(?:python)?\n(.*?)```", after, re.S)[:3]
+    lines = [re.sub(r"\s+#.*$", "", line) for line in steering.splitlines()]
+    return setup, cell, lines
+
+
+async def test_the_readmes_background_example_can_be_steered(ip: InteractiveShell) -> None:
+    setup, cell, steering = readme_background_example()
+    assert ip.run_cell(setup).success
+    slow = ip.user_ns["slow"]
+    quick = gr.Agent(gr.SimulatedModel(), store=False, workspace="quick")
+    head, body = cell.split("\n", 1)
+    turns = quick.run_sync(body).turns
+    assert slow.model.latency * turns >= 10  # seconds: time enough to type the next cell
+    with capture_output():
+        ip.run_cell_magic("agent", head.removeprefix("%%agent").strip(), body)
+    run = ip.user_ns["run"]
+    assert steering[0] == "%agent pause"
+    with capture_output() as shown:
+        ip.run_line_magic("agent", steering[0].removeprefix("%agent "))
+    assert "pauses at the next safe point" in shown.stdout
+    await until(lambda: run.paused, limit=2 * slow.model.latency + 5)
+    run.cancel()
+    await asyncio.wait_for(run.wait(), 10)
 
 
 async def test_agent_stop_cancels_a_background_run(ip: InteractiveShell, tmp_path: Path) -> None:
