@@ -190,11 +190,14 @@ class ApprovalRequest(ConfirmationRequest):
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
     """A person's answer: approve the call, deny it with a reason the model reads, or run
-    it with an edited input."""
+    it with an edited input. ``by`` says who gave it, in ``approvals_df().by``: the desk's
+    answers are ``dashboard`` (a click) or ``code`` (``run.approvals`` from a cell or a
+    script); ``confirm=``'s are ``confirmer`` whatever it says."""
 
     decision: Decision
     reason: str | None = None
     input: Mapping[str, Any] | None = None
+    by: str | None = None
 
     def __post_init__(self) -> None:
         if self.decision not in ("approve", "deny", "edit"):
@@ -211,17 +214,17 @@ class ApprovalAnswer:
             raise RunError(f"a denial's reason is text, not {type(self.reason).__name__}")
 
     @classmethod
-    def approve(cls) -> ApprovalAnswer:
-        return cls("approve")
+    def approve(cls, *, by: str | None = None) -> ApprovalAnswer:
+        return cls("approve", by=by)
 
     @classmethod
-    def deny(cls, reason: str = "") -> ApprovalAnswer:
+    def deny(cls, reason: str = "", *, by: str | None = None) -> ApprovalAnswer:
         """``reason`` is what the model reads: say what to do instead."""
-        return cls("deny", reason.strip() or None)
+        return cls("deny", reason.strip() or None, by=by)
 
     @classmethod
-    def edit(cls, input: Mapping[str, Any]) -> ApprovalAnswer:
-        return cls("edit", input=input)
+    def edit(cls, input: Mapping[str, Any], *, by: str | None = None) -> ApprovalAnswer:
+        return cls("edit", input=input, by=by)
 
 
 @dataclass(slots=True)
@@ -296,17 +299,20 @@ class ApprovalDesk:
             raise RunError(self._not_waiting(request_id, waiting))
         waiting.answer.set_result(answer)
 
-    def approve(self, request_id: str | None = None) -> None:
-        """Approve ``request_id``, or the oldest waiting request."""
-        self.answer(self._id(request_id, "approve"), ApprovalAnswer.approve())
+    def approve(self, request_id: str | None = None, *, by: str = "code") -> None:
+        """Approve ``request_id``, or the oldest waiting request; ``by`` is who answers
+        (``code``; the dashboard's buttons say ``dashboard``)."""
+        self.answer(self._id(request_id, "approve"), ApprovalAnswer.approve(by=by))
 
-    def deny(self, reason: str = "", request_id: str | None = None) -> None:
+    def deny(self, reason: str = "", request_id: str | None = None, *, by: str = "code") -> None:
         """Deny with ``reason``, which the model reads: say what it should do instead."""
-        self.answer(self._id(request_id, "deny"), ApprovalAnswer.deny(reason))
+        self.answer(self._id(request_id, "deny"), ApprovalAnswer.deny(reason, by=by))
 
-    def edit(self, input: Mapping[str, Any], request_id: str | None = None) -> None:
+    def edit(
+        self, input: Mapping[str, Any], request_id: str | None = None, *, by: str = "code"
+    ) -> None:
         """Run the call with ``input`` (its whole new input) instead."""
-        self.answer(self._id(request_id, "edit"), ApprovalAnswer.edit(input))
+        self.answer(self._id(request_id, "edit"), ApprovalAnswer.edit(input, by=by))
 
     async def ask(self, request: ApprovalRequest, limit: float | None = None) -> ApprovalAnswer:
         """Put ``request`` on the desk and wait for its answer, at most ``limit`` seconds
@@ -490,7 +496,8 @@ class Approvals:
             return ApprovalAnswer.deny(), ends
         try:
             if asked == "desk":
-                return await self.desk.ask(request, limit), "desk"
+                answer = await self.desk.ask(request, limit)
+                return answer, answer.by or "code"
             reply = await asyncio.wait_for(self._confirmer(request), limit)
             if limit is not None and self._clock() - started > limit:
                 return ApprovalAnswer.deny(), ends  # a blocking confirmer answered too late

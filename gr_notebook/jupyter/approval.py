@@ -93,13 +93,16 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
 
     def approve(self) -> None:
         """What the Approve button does."""
-        self._answer(lambda: self.desk.approve(self.request.request_id), "✔ Approved: it runs.")
+        self._answer(
+            lambda: self.desk.approve(self.request.request_id, by="dashboard"),
+            "✔ Approved: it runs.",
+        )
 
     def deny(self, reason: str | None = None) -> None:
         """What the Deny button does: the reason box's text is what the model reads."""
         text = (self.reason.value if reason is None else reason).strip()
         self._answer(
-            lambda: self.desk.deny(text, self.request.request_id),
+            lambda: self.desk.deny(text, self.request.request_id, by="dashboard"),
             f"✖ Denied{': ' + text if text else ''}.",
         )
 
@@ -119,7 +122,7 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
             self._say("The input is a JSON object, {...}; fix it and press Run edited.", bad=True)
             return
         self._answer(
-            lambda: self.desk.edit(value, self.request.request_id),
+            lambda: self.desk.edit(value, self.request.request_id, by="dashboard"),
             "✎ Edited: the tool's schema checks it before it runs.",
         )
 

@@ -306,7 +306,7 @@ async def test_the_desk_answers_and_a_late_answer_is_refused(
         run.approvals.deny("too late", request.request_id)
     with pytest.raises(RunError, match="nothing to approve"):
         run.approvals.approve()
-    assert run.approvals_df()["by"].tolist() == ["desk"]
+    assert run.approvals_df()["by"].tolist() == ["code"]  # a cell answered, not a click
 
 
 async def test_a_timeout_denies(make_agent: Callable[..., gr.Agent]) -> None:
@@ -444,7 +444,7 @@ async def test_two_asks_in_one_turn_are_awaited_and_answered_in_turn(
     run.approvals.approve()
     await asyncio.wait_for(run.wait(), 10)
     assert run.workspace.read_text("b.txt") == "world"
-    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["approve", "desk"]] * 2
+    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["approve", "code"]] * 2
 
 
 def test_a_confirmers_answer_after_the_timeout_is_a_denial_by_timeout(
@@ -480,5 +480,5 @@ def test_the_desk_is_attended_from_on_run(make_agent: Callable[..., gr.Agent]) -
     run = agent.run_sync("job")
     assert run.workspace.read_text("a.txt") == "hello"
     assert run.approvals_df()[["asked", "decision", "by"]].values.tolist() == [
-        ["desk", "approve", "desk"]
+        ["desk", "approve", "code"]
     ]

@@ -52,7 +52,7 @@ async def test_approve_from_the_dashboard(make_agent: Callable[..., gr.Agent]) -
     assert prompt.outcome == "answered" and prompt.approve_button.disabled
     assert prompt.children == (prompt.status,)  # folded into its one line
     assert "write_file a.txt</b>: " in prompt.status.value and "Approved" in prompt.status.value
-    assert run.approvals_df()["by"].tolist() == ["desk"]
+    assert run.approvals_df()["by"].tolist() == ["dashboard"]
     assert dash.approvals is not None and not run.approvals.attended  # let go at the end
 
 
