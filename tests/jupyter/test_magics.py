@@ -100,7 +100,7 @@ MISUSE = [
     ("%%agent --background\nx", "--background needs a Jupyter kernel"),
     ("%agent", "unknown %agent action ''"),
     ("%agent explode", "type %agent status, %agent stop"),
-    ("%todo frob", "type %todo, %todo add TEXT or %todo complete"),
+    ("%todo frob", "type %todo add TEXT or %todo complete (%todo alone shows the list)"),
     ("%todo add", "say what the task is: %todo add"),
     ("%todo --run not_an_agent", "not a gr.Run"),
     ("%todo --run missing", "no variable named 'missing'"),
@@ -139,6 +139,28 @@ def test_misuse_is_one_line_saying_what_to_type(
 def test_background_outside_a_running_loop_says_what_to_do(ip: InteractiveShell) -> None:
     with pytest.raises(UsageError, match="--background needs the kernel's running event loop"):
         ip.run_cell_magic("agent", "--background", "x")
+
+
+@pytest.mark.parametrize("with_a_run", [False, True])
+def test_a_misspelt_subcommand_is_named_with_the_nearest_one(
+    ip: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, with_a_run: bool
+) -> None:
+    monkeypatch.setattr(run_module, "_latest", None)
+    if with_a_run:
+        ip.user_ns["done"] = gr.Agent(
+            gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path / "d", store=False
+        ).run_sync("job")
+    for source, said in (
+        ("%agent stauts", "unknown %agent action 'stauts'; did you mean %agent status?"),
+        ("%agent unpuase --run done", "'unpuase'; did you mean %agent unpause?"),
+        ("%agent froks --turn 3", "'froks'; did you mean %agent fork --turn N?"),
+        ("%todo compelte", "unknown %todo action 'compelte'; did you mean %todo complete?"),
+        ("%agent explode", "unknown %agent action 'explode'; type %agent status, %agent stop"),
+    ):
+        result, captured = run_cell(ip, source)
+        assert isinstance(result.error_in_exec, UsageError), source
+        assert said in captured.stderr, captured.stderr
+        assert "no run yet" not in captured.stderr
 
 
 def test_magics_without_any_run_say_how_to_start_one(
