@@ -34,7 +34,7 @@ from gr_notebook.guardrails.regulation import ConfirmerLike, RegulationSettings
 from gr_notebook.guardrails.regulation_tools import REGULATION_PROMPT, regulation_tools
 from gr_notebook.guardrails.shadow import ShadowSpec
 from gr_notebook.guardrails.spec import DEFAULT_MAX_REFUSALS, GuardrailSpec
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike, writable_path
 from gr_notebook.models import resolve_model
 from gr_notebook.models.base import Model
 from gr_notebook.models.pricing import Price, Priced, price_key, price_of_model
@@ -173,6 +173,8 @@ class Agent:
                 f"store takes a gr.Store or the path of one (or False to keep no record), not "
                 f"{type(store).__name__}"
             )
+        if isinstance(store, (str, os.PathLike)):
+            writable_path(store, make=False)  # a mistyped folder fails here, not at the run
         self._store_spec = store
         self._store: Store | None = None
         if not isinstance(checkpoints, bool):

@@ -402,7 +402,8 @@ class Run:
         return tool_calls_df(self._events)
 
     def policy_df(self) -> pd.DataFrame:
-        """One row per tool call a policy governed: allowed, or denied with the reason."""
+        """One row per tool call a policy governed: allowed, or denied with the reason (and
+        the ``traceback`` of a policy that raised while checking)."""
         from gr_notebook.history.analysis import policy_df
 
         return policy_df(self._events)

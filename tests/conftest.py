@@ -122,7 +122,9 @@ def offline() -> Iterator[None]:
 
 
 def agent_at(root: Path, model: Any = None, **kwargs: Any) -> gr.Agent:
-    """An agent whose workspace (``root/ws``) and store (``root/store.sqlite``) stay in root."""
+    """An agent whose workspace (``root/ws``) and store (``root/store.sqlite``) stay in root,
+    made if need be (a store's folder must exist)."""
+    root.mkdir(parents=True, exist_ok=True)
     kwargs.setdefault("workspace", root / "ws")
     kwargs.setdefault("store", root / "store.sqlite")
     kwargs.setdefault("max_iterations", 200)

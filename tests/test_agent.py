@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
-from gr_notebook.errors import WorkspaceError
+from gr_notebook.errors import ConfigError, WorkspaceError
 from gr_notebook.messages import TextBlock
 from gr_notebook.models import ModelResponse
 
@@ -26,6 +26,18 @@ def test_workspace_none_means_a_fresh_directory_under_gr_runs(
     runs = gr.runs_df()
     assert list(runs["run_id"]) == [run.run_id]
     assert runs["n_events"].iloc[0] == len(run.events)
+
+
+def test_a_store_path_in_a_missing_folder_is_refused_where_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "nonexistent" / "dir"
+    with pytest.raises(ConfigError, match=f"folder {missing} does not exist"):
+        gr.Agent(store=missing / "s.sqlite")
+    with pytest.raises(ConfigError, match="does not exist"):
+        gr.Experiment({"a": gr.Agent()}, {"x": "job"}, store=str(missing / "s.sqlite"))
+    assert list(tmp_path.iterdir()) == []  # no folder made, and no default store either
 
 
 def test_runs_df_lists_every_run_newest_first(

@@ -169,10 +169,13 @@ def _compaction(e: CompactionEvent) -> str:
 
 @_line(ConversationPrunedEvent)
 def _pruned(e: ConversationPrunedEvent) -> str:
+    """The files the model listed in its summary are those it read and need not read
+    again; a summary that lists none says nothing about them."""
+    read = len(e.files_examined)
+    files = f"; the model's summary lists {plural(read, 'file')} it already read" if read else ""
     return (
         f"Pruned after summarize_progress: {plural(e.messages_removed, 'message')} "
-        f"removed, conversation {e.tokens_before:,} → {e.tokens_after:,} "
-        f"tokens; the summary keeps {plural(len(e.files_examined), 'file')} examined"
+        f"removed, conversation {e.tokens_before:,} → {e.tokens_after:,} tokens{files}"
     )
 
 
@@ -303,9 +306,25 @@ def _policy_decision(e: PolicyDecisionEvent) -> str:
     return f"{e.tool or 'A tool call'} denied by {policy}: {e.reason or ''}"
 
 
+#: Who answered an approval (``by``), as the timeline says it after "approved".
+_ANSWERED_BY = {
+    "dashboard": "on the dashboard",
+    "code": "in code (run.approvals)",
+    "confirmer": "by confirm=",
+    "desk": "on the dashboard or in code",  # stores written before the two were told apart
+}
+#: Why a denial nobody gave came about.
+_UNANSWERED = {
+    "nobody": "nobody to ask",
+    "timeout": "no answer in time",
+    "deadline": "the run's time limit",
+    "stop": "the run was stopped",
+}
+
+
 @_line(ApprovalRequestedEvent)
 def _approval_requested(e: ApprovalRequestedEvent) -> str:
-    who = {"desk": "the dashboard", "confirmer": "the confirmer", "nobody": "nobody"}
+    who = {"desk": "the dashboard or run.approvals", "confirmer": "confirm=", "nobody": "nobody"}
     again = f" again (the edit was refused: {e.problem})" if e.problem else ""
     return f"{e.tool} waits for a person{again}: {e.reason}; asked {who.get(e.asked, e.asked)}"
 
@@ -313,14 +332,16 @@ def _approval_requested(e: ApprovalRequestedEvent) -> str:
 @_line(ApprovalAnsweredEvent)
 def _approval_answered(e: ApprovalAnsweredEvent) -> str:
     waited = f" after {e.waited_s:.1f} s" if e.waited_s > 0.05 else ""
+    who = _ANSWERED_BY.get(e.by, f"by {e.by}")
     if e.decision == "approve":
-        return f"{e.tool} approved by the {e.by}{waited}"
+        return f"{e.tool} approved {who}{waited}"
     if e.decision == "edit":
         refused = f", refused by its schema: {e.problem}" if e.problem else ""
-        return f"{e.tool} edited by the {e.by}{waited}{refused}"
+        return f"{e.tool} edited {who}{waited}{refused}"
     why = f": {e.reason}" if e.reason else ""
-    by = {"nobody": "nobody to ask", "timeout": "no answer in time", "deadline": "time limit"}
-    return f"{e.tool} not approved ({by.get(e.by, 'by the ' + e.by)}){waited}{why}"
+    if e.by in _UNANSWERED:
+        return f"{e.tool} not approved ({_UNANSWERED[e.by]}){waited}{why}"
+    return f"{e.tool} denied {who}{waited}{why}"
 
 
 @_line(PoliciesResetEvent)

@@ -66,6 +66,10 @@ class PolicyDecisionEvent(Event):
     needs_approval: bool | None = None
     """True when no policy denied and one asked: the call waits for a person (see the
     approval events that follow); None otherwise."""
+    traceback: Sequence[str] | None = None
+    """When ``policy`` raised while checking (and so denied): the last lines of its
+    traceback, for a person (``run.policy_df()``'s ``traceback``); the model reads only
+    the one-line ``reason``."""
 
     @property
     def verdict(self) -> Literal["allow", "deny", "ask"]:
@@ -96,8 +100,10 @@ class ApprovalRequestedEvent(Event):
 class ApprovalAnsweredEvent(Event):
     """The answer to one request: ``approve``, ``deny`` (``reason`` is what the model reads)
     or ``edit`` (``input`` is the edited input; ``problem`` when the tool's schema refused
-    it, and the person is asked again). ``by`` is who answered: ``desk``, ``confirmer``, or
-    for a denial nobody gave ``nobody``, ``timeout``, ``deadline`` or ``stop``."""
+    it, and the person is asked again). ``by`` is who answered: ``dashboard`` (a click),
+    ``code`` (``run.approvals``), ``confirmer`` (the agent's ``confirm=``), or for a denial
+    nobody gave ``nobody``, ``timeout``, ``deadline`` or ``stop``. Stores written before
+    said ``desk`` for the first two."""
 
     kind: ClassVar[Literal["approval_answered"]] = "approval_answered"
     request_id: str

@@ -106,6 +106,9 @@ class ErrorEvent(Event):
     message: str
     event_seq: int | None = None
     """For a failing subscriber: the event it failed on."""
+    traceback: Sequence[str] | None = None
+    """The last lines of the traceback, where an extension (a policy, a feedback provider,
+    a checker) raised: the timeline keeps its one line, and a person reads this."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)

@@ -44,7 +44,7 @@ from gr_notebook.experiments.record import RunRecord, failed_record
 from gr_notebook.experiments.results import Results
 from gr_notebook.experiments.stores import STORES_DIR, Merger, merge_runs
 from gr_notebook.experiments.worker import CANCEL_FILE, RunTask, execute, run_task
-from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
+from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, writable_path
 
 __all__ = ["Experiment"]
 
@@ -83,7 +83,7 @@ class Experiment:
         self.name = name.strip()
         self.root = Path(root if root is not None else EXPERIMENTS_DIR / self.name).absolute()
         _check_root(self.root)
-        self.store = Path(store if store is not None else DEFAULT_STORE_PATH).absolute()
+        self.store = writable_path(store if store is not None else DEFAULT_STORE_PATH, make=False)
         self.limiter: RateLimiter | None = None
         """The loop's shared rate limiter, during and after a run (how many 429s it met)."""
         self._stop: str | None = None

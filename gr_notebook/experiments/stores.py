@@ -43,6 +43,7 @@ def worker_store(root: Path) -> Store:
     with _open_lock:
         store = _open.get(path)
         if store is None:
+            path.parent.mkdir(parents=True, exist_ok=True)  # the experiment's own folder
             store = _open[path] = Store(path)
         return store
 

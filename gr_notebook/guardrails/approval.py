@@ -28,13 +28,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from gr_notebook.errors import ConfigError, RunError
+from gr_notebook.errors import ConfigError, RunError, WorkspaceError
 from gr_notebook.eventdata import clip
 from gr_notebook.events import ApprovalAnsweredEvent, ApprovalRequestedEvent, Event
+from gr_notebook.guardrails.paths import canonical_path
 from gr_notebook.guardrails.policy import PolicyContext, PolicyDecision
 from gr_notebook.guardrails.regulation import ConfirmationRequest, ConfirmerLike
 from gr_notebook.guidance import Directive, action_of_text
 from gr_notebook.validation import seconds
+from gr_notebook.workflow.bookkeeping import is_bookkeeping
 
 if TYPE_CHECKING:
     from gr_notebook.tools.base import Tool, ToolOutput
@@ -54,6 +56,7 @@ __all__ = [
 
 Decision: TypeAlias = Literal["approve", "deny", "edit"]
 Asked: TypeAlias = Literal["desk", "confirmer", "nobody"]
+_PATH_PARAMS = ("path", "file_path")
 MAX_CONFIRMER_EDITS = 3
 """A confirmer (code, not a person looking at the problem) whose edits the schema refuses
 this many times in a row is taken to deny."""
@@ -75,12 +78,17 @@ class ApprovalPolicy:
     """Asks a person before the tools in ``tools`` run, and before the calls that
     ``when(tool_name, params)`` picks; ``timeout_s`` bounds the wait (no answer denies).
 
-    A ``when`` that raises asks too: a person sees the call rather than a guess."""
+    A person approves the work, not the loop's bookkeeping: a call whose path (its
+    ``path`` or ``file_path``) is one of the loop's own files (the plan file,
+    ``todos.json``, ``notes.md``, ``experiences.md``, ``workspace_summary.md``, anything
+    under ``archive/``) runs unasked, unless ``include_bookkeeping=True``. A ``when`` that
+    raises asks too: a person sees the call rather than a guess."""
 
     tools: Iterable[str] = ()
     when: Callable[[str, Mapping[str, Any]], object] | None = None
     timeout_s: float | None = None
     name: str = "approval"
+    include_bookkeeping: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.tools, str):
@@ -110,11 +118,17 @@ class ApprovalPolicy:
             object.__setattr__(
                 self, "timeout_s", seconds(self.timeout_s, "timeout_s", minimum=0, above=True)
             )
+        if not isinstance(self.include_bookkeeping, bool):
+            raise ConfigError(
+                f"include_bookkeeping takes True or False, got {self.include_bookkeeping!r}"
+            )
         object.__setattr__(self, "tools", names)
 
     def check(
         self, tool: Tool, params: Mapping[str, Any], *, context: PolicyContext
     ) -> PolicyDecision:
+        if not self.include_bookkeeping and _bookkeeping(params, context):
+            return PolicyDecision.allow()
         if tool.name in self.tools:
             return PolicyDecision.ask(f"{tool.name} is on the list of tools a person approves")
         if self.when is None:
@@ -141,6 +155,19 @@ class ApprovalPolicy:
         return None
 
 
+def _bookkeeping(params: Mapping[str, Any], context: PolicyContext) -> bool:
+    """Whether the call names a path, and every path it names is one of the loop's own
+    files; a path that cannot be resolved is not (the call is asked about)."""
+    raw = [params[key] for key in _PATH_PARAMS if key in params]
+    if not raw:
+        return False
+    try:
+        names = [canonical_path(context.workspace, path) for path in raw]
+    except WorkspaceError:
+        return False
+    return all(is_bookkeeping(name, context.plan_file) for name in names)
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest(ConfirmationRequest):
     """A tool call that waits for a person. It is a :class:`ConfirmationRequest` (operation
@@ -163,11 +190,14 @@ class ApprovalRequest(ConfirmationRequest):
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
     """A person's answer: approve the call, deny it with a reason the model reads, or run
-    it with an edited input."""
+    it with an edited input. ``by`` says who gave it, in ``approvals_df().by``: the desk's
+    answers are ``dashboard`` (a click) or ``code`` (``run.approvals`` from a cell or a
+    script); ``confirm=``'s are ``confirmer`` whatever it says."""
 
     decision: Decision
     reason: str | None = None
     input: Mapping[str, Any] | None = None
+    by: str | None = None
 
     def __post_init__(self) -> None:
         if self.decision not in ("approve", "deny", "edit"):
@@ -184,17 +214,17 @@ class ApprovalAnswer:
             raise RunError(f"a denial's reason is text, not {type(self.reason).__name__}")
 
     @classmethod
-    def approve(cls) -> ApprovalAnswer:
-        return cls("approve")
+    def approve(cls, *, by: str | None = None) -> ApprovalAnswer:
+        return cls("approve", by=by)
 
     @classmethod
-    def deny(cls, reason: str = "") -> ApprovalAnswer:
+    def deny(cls, reason: str = "", *, by: str | None = None) -> ApprovalAnswer:
         """``reason`` is what the model reads: say what to do instead."""
-        return cls("deny", reason.strip() or None)
+        return cls("deny", reason.strip() or None, by=by)
 
     @classmethod
-    def edit(cls, input: Mapping[str, Any]) -> ApprovalAnswer:
-        return cls("edit", input=input)
+    def edit(cls, input: Mapping[str, Any], *, by: str | None = None) -> ApprovalAnswer:
+        return cls("edit", input=input, by=by)
 
 
 @dataclass(slots=True)
@@ -269,17 +299,20 @@ class ApprovalDesk:
             raise RunError(self._not_waiting(request_id, waiting))
         waiting.answer.set_result(answer)
 
-    def approve(self, request_id: str | None = None) -> None:
-        """Approve ``request_id``, or the oldest waiting request."""
-        self.answer(self._id(request_id, "approve"), ApprovalAnswer.approve())
+    def approve(self, request_id: str | None = None, *, by: str = "code") -> None:
+        """Approve ``request_id``, or the oldest waiting request; ``by`` is who answers
+        (``code``; the dashboard's buttons say ``dashboard``)."""
+        self.answer(self._id(request_id, "approve"), ApprovalAnswer.approve(by=by))
 
-    def deny(self, reason: str = "", request_id: str | None = None) -> None:
+    def deny(self, reason: str = "", request_id: str | None = None, *, by: str = "code") -> None:
         """Deny with ``reason``, which the model reads: say what it should do instead."""
-        self.answer(self._id(request_id, "deny"), ApprovalAnswer.deny(reason))
+        self.answer(self._id(request_id, "deny"), ApprovalAnswer.deny(reason, by=by))
 
-    def edit(self, input: Mapping[str, Any], request_id: str | None = None) -> None:
+    def edit(
+        self, input: Mapping[str, Any], request_id: str | None = None, *, by: str = "code"
+    ) -> None:
         """Run the call with ``input`` (its whole new input) instead."""
-        self.answer(self._id(request_id, "edit"), ApprovalAnswer.edit(input))
+        self.answer(self._id(request_id, "edit"), ApprovalAnswer.edit(input, by=by))
 
     async def ask(self, request: ApprovalRequest, limit: float | None = None) -> ApprovalAnswer:
         """Put ``request`` on the desk and wait for its answer, at most ``limit`` seconds
@@ -463,7 +496,8 @@ class Approvals:
             return ApprovalAnswer.deny(), ends
         try:
             if asked == "desk":
-                return await self.desk.ask(request, limit), "desk"
+                answer = await self.desk.ask(request, limit)
+                return answer, answer.by or "code"
             reply = await asyncio.wait_for(self._confirmer(request), limit)
             if limit is not None and self._clock() - started > limit:
                 return ApprovalAnswer.deny(), ends  # a blocking confirmer answered too late

@@ -172,6 +172,8 @@ class PolicyContext:
     call_index: int = 0
     """Tool calls the run made before this one."""
     now: float = 0.0
+    plan_file: str = "main_plan.md"
+    """The run's plan file (the agent's ``plan_file``), one of the loop's own files."""
 
 
 @runtime_checkable

@@ -40,7 +40,7 @@ from gr_notebook.guardrails.policy import (
 from gr_notebook.guardrails.readonly import read_only
 from gr_notebook.guardrails.spec import GuardrailSpec
 from gr_notebook.guardrails.triggers import FeedbackRunner
-from gr_notebook.guardrails.view import failure
+from gr_notebook.guardrails.view import failure, traceback_lines
 from gr_notebook.harness import GR_LOOP, Harness
 from gr_notebook.workflow.prompts import stop_refused_prompt
 
@@ -178,18 +178,18 @@ class Guardrails:
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return None
-        now = self._clock()
+        now, plan_file = self._clock(), self._run.plan_file
         asks: list[tuple[str, PolicyDecision, ToolPolicy]] = []
         for binding in bindings:
             context = PolicyContext(
-                self.workspace, self.memories[binding.key], turn, self.calls, now
+                self.workspace, self.memories[binding.key], turn, self.calls, now, plan_file
             )
-            decision = _ask(binding.policy, tool, params, context)
+            decision, raised = _ask(binding.policy, tool, params, context)
             if decision.needs_approval:
                 asks.append((binding.key, decision, binding.policy))
             elif not decision.allowed:
                 denial = Denial(binding.key, decision.reason or "denied")
-                self._decided(tool, denial, bindings, tool_use_id)
+                self._decided(tool, denial, bindings, tool_use_id, raised)
                 return denial
         held = _held(asks) if asks else None
         self._decided(tool, held, bindings, tool_use_id)
@@ -218,6 +218,7 @@ class Guardrails:
         denial: Denial | None,
         bindings: tuple[PolicyBinding, ...],
         tool_use_id: str | None,
+        raised: Exception | None = None,
     ) -> None:
         self._emit(
             PolicyDecisionEvent(
@@ -228,6 +229,7 @@ class Guardrails:
                 policies=[b.key for b in bindings],
                 tool_use_id=tool_use_id,
                 needs_approval=True if denial is not None and denial.needs_approval else None,
+                traceback=None if raised is None else traceback_lines(raised),
             )
         )
 
@@ -246,10 +248,10 @@ class Guardrails:
         bindings = self.spec.by_tool.get(tool.name)
         if not bindings:
             return
-        now = self._clock()
+        now, plan_file = self._clock(), self._run.plan_file
         for binding in bindings:
             context = PolicyContext(
-                self.workspace, self.memories[binding.key], turn, self.calls, now
+                self.workspace, self.memories[binding.key], turn, self.calls, now, plan_file
             )
             try:
                 binding.policy.on_result(tool, params, result, context=context)
@@ -462,18 +464,20 @@ def _held(asks: list[tuple[str, PolicyDecision, ToolPolicy]]) -> Denial:
 
 def _ask(
     policy: ToolPolicy, tool: Tool, params: Mapping[str, Any], context: PolicyContext
-) -> PolicyDecision:
-    """The policy's decision; fail-closed when it raises or answers something else."""
+) -> tuple[PolicyDecision, Exception | None]:
+    """The policy's decision, and what it raised; fail-closed when it raises or answers
+    something else."""
     try:
         answer: object = policy.check(tool, params, context=context)
     except Exception as exc:
-        return PolicyDecision.deny(
+        reason = (
             f"the policy failed while checking ({type(exc).__name__}: {exc}), so the call "
             "was not run"
         )
+        return PolicyDecision.deny(reason), exc
     if isinstance(answer, PolicyDecision):
-        return answer
+        return answer, None
     return PolicyDecision.deny(
         f"the policy answered {type(answer).__name__}, not a PolicyDecision, so the call was "
         "not run"
-    )
+    ), None

@@ -10,6 +10,7 @@ drives guardrails without a loop, implements it with a few attributes.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
     from gr_notebook.workflow.todos import TodoList
     from gr_notebook.workflow.workspace import Workspace
 
-__all__ = ["RelayView", "RunView", "failure"]
+__all__ = ["TRACEBACK_LINES", "RelayView", "RunView", "failure", "traceback_lines"]
+
+TRACEBACK_LINES = 40
+"""How much of an extension's traceback its event keeps (each line clipped as event text)."""
 
 
 class RunView(Protocol):
@@ -85,6 +89,19 @@ class RelayView:
 
 def failure(source: str, exc: Exception, **culprit: Any) -> ErrorEvent:
     """The ``error`` event of an extension that raised (a policy, a feedback provider, a
-    checker), recorded instead of breaking the run; ``culprit`` names it (``policy=``,
-    ``tool=``, ``provider=``: the event's own fields)."""
-    return ErrorEvent(source=source, error_type=type(exc).__name__, message=str(exc), **culprit)
+    checker), recorded instead of breaking the run, with its traceback; ``culprit`` names it
+    (``policy=``, ``tool=``, ``provider=``: the event's own fields)."""
+    return ErrorEvent(
+        source=source,
+        error_type=type(exc).__name__,
+        message=str(exc),
+        traceback=traceback_lines(exc),
+        **culprit,
+    )
+
+
+def traceback_lines(exc: BaseException) -> tuple[str, ...]:
+    """The last :data:`TRACEBACK_LINES` lines of ``exc``'s traceback: the frames nearest
+    the error, and the error."""
+    lines = "".join(traceback.format_exception(exc)).splitlines()
+    return tuple(lines[-TRACEBACK_LINES:])

@@ -7,7 +7,7 @@ fields (:data:`FRAMES`), as Inspect AI's are against its event classes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -123,6 +123,11 @@ def _columns(*names: str) -> tuple[EventColumn, ...]:
     return tuple(EventColumn(n) for n in names)
 
 
+def _text(lines: Sequence[str] | None) -> str | None:
+    """Lines kept in an event (a traceback), as one text to print; None for none."""
+    return "\n".join(lines) if lines else None
+
+
 MODE = EventColumn("mode", compute=lambda e: getattr(e, "mode", None) or "live")
 """``live``, or ``shadow`` for a shadow guardrail's decision (which nothing acted on)."""
 
@@ -172,6 +177,7 @@ FRAMES: Mapping[str, EventFrame] = {
             EventColumn("guardrail", "policy"),
             *_columns("reason", "policies"),
             MODE,
+            EventColumn("traceback", compute=lambda e: _text(getattr(e, "traceback", None))),
         ),
     ),
     "feedback_df": EventFrame(
@@ -375,7 +381,8 @@ def thinking_df(events: Iterable[Event]) -> pd.DataFrame:
 def policy_df(events: Iterable[Event]) -> pd.DataFrame:
     """One row per governed tool call: the ``decision`` (``allow``, ``deny``, ``ask``), and
     for a denial or an ask the ``guardrail`` (the policy) that made it and its ``reason``;
-    ``policies`` are those asked."""
+    ``policies`` are those asked. A policy that raised denies, and its ``traceback`` (the
+    last lines, as text to ``print``) is in the row."""
     return FRAMES["policy_df"].build(events)
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Final, Self, TypeAlias
 
-from gr_notebook.errors import StoreError
+from gr_notebook.errors import ConfigError, StoreError
 from gr_notebook.events import Event, decode
 from gr_notebook.history.cells import DamagedRow, checked, parse_json
 
@@ -47,6 +47,7 @@ __all__ = [
     "StoreLike",
     "reading",
     "status_as_read",
+    "writable_path",
 ]
 
 #: Relative to the working directory, so each notebook folder keeps its own history.
@@ -279,23 +280,51 @@ _LABEL_COLUMNS: Final[Mapping[str, type]] = {
 }
 
 
+def writable_path(path: str | os.PathLike[str], *, make: bool = True) -> Path:
+    """The absolute path of a store to be written at ``path``, whose folder is there: the
+    default location's folder (``gr_runs/``) is made (unless ``make`` is off, to check a
+    path before it is used), any other must exist already, or it is a ConfigError naming it
+    (a mistyped path makes no folder, anywhere)."""
+    absolute = Path(path).absolute()
+    folder = absolute.parent
+    if absolute == DEFAULT_STORE_PATH.absolute():
+        if not make:
+            return absolute
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot make the folder {folder} for the run store: {exc}") from exc
+    elif not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ConfigError(
+            f"the run store's folder {folder} {what}; make it first "
+            f"(os.makedirs({str(folder)!r})), or give a store path in a folder that exists "
+            f"(only the default, {DEFAULT_STORE_PATH}, has its folder made)"
+        )
+    return absolute
+
+
 class Store:
     """One SQLite connection shared by every thread of a kernel, serialised by a lock.
 
     Failures raise :class:`StoreError`, not ``sqlite3`` errors, so callers need to know only
-    gr_notebook's error hierarchy.
+    gr_notebook's error hierarchy; a path in a folder that does not exist is a
+    :class:`ConfigError` (:func:`writable_path`).
     """
 
     def __init__(
         self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, create: bool = True
     ) -> None:
-        """Open the store at ``path``; ``create=False`` (to read it) refuses, creating
-        nothing, when there is none there (:func:`reading`)."""
+        """Open the store at ``path``, made there if need be in a folder that exists
+        (:func:`writable_path`); ``create=False`` (to read it) refuses, creating nothing,
+        when there is none there (:func:`reading`)."""
         # Absolute, so a later os.chdir in the notebook can't make .path or messages lie.
         self._path = Path(path).absolute()
         self._lock = threading.Lock()
         self._closed = False
-        if not create and not self._path.exists():
+        if create:
+            self._path = writable_path(path)
+        elif not self._path.exists():
             raise StoreError(
                 f"there is no run store at {self._path}; nothing was recorded there. Pass "
                 "store= the path your agent recorded into (gr.Agent(store=...), by default "
@@ -303,7 +332,6 @@ class Store:
             )
         try:
             if create:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
                 self._conn = sqlite3.connect(self._path, check_same_thread=False)
             else:  # mode=rw: a file deleted since the check is not made again
                 uri = f"{self._path.as_uri()}?mode=rw"

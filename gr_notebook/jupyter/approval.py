@@ -4,7 +4,8 @@
 Each request shows the call, why it waits and its input, with Approve, Deny (and a box for
 the reason the model reads) and Edit (the input as JSON, run as edited). The buttons answer
 on the desk, as ``run.approvals`` does from code, so they work while a background run goes
-on. A refused edit closes its prompt and the request comes back with the problem shown.
+on. A refused edit closes its prompt and the request comes back with the problem shown. An
+answered (or closed) prompt folds into one line: the call and what became of it.
 """
 
 from __future__ import annotations
@@ -17,16 +18,24 @@ from typing import Any
 import ipywidgets as w
 
 from gr_notebook.errors import GrNotebookError
+from gr_notebook.eventdata import clip
 from gr_notebook.guardrails.approval import ApprovalDesk, ApprovalRequest
 from gr_notebook.jupyter.clicks import on_this_loop
 
 __all__ = ["ApprovalPrompt", "ApprovalView"]
 
+_TARGETS = ("path", "file_path", "command", "url")
 _CLOSED = {
     "answered": "Answered.",
     "timed out": "No answer in time: the call was denied.",
     "withdrawn": "No longer waiting (the run stopped or its time ran out); the call did not run.",
 }
+
+
+def _target(request: ApprovalRequest) -> str:
+    """What the call acts on, for its one line: its path or command, clipped."""
+    value = next((request.input[k] for k in _TARGETS if request.input.get(k)), "")
+    return clip(" ".join(str(value).split()), 60)
 
 
 def _question(request: ApprovalRequest) -> str:
@@ -51,6 +60,7 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
     def __init__(self, request: ApprovalRequest, desk: ApprovalDesk) -> None:
         self.request, self.desk = request, desk
         self.outcome = "waiting"
+        self.folded = False
         self.approve_button = w.Button(description="Approve", icon="check", button_style="success")
         self.deny_button = w.Button(description="Deny", icon="times", button_style="danger")
         self.reason = w.Text(placeholder="Why not, and what to do instead (the model reads it)")
@@ -83,13 +93,16 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
 
     def approve(self) -> None:
         """What the Approve button does."""
-        self._answer(lambda: self.desk.approve(self.request.request_id), "✔ Approved: it runs.")
+        self._answer(
+            lambda: self.desk.approve(self.request.request_id, by="dashboard"),
+            "✔ Approved: it runs.",
+        )
 
     def deny(self, reason: str | None = None) -> None:
         """What the Deny button does: the reason box's text is what the model reads."""
         text = (self.reason.value if reason is None else reason).strip()
         self._answer(
-            lambda: self.desk.deny(text, self.request.request_id),
+            lambda: self.desk.deny(text, self.request.request_id, by="dashboard"),
             f"✖ Denied{': ' + text if text else ''}.",
         )
 
@@ -109,7 +122,7 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
             self._say("The input is a JSON object, {...}; fix it and press Run edited.", bad=True)
             return
         self._answer(
-            lambda: self.desk.edit(value, self.request.request_id),
+            lambda: self.desk.edit(value, self.request.request_id, by="dashboard"),
             "✎ Edited: the tool's schema checks it before it runs.",
         )
 
@@ -120,6 +133,7 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
         if self.outcome == "waiting":
             self.outcome = how
             self._say(_CLOSED.get(how, how), bad=how != "answered")
+        self._fold()
 
     def _answer(self, answer: Callable[[], None], said: str) -> None:
         try:
@@ -131,10 +145,24 @@ class ApprovalPrompt(w.VBox):  # type: ignore[misc]
         for control in self.controls:
             control.disabled = True
         self._say(said, bad=said.startswith("✖"))
+        self._fold()
+
+    def _fold(self) -> None:
+        """An answered prompt shrinks to its one line: the call and what became of it, so
+        a job's answered prompts do not pile up in the dashboard."""
+        if not self.folded:
+            self.folded = True
+            self.children = (self.status,)
+            self.layout = w.Layout(padding="0 8px", margin="0")
 
     def _say(self, message: str, *, bad: bool) -> None:
         colour = "#c62828" if bad else "#2e7d32"
-        self.status.value = f"<span style='color:{colour}'>{escape(message)}</span>"
+        call = f"{self.request.tool} {_target(self.request)}".rstrip()
+        self.status.value = (
+            f"<div title='{escape(message)}' style='white-space:nowrap;overflow:hidden;"
+            "text-overflow:ellipsis'>"
+            f"<b>{escape(call)}</b>: <span style='color:{colour}'>{escape(message)}</span></div>"
+        )
 
     def __repr__(self) -> str:
         return f"<ApprovalPrompt {self.request.request_id} {self.request.tool}: {self.outcome}>"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import difflib
 import keyword
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython import display as ipython_display
@@ -43,6 +44,12 @@ magic_arguments = cast(Callable[[], Callable[[F], F]], ma.magic_arguments)
 argument = cast(Callable[..., Callable[[F], F]], ma.argument)
 
 AGENT_ACTIONS = ("status", "stop", "pause", "unpause")
+AGENT_SUBCOMMANDS = {
+    **{action: f"%agent {action}" for action in AGENT_ACTIONS},
+    "resume": "%agent resume RUN_ID",
+    "fork": "%agent fork --turn N",
+}
+TODO_SUBCOMMANDS = {"add": "%todo add TEXT", "complete": "%todo complete"}
 CONFIRM_TIMEOUT_S = 300.0  # how long the Approve/Deny buttons %%agent shows wait for a click
 # --run VAR is an option only as the first or last word: free text may mention "--run".
 _RUN_FIRST = re.compile(r"^\s*--run(?:\s+|=)(\S+)(?:\s+|$)")
@@ -136,6 +143,7 @@ class AgentMagics(Magics):
 
         Edits are recorded as events whose source is "person".
         """
+        _check_subcommand("%todo", line, TODO_SUBCOMMANDS, "%todo alone shows the list")
         rest, run = self._resolve_run(line, "%todo")
         action, text = _split_action(rest)
         if not action:
@@ -313,6 +321,7 @@ class AgentMagics(Magics):
     # -- %agent status|stop|pause|unpause ------------------------------------------------------
 
     def _control(self, line: str) -> None:
+        _check_subcommand("%agent", line, AGENT_SUBCOMMANDS, "%%agent as a cell starts a run")
         match = _RUN_FIRST.match(line) or _RUN_LAST.search(line)
         bare = (line[: match.start()] + " " + line[match.end() :] if match else line).split()
         if bare[:1] == ["resume"]:
@@ -519,6 +528,22 @@ def _parse_line(parser: Any, line: str, magic: str, hint: str) -> Any:
         return parser.parse_args(argv)
     except UsageError as exc:
         raise UsageError(f"{exc}; {hint}") from None
+
+
+def _check_subcommand(magic: str, line: str, valid: Mapping[str, str], aside: str) -> None:
+    """A misspelt subcommand is a usage error that names it and the nearest valid one, said
+    before any run is looked for: ``%agent stauts`` is a typo whether or not a run exists."""
+    match = _RUN_FIRST.match(line) or _RUN_LAST.search(line)
+    words = (line[: match.start()] + " " + line[match.end() :] if match else line).split()
+    if not words or words[0] in valid:
+        return
+    typed = words[0]
+    near = difflib.get_close_matches(typed, list(valid), n=1)
+    guess = f"did you mean {valid[near[0]]}? " if near else ""
+    *first, last = valid.values()
+    raise UsageError(
+        f"unknown {magic} action {typed!r}; {guess}type {', '.join(first)} or {last} ({aside})"
+    )
 
 
 def _split_action(rest: str) -> tuple[str, str]:

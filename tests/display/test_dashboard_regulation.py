@@ -195,7 +195,7 @@ def test_pruning_after_summarize_progress_gets_a_line(make_agent: Factory) -> No
     assert line.text == (
         f"Pruned after summarize_progress: {pruned['messages_removed']} messages removed, "
         f"conversation {pruned['tokens_before']:,} → {pruned['tokens_after']:,} tokens; "
-        "the summary keeps 2 files examined"
+        "the model's summary lists 2 files it already read"
     )
     assert pruned["tokens_after"] < pruned["tokens_before"]
 

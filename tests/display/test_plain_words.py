@@ -17,8 +17,10 @@ from gr_notebook.display.render import TIMELINE_ICONS, render_dashboard, render_
 from gr_notebook.display.state import RunTracker
 from gr_notebook.display.timeline import describe, describe_held_off
 from gr_notebook.events import (
+    ApprovalAnsweredEvent,
     CompletionCheckEvent,
     ConfirmationEvent,
+    ConversationPrunedEvent,
     EventLog,
     InterventionEvent,
     InterventionSkippedEvent,
@@ -54,6 +56,53 @@ def held_off(reason: str, step: int = 20, **fields: object) -> InterventionSkipp
     }
     values.update(fields)
     return InterventionSkippedEvent(**values)  # type: ignore[arg-type]
+
+
+def answered(by: str, decision: str = "approve", waited_s: float = 0.8) -> str:
+    return describe(
+        ApprovalAnsweredEvent(
+            request_id="approval-1",
+            tool="write_file",
+            tool_use_id=None,
+            decision=decision,  # type: ignore[arg-type]
+            by=by,
+            waited_s=waited_s,
+        )
+    )
+
+
+def test_an_approval_says_who_answered_in_words() -> None:
+    assert answered("dashboard") == "write_file approved on the dashboard after 0.8 s"
+    assert answered("code") == "write_file approved in code (run.approvals) after 0.8 s"
+    assert answered("confirmer", "edit") == "write_file edited by confirm= after 0.8 s"
+    assert answered("dashboard", "deny") == "write_file denied on the dashboard after 0.8 s"
+    assert answered("timeout", "deny") == "write_file not approved (no answer in time) after 0.8 s"
+    assert answered("stop", "deny", 0) == "write_file not approved (the run was stopped)"
+    assert answered("desk") == "write_file approved on the dashboard or in code after 0.8 s"
+    assert "desk" not in answered("dashboard") + answered("code")
+
+
+def pruned(files: list[str]) -> str:
+    return describe(
+        ConversationPrunedEvent(
+            messages_removed=12,
+            tokens_before=9_000,
+            tokens_after=2_000,
+            key_findings=["a"],
+            files_examined=files,
+            next_steps=["b"],
+            summary_turn=3,
+        )
+    )
+
+
+def test_a_pruned_conversation_says_what_the_files_in_its_summary_are() -> None:
+    assert pruned([]) == (
+        "Pruned after summarize_progress: 12 messages removed, conversation 9,000 → 2,000 tokens"
+    )
+    assert pruned(["a.md", "b.md"]).endswith(
+        "2,000 tokens; the model's summary lists 2 files it already read"
+    )
 
 
 @pytest.mark.parametrize(

@@ -107,10 +107,10 @@ def test_a_read_only_copy_reads_as_what_it_copies() -> None:
 
 
 def test_an_approvers_edit_meets_every_live_policy(make_agent: Factory) -> None:
-    """A person (here ``confirm=``) edits notes.md into secret.md; another live policy denies
+    """A person (here ``confirm=``) edits draft.md into secret.md; another live policy denies
     every write to secret.md, and its denial wins: nothing is written."""
     script = [
-        gr.tool_call("write_file", path="notes.md", content="draft"),
+        gr.tool_call("write_file", path="draft.md", content="draft"),
         gr.text("Done."),
     ]
 
@@ -125,7 +125,7 @@ def test_an_approvers_edit_meets_every_live_policy(make_agent: Factory) -> None:
     )
     run = agent.run_sync("job")
     ws = run.workspace.root
-    assert not (ws / "secret.md").exists() and not (ws / "notes.md").exists()
+    assert not (ws / "secret.md").exists() and not (ws / "draft.md").exists()
     [call] = run.events.of_kind("tool_call")
     assert call.data["is_error"] and "Denied by policy 'no_secret'" in call.data["result"]
     decisions = run.policy_df()
@@ -138,7 +138,7 @@ def test_an_edit_another_policy_asks_about_is_put_to_the_person_again(
 ) -> None:
     """The edit names a file a second policy holds for a person: the person is asked again,
     shown the edit, and only their approval runs it."""
-    script = [gr.tool_call("write_file", path="notes.md", content="x"), gr.text("Done.")]
+    script = [gr.tool_call("write_file", path="draft.md", content="x"), gr.text("Done.")]
     asked: list[dict[str, Any]] = []
 
     def confirm(request: ApprovalRequest) -> ApprovalAnswer | bool:
@@ -158,11 +158,11 @@ def test_an_edit_another_policy_asks_about_is_put_to_the_person_again(
     )
     run = agent.run_sync("job")
     assert asked == [
-        {"path": "notes.md", "content": "x"},
+        {"path": "draft.md", "content": "x"},
         {"path": "release.md", "content": "x"},
     ]
     assert (run.workspace.root / "release.md").read_text() == "x"
-    assert not (run.workspace.root / "notes.md").exists()
+    assert not (run.workspace.root / "draft.md").exists()
 
 
 def test_approve_after_a_refused_edit_runs_only_what_the_request_showed(

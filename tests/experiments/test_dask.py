@@ -55,6 +55,7 @@ def test_an_experiment_runs_on_a_local_cluster_through_its_client(
     runs = gr.runs_df(tmp_path / "store.sqlite")
     assert sorted(runs.run_id) == sorted(frame.run_id)  # merged: nothing lost or duplicated
     # the same grid on the event loop gives the same runs
+    (tmp_path / "loop").mkdir()
     again = experiment(tmp_path / "loop").run("loop", progress=False).df
     figures = ["agent", "repeat", "status", "turns", "tokens", "denials"]
     assert frame[figures].equals(again[figures])

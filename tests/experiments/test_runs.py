@@ -25,6 +25,7 @@ def grid(tmp_path: Path, repeats: int = 2, **kwargs: object) -> gr.Experiment:
             "simulated:reckless", policies=[gr.ReadBeforeWritePolicy()], max_iterations=80
         ),
     }
+    tmp_path.mkdir(exist_ok=True)
     return gr.Experiment(
         agents,
         {"short": JOB, "guide": gr.examples.QUICKSTART},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,6 +110,75 @@ def test_when_picks_the_calls_and_a_raising_rule_asks(
     assert [r.input["path"] for r in asked] == ["b.py", "boom.txt"]
     assert "failed on this call (ValueError: boom)" in asked[1].reason
     assert all(not c.is_error for c in calls_of(run))
+
+
+JOB_OF_FOUR = """\
+# Notes on tea
+## Gather
+- Note green tea
+- Note black tea
+## Write
+- Write the summary
+- Write the glossary
+"""
+
+
+@pytest.mark.parametrize("include_bookkeeping", [False, True])
+def test_the_loops_own_files_are_not_asked_about_unless_asked_for(
+    make_agent: Callable[..., gr.Agent], include_bookkeeping: bool
+) -> None:
+    asked: list[str] = []
+    policy = gr.ApprovalPolicy(tools=["write_file"], include_bookkeeping=include_bookkeeping)
+    run = agent_with(
+        make_agent,
+        "simulated",
+        policy,
+        plan_file="plans/strategy.md",
+        confirm=lambda r: asked.append(r.input["path"]) or True,
+    ).run_sync(JOB_OF_FOUR)
+    assert run.status == "completed"
+    assert len([p for p in asked if p.startswith("work/")]) >= 4  # the work is asked about
+    own = {"plans/strategy.md", "todos.json", "notes.md", "experiences.md", "workspace_summary.md"}
+    if include_bookkeeping:
+        assert "plans/strategy.md" in asked
+    else:  # never the plan file the agent names, nor the loop's other files
+        assert not own & set(asked) and not [p for p in asked if p.startswith("archive/")]
+    with pytest.raises(ConfigError, match="include_bookkeeping takes True or False"):
+        gr.ApprovalPolicy(tools=["write_file"], include_bookkeeping="yes")  # type: ignore[arg-type]
+
+
+def test_a_call_is_bookkeeping_only_when_every_path_it_names_is(tmp_path: Path) -> None:
+    from gr_notebook.guardrails.policy import PolicyContext, PolicyMemory
+    from gr_notebook.tools import Tool
+
+    policy = gr.ApprovalPolicy(tools=["write_file"])
+    tool = Tool("write_file", "writes", {"type": "object"}, lambda **k: "")
+    context = PolicyContext(gr.Workspace(tmp_path), PolicyMemory("approval"))
+    verdicts = {
+        path: policy.check(tool, {"path": path, "content": ""}, context=context).verdict
+        for path in (
+            "main_plan.md",
+            "./todos.json",
+            "/notes.md",
+            "archive/phase_01.md",
+            "workspace_summary.md",
+            "experiences.md",
+            "notes.md/../report.md",
+            "archives/x.md",
+            "../main_plan.md",
+        )
+    }
+    assert verdicts == {
+        "main_plan.md": "allow",
+        "./todos.json": "allow",
+        "/notes.md": "allow",
+        "archive/phase_01.md": "allow",
+        "workspace_summary.md": "allow",
+        "experiences.md": "allow",
+        "notes.md/../report.md": "ask",
+        "archives/x.md": "ask",
+        "../main_plan.md": "ask",  # outside the workspace: not the plan, so a person sees it
+    }
 
 
 # -- who answers --------------------------------------------------------------------------------
@@ -236,7 +306,7 @@ async def test_the_desk_answers_and_a_late_answer_is_refused(
         run.approvals.deny("too late", request.request_id)
     with pytest.raises(RunError, match="nothing to approve"):
         run.approvals.approve()
-    assert run.approvals_df()["by"].tolist() == ["desk"]
+    assert run.approvals_df()["by"].tolist() == ["code"]  # a cell answered, not a click
 
 
 async def test_a_timeout_denies(make_agent: Callable[..., gr.Agent]) -> None:
@@ -374,7 +444,7 @@ async def test_two_asks_in_one_turn_are_awaited_and_answered_in_turn(
     run.approvals.approve()
     await asyncio.wait_for(run.wait(), 10)
     assert run.workspace.read_text("b.txt") == "world"
-    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["approve", "desk"]] * 2
+    assert run.approvals_df()[["decision", "by"]].values.tolist() == [["approve", "code"]] * 2
 
 
 def test_a_confirmers_answer_after_the_timeout_is_a_denial_by_timeout(
@@ -410,5 +480,5 @@ def test_the_desk_is_attended_from_on_run(make_agent: Callable[..., gr.Agent]) -
     run = agent.run_sync("job")
     assert run.workspace.read_text("a.txt") == "hello"
     assert run.approvals_df()[["asked", "decision", "by"]].values.tolist() == [
-        ["desk", "approve", "desk"]
+        ["desk", "approve", "code"]
     ]

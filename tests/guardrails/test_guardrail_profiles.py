@@ -98,6 +98,7 @@ def test_dataframes_have_their_columns_even_when_empty(
         "reason",
         "policies",
         "mode",
+        "traceback",
     ]
     assert list(run.feedback_df().columns)[3:6] == ["provider", "severity", "summary"]
     assert list(run.completion_df().columns)[3:6] == ["stop", "checker", "complete"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.display.timeline import TIMELINE_KINDS, describe, worth_a_line
 from gr_notebook.errors import ConfigError
 from gr_notebook.guardrails import PolicyContext, PolicyMemory
 from gr_notebook.messages import ToolResultBlock
@@ -324,6 +325,37 @@ def test_a_policy_that_raises_denies(make_agent: Callable[..., gr.Agent]) -> Non
     assert results[-1].is_error
     assert "failed while checking (RuntimeError: policy bug)" in results[-1].content
     assert run.status == "ended"  # the run goes on
+
+
+def test_a_policy_that_raises_keeps_its_line_and_its_traceback_is_found(
+    make_agent: Callable[..., gr.Agent],
+) -> None:
+    class BrokenAfter(Recorder):
+        def on_result(self, tool: Any, params: Any, result: Any, *, context: Any) -> None:
+            raise KeyError("no such key")
+
+    run, _ = run_calls(
+        make_agent,
+        [gr.tool_call("list_files")],
+        policies=[Recorder("buggy", boom=True)],
+    )
+    [row] = run.policy_df().to_dict("records")
+    assert row["decision"] == "deny" and "RuntimeError: policy bug" in row["reason"]
+    trace = row["traceback"]
+    assert trace.startswith("Traceback (most recent call last):")
+    assert 'raise RuntimeError("policy bug")' in trace
+    assert trace.endswith("RuntimeError: policy bug")
+    lines = [describe(e) for e in run.events if e.kind in TIMELINE_KINDS and worth_a_line(e)]
+    assert [line for line in lines if "policy bug" in line] == [
+        "list_files denied by the policy buggy: the policy failed while checking "
+        "(RuntimeError: policy bug), so the call was not run"
+    ]  # one line, with no traceback in it
+
+    after, _ = run_calls(make_agent, [gr.tool_call("list_files")], policies=[BrokenAfter("late")])
+    [error] = after.events.of_kind("error")
+    assert error.data["traceback"][-1] == "KeyError: 'no such key'"
+    assert any("raise KeyError" in line for line in error.data["traceback"])
+    assert after.policy_df()["traceback"].isna().all()  # it allowed; the error is apart
 
 
 def test_on_result_runs_after_a_successful_call_only(make_agent: Callable[..., gr.Agent]) -> None:

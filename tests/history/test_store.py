@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gr_notebook.errors import GrNotebookError, StoreError
+from gr_notebook.errors import ConfigError, GrNotebookError, StoreError
 from gr_notebook.events import Event
 from gr_notebook.history import store as store_module
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store
@@ -280,11 +280,21 @@ def test_concurrent_writes_from_threads(tmp_path: Path) -> None:
         assert [e.seq for e in store.events("r1")] == list(range(200))
 
 
-def test_creates_parent_directories_and_exposes_path(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "er" / "store.sqlite"
+def test_a_store_is_made_in_a_folder_that_exists_and_exposes_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
     with Store(path) as store:
         assert store.path == path
         assert path.exists()
+
+
+def test_a_store_in_a_missing_folder_is_a_config_error_and_makes_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "deep" / "er"
+    with pytest.raises(ConfigError, match=f"folder {missing} does not exist; make it first"):
+        Store(missing / "store.sqlite")
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ConfigError, match="a_file is not a folder"):
+        Store(tmp_path / "a_file" / "store.sqlite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
 
 
 def test_default_path_is_relative_to_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,7 +54,7 @@ def test_budget_suggest_reads_a_missing_store_as_no_history_and_creates_nothing(
 
 
 def test_a_runs_store_is_still_created_and_then_read(tmp_path: Path) -> None:
-    store = tmp_path / "new" / "store.sqlite"
+    store = tmp_path / "store.sqlite"
     agent = gr.Agent(gr.SimulatedModel(), store=store, workspace=tmp_path / "ws")
     run = agent.run_sync("Write hello.md saying hello.")
     assert store.is_file()

@@ -37,7 +37,7 @@ NEWER_KINDS = frozenset(
 """Kinds the core gained after the fixture was recorded: no old store holds them."""
 NEWER_COLUMNS = {
     "interventions_df": ["why", "mode"],
-    "policy_df": ["mode"],
+    "policy_df": ["mode", "traceback"],
     "feedback_df": ["mode"],
     "completion_df": ["mode"],
     "tool_calls_df": ["effect", "key", "recovery", "unverified", "parent_made"],

@@ -87,7 +87,7 @@ async def test_the_desk_is_attended_from_on_run(tmp_path: Path) -> None:
     session = await sdk_session(agent, SCRIPT, ws)
     assert (ws / "a.txt").read_text() == "hello\n"
     df = session.run.approvals_df()
-    assert df[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "desk"]]
+    assert df[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "code"]]
 
 
 async def test_nobody_to_ask_denies(tmp_path: Path) -> None:

@@ -256,7 +256,7 @@ async def test_the_desk_is_attended_from_on_run(tmp_path: Path) -> None:
     session = await langchain_session(agent, script, ws, tools=[counted(ws)])
     assert runs_of(ws) == 1
     approvals = session.run.approvals_df()
-    assert approvals[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "desk"]]
+    assert approvals[["asked", "decision", "by"]].values.tolist() == [["desk", "approve", "code"]]
 
 
 async def test_gr_tools_run_in_the_workspace_with_grs_handlers(tmp_path: Path) -> None:

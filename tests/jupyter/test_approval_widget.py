@@ -50,7 +50,9 @@ async def test_approve_from_the_dashboard(make_agent: Callable[..., gr.Agent]) -
     await run.wait()
     assert run.workspace.read_text("a.txt") == "hello"
     assert prompt.outcome == "answered" and prompt.approve_button.disabled
-    assert run.approvals_df()["by"].tolist() == ["desk"]
+    assert prompt.children == (prompt.status,)  # folded into its one line
+    assert "write_file a.txt</b>: " in prompt.status.value and "Approved" in prompt.status.value
+    assert run.approvals_df()["by"].tolist() == ["dashboard"]
     assert dash.approvals is not None and not run.approvals.attended  # let go at the end
 
 
@@ -94,7 +96,7 @@ async def test_stop_closes_the_prompt_and_a_late_click_says_so(
     dash.stop()
     await run.wait()
     assert run.status == "cancelled" and prompt.approve_button.disabled
-    assert prompt.outcome == "withdrawn"
+    assert prompt.outcome == "withdrawn" and prompt.children == (prompt.status,)
     prompt.approve()  # a click that arrives late
     assert "no longer waiting" in prompt.status.value
 

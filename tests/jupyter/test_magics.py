@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ MISUSE = [
     ("%%agent --background\nx", "--background needs a Jupyter kernel"),
     ("%agent", "unknown %agent action ''"),
     ("%agent explode", "type %agent status, %agent stop"),
-    ("%todo frob", "type %todo, %todo add TEXT or %todo complete"),
+    ("%todo frob", "type %todo add TEXT or %todo complete (%todo alone shows the list)"),
     ("%todo add", "say what the task is: %todo add"),
     ("%todo --run not_an_agent", "not a gr.Run"),
     ("%todo --run missing", "no variable named 'missing'"),
@@ -126,6 +127,28 @@ def test_misuse_is_one_line_saying_what_to_type(
 def test_background_outside_a_running_loop_says_what_to_do(ip: InteractiveShell) -> None:
     with pytest.raises(UsageError, match="--background needs the kernel's running event loop"):
         ip.run_cell_magic("agent", "--background", "x")
+
+
+@pytest.mark.parametrize("with_a_run", [False, True])
+def test_a_misspelt_subcommand_is_named_with_the_nearest_one(
+    ip: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, with_a_run: bool
+) -> None:
+    monkeypatch.setattr(run_module, "_latest", None)
+    if with_a_run:
+        ip.user_ns["done"] = gr.Agent(
+            gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path / "d", store=False
+        ).run_sync("job")
+    for source, said in (
+        ("%agent stauts", "unknown %agent action 'stauts'; did you mean %agent status?"),
+        ("%agent unpuase --run done", "'unpuase'; did you mean %agent unpause?"),
+        ("%agent froks --turn 3", "'froks'; did you mean %agent fork --turn N?"),
+        ("%todo compelte", "unknown %todo action 'compelte'; did you mean %todo complete?"),
+        ("%agent explode", "unknown %agent action 'explode'; type %agent status, %agent stop"),
+    ):
+        result, captured = run_cell(ip, source)
+        assert isinstance(result.error_in_exec, UsageError), source
+        assert said in captured.stderr, captured.stderr
+        assert "no run yet" not in captured.stderr
 
 
 def test_magics_without_any_run_say_how_to_start_one(
@@ -179,6 +202,36 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
     with capture_output() as shown:
         ip.run_line_magic("agent", "stop")
     assert "has already finished (completed)" in shown.stdout
+
+
+def readme_background_example() -> tuple[str, str, list[str]]:
+    """The README's background example: the cell that builds the agent, the %%agent cell,
+    and the steering lines (as a person types them: without their comments)."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    after = readme.split("`--background` returns at once", 1)[1]
+    setup, cell, steering = re.findall(r"```(?:python)?\n(.*?)```", after, re.S)[:3]
+    lines = [re.sub(r"\s+#.*$", "", line) for line in steering.splitlines()]
+    return setup, cell, lines
+
+
+async def test_the_readmes_background_example_can_be_steered(ip: InteractiveShell) -> None:
+    setup, cell, steering = readme_background_example()
+    assert ip.run_cell(setup).success
+    slow = ip.user_ns["slow"]
+    quick = gr.Agent(gr.SimulatedModel(), store=False, workspace="quick")
+    head, body = cell.split("\n", 1)
+    turns = quick.run_sync(body).turns
+    assert slow.model.latency * turns >= 10  # seconds: time enough to type the next cell
+    with capture_output():
+        ip.run_cell_magic("agent", head.removeprefix("%%agent").strip(), body)
+    run = ip.user_ns["run"]
+    assert steering[0] == "%agent pause"
+    with capture_output() as shown:
+        ip.run_line_magic("agent", steering[0].removeprefix("%agent "))
+    assert "pauses at the next safe point" in shown.stdout
+    await until(lambda: run.paused, limit=2 * slow.model.latency + 5)
+    run.cancel()
+    await asyncio.wait_for(run.wait(), 10)
 
 
 async def test_agent_stop_cancels_a_background_run(ip: InteractiveShell, tmp_path: Path) -> None:

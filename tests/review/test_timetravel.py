@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent.parent / "history" / "fixtures"
 
 
 def agent_in(root: Path, **kwargs: Any) -> gr.Agent:
+    root.mkdir(exist_ok=True)
     kwargs.setdefault("store", root / "store.sqlite")
     kwargs.setdefault("max_iterations", 200)
     kwargs.setdefault("workspace", root / "ws")
