@@ -114,6 +114,7 @@ def agent(
     model: Any = None,
     workspace: Path | None = None,
 ) -> gr.Agent:
+    root.mkdir(parents=True, exist_ok=True)  # a store's folder must exist
     tools: list[Tool | gr.Toolset] = [send_tool(root, kill, probe)]
     extra = [KillAfterReturn(kill)] if kill is not None and kill.returned else []
     return gr.Agent(
