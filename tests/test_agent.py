@@ -168,6 +168,11 @@ def test_dataframes_have_the_contract_columns(make_agent: Callable[..., gr.Agent
         "is_error",
         "result",
         "duration_s",
+        "effect",
+        "key",
+        "recovery",
+        "unverified",
+        "parent_made",
     ]
     assert (calls["duration_s"] >= 0).all()
 

@@ -500,7 +500,7 @@ def _try_before_trust(page: Page, shots: Path) -> None:
         expect(board.locator(".gr-state").first).to_have_text("completed")
     shadow = boards.nth(0).locator(".gr-shadow")
     expect(shadow).to_contain_text("read_before_write")
-    expect(boards.nth(1).locator(".gr-timeline")).to_contain_text("approved by the desk")
+    expect(boards.nth(1).locator(".gr-timeline")).to_contain_text("approved in code")
     shadow.scroll_into_view_if_needed()
     boards.nth(0).screenshot(path=str(shots / "shadow-dashboard.png"))
 
@@ -523,6 +523,8 @@ def test_run_all_in_jupyterlab(
     quickstart is then saved and reopened with its kernel shut down: its dashboards, the
     background run's too, were replaced by the runs as they ended, and read so."""
     notebook = _cleared(path)
+    for data in path.parent.glob(f"{path.stem}_*.csv"):  # its data, named after it
+        shutil.copy(data, lab_server.root / data.name)
     started = time.monotonic()
     with _opened(browser, lab_server, notebook, path.name) as page:
         _run_all(page, sum(cell.cell_type == "code" for cell in notebook.cells))

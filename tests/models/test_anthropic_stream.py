@@ -68,8 +68,9 @@ def said(deltas: list[ModelDelta], turn: int, kind: str = "text") -> str:
 
 def comparable(run: gr.Run) -> list[tuple[str, int, str]]:
     """The run's events without what depends on the clock or names the run (the workspace
-    summary's times, durations, the run id and the workspace's path)."""
-    varies = {"run_id", "workspace"}
+    summary's times, durations, the run id and the workspace's path, and the idempotency key,
+    which is the run's own)."""
+    varies = {"run_id", "workspace", "key"}
     out = []
     for e in run.events:
         data = {k: v for k, v in e.data.items() if not k.endswith("_s") and k not in varies}
