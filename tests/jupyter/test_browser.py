@@ -601,7 +601,7 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         state = dashboard.locator(".gr-state").first
         pause = dashboard.locator(".gr-controls button", has_text="Pause")
         unpause = dashboard.locator(".gr-controls button", has_text="Unpause")
-        turns = _advances(dashboard, 0)
+        _advances(dashboard, 0)
 
         pause.click()
         expect(state).to_have_text("paused")
