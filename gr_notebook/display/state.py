@@ -63,6 +63,9 @@ Level: TypeAlias = Literal["none", "ok", "warn", "high"]
 WARN_AT = 0.5
 HIGH_AT = 0.8
 TIMELINE_SIZE = 12
+EARLIER_SIZE = 40
+"""Lines that left the timeline which its "… N earlier" still unfolds; older ones are in
+``run.events_df()``."""
 FEEDBACK_SIZE = 5
 THINKING_SIZE = 3
 CALLS_SIZE = 8
@@ -248,6 +251,9 @@ class DashboardState:
     shadow: tuple[TimelineEntry, ...] = ()
     """What the shadow guardrails would have done (and did not), newest first."""
     shadow_total: int = 0
+    timeline_earlier: tuple[TimelineEntry, ...] = ()
+    """The latest lines that left the timeline (at most :data:`EARLIER_SIZE`), newest
+    first: what its "… N earlier" unfolds."""
 
     @property
     def ended_early(self) -> bool:
@@ -280,6 +286,7 @@ class RunTracker:
         calls_size: int = CALLS_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
         shadow_size: int = SHADOW_SIZE,
+        earlier_size: int = EARLIER_SIZE,
     ) -> None:
         self.kinds = kinds
         self.shadow: deque[TimelineEntry] = deque(maxlen=shadow_size)
@@ -287,6 +294,8 @@ class RunTracker:
         """A shadow guardrail's decisions and failures: listed apart, never as the run's."""
         self.timeline_size = timeline_size
         self.timeline: deque[TimelineEntry] = deque()
+        self.earlier: deque[TimelineEntry] = deque(maxlen=earlier_size)
+        """The latest lines that made room for newer ones, in the order they left."""
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
         self.thinking: deque[ThinkingEntry] = deque(maxlen=thinking_size)
         self.calls: deque[ToolCallEntry] = deque(maxlen=calls_size)
@@ -372,9 +381,10 @@ class RunTracker:
         timeline; the newest line always stays. Costs the timeline's length, not the run's."""
         for i in range(len(self.timeline) - 1):
             if self.timeline[i].tone == "muted":
+                self.earlier.append(self.timeline[i])
                 del self.timeline[i]
                 return
-        self.timeline.popleft()
+        self.earlier.append(self.timeline.popleft())
 
     def meters(self, run: Run) -> tuple[Meter, ...]:
         """Tokens against the budget the events announced, else the run's limits;
@@ -417,4 +427,5 @@ class RunTracker:
             calls_total=self.calls_total,
             shadow=tuple(reversed(self.shadow)),
             shadow_total=self.shadow_total,
+            timeline_earlier=tuple(sorted(self.earlier, key=lambda e: e.seq, reverse=True)),
         )
