@@ -21,6 +21,7 @@ from gr_notebook.display.state import (
 )
 from gr_notebook.wording import plural
 from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.todos import WIDTH as TODO_WIDTH
 from gr_notebook.workflow.todos import TodoList
 
 __all__ = [
@@ -135,8 +136,12 @@ def render_todos(todos: TodoList) -> str:
     body = "\n".join(lines)
     # Lines wrap between words only: ``anywhere`` also let the panel shrink below a word and
     # cut "CURRENT" in two. A word wider than the panel (a long path) still breaks, so
-    # nothing overflows but the rules, which are cut at the panel's edge.
-    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:break-word;overflow-x:hidden"
+    # nothing overflows but the rules, which are cut at the panel's edge. The box is never
+    # wider than its rules, so a long task wraps inside it, its "← CURRENT" too.
+    style = (
+        f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:break-word;overflow-x:hidden;"
+        f"max-width:{TODO_WIDTH}ch"
+    )
     return f"<pre class='gr-todos' style='{style}'>{body}</pre>"
 
 

@@ -289,6 +289,16 @@ def test_the_todo_layer_wraps_between_words_only() -> None:
     assert "overflow-x:hidden" in html
 
 
+def test_the_todo_box_is_no_wider_than_its_rules() -> None:
+    """A long task and its "← CURRENT" wrap inside the box the rules draw, however wide
+    the panel: the box is at most as many characters wide as a rule."""
+    long = "Record the feeding habits of each species in the survey notes"
+    html = render_todos(TodoList.of([long, "Describe each song"]))
+    width = len(TodoList().render().splitlines()[0])  # a rule
+    assert f"max-width:{width}ch" in html
+    assert f"[ ] 1. {long}      " in html  # longer than a rule: it must wrap
+
+
 def test_the_dashboards_todo_column_may_shrink_below_its_rules(make_agent: Factory) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("done")])).run_sync("job")
     html = render_dashboard(RunTracker().snapshot(run))
