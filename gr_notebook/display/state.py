@@ -233,6 +233,7 @@ class DashboardState:
     reason: str | None
     todos: TodoList
     plan: Plan | None
+    """The plan beside the todo layer: its current phase is the one the layer works."""
     meters: tuple[Meter, ...]
     timeline: tuple[TimelineEntry, ...]
     """Newest first."""
@@ -414,7 +415,7 @@ class RunTracker:
             status=run.status,
             reason=run.reason,
             todos=run.todos,
-            plan=run.plan,
+            plan=_plan_beside(run.plan, run.todos) if run.harness.phased else run.plan,
             meters=self.meters(run),
             timeline=tuple(reversed(self.timeline)),
             timeline_total=self.timeline_total,
@@ -429,3 +430,12 @@ class RunTracker:
             shadow_total=self.shadow_total,
             timeline_earlier=tuple(sorted(self.earlier, key=lambda e: e.seq, reverse=True)),
         )
+
+
+def _plan_beside(plan: Plan | None, todos: TodoList) -> Plan | None:
+    """The plan as the dashboard shows it: its current phase is the one the todo layer
+    works, whatever the file marks (the model marks Phase 1 current while it still
+    bootstraps, and the next phase before it writes that phase's todos)."""
+    if plan is None:
+        return None
+    return plan.with_current(todos.phase_number if todos.kind == "phase" else None)
