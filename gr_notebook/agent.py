@@ -213,7 +213,7 @@ class Agent:
         if not instructions.strip():
             raise RunError("instructions are empty; say what the job is")
         loop = runner.running_loop("agent.start()", "agent.run_sync(instructions)")
-        run_id = runner.new_run_id(self.clock)
+        run_id = runner.new_run_id()
         return runner.launch(
             self,
             run_id,

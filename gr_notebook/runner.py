@@ -97,9 +97,11 @@ started_by: weakref.WeakValueDictionary[str, Runnable] = weakref.WeakValueDictio
 """The agent of each run this process started: ``gr.resume(run_id)`` needs no other."""
 
 
-def new_run_id(clock: Callable[[], float]) -> str:
-    """A run id that sorts by start time and is unique: ``20250101-120000-a1b2c3``."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(clock()))
+def new_run_id() -> str:
+    """A run id that sorts by start time and is unique: ``20250101-120000-a1b2c3``. The
+    time is the wall clock's, even for an agent with a fake clock (its runs' ids would all
+    start with the fake clock's epoch): an id names when a run really started."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime())
     return f"{stamp}-{secrets.token_hex(3)}"
 
 

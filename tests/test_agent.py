@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,16 @@ def test_a_store_path_in_a_missing_folder_is_refused_where_it_is_written(
     with pytest.raises(ConfigError, match="does not exist"):
         gr.Experiment({"a": gr.Agent()}, {"x": "job"}, store=str(missing / "s.sqlite"))
     assert list(tmp_path.iterdir()) == []  # no folder made, and no default store either
+
+
+def test_a_run_id_says_when_the_run_started_even_on_a_fake_clock(tmp_path: Path) -> None:
+    before = time.strftime("%Y%m%d-%H%M%S")
+    agent = gr.Agent(
+        gr.ScriptedModel([gr.text("ok")]), clock=gr.FakeClock(), workspace=tmp_path, store=False
+    )
+    run = agent.run_sync("job")
+    assert before <= run.run_id[:15] <= time.strftime("%Y%m%d-%H%M%S")  # not 20231114-…
+    assert run.events[0].time == 1_700_000_000.0  # the run's own times stay the fake clock's
 
 
 def test_runs_df_lists_every_run_newest_first(

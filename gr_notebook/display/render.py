@@ -21,6 +21,7 @@ from gr_notebook.display.state import (
 )
 from gr_notebook.wording import plural
 from gr_notebook.workflow.plan import Plan
+from gr_notebook.workflow.todos import WIDTH as TODO_WIDTH
 from gr_notebook.workflow.todos import TodoList
 
 __all__ = [
@@ -109,6 +110,7 @@ PANEL = "border:1px solid #ddd;border-radius:4px;padding:6px 8px;margin:2px 0"
 TITLE_STYLE = "font-weight:600;margin-bottom:4px"
 PLAN_ROWS = 12
 CURRENT_MARK = "← CURRENT"
+_MORE_STYLE = "color:#9e9e9e;font-size:11px"
 
 
 def _panel(cls: str, title: str, body: str) -> str:
@@ -139,8 +141,12 @@ def render_todos(todos: TodoList) -> str:
     body = "\n".join(lines)
     # Lines wrap between words only: ``anywhere`` also let the panel shrink below a word and
     # cut "CURRENT" in two. A word wider than the panel (a long path) still breaks, so
-    # nothing overflows but the rules, which are cut at the panel's edge.
-    style = f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:break-word;overflow-x:hidden"
+    # nothing overflows but the rules, which are cut at the panel's edge. The box is never
+    # wider than its rules, so a long task wraps inside it, its "← CURRENT" too.
+    style = (
+        f"{MONO};margin:0;white-space:pre-wrap;overflow-wrap:break-word;overflow-x:hidden;"
+        f"max-width:{TODO_WIDTH}ch"
+    )
     return f"<pre class='gr-todos' style='{style}'>{body}</pre>"
 
 
@@ -312,27 +318,52 @@ def render_thinking(entries: Sequence[ThinkingEntry]) -> str:
     return _panel("gr-thinking", "Thinking (newest first)", "".join(items))
 
 
-def render_timeline(entries: Sequence[TimelineEntry], total: int | None = None) -> str:
+def render_timeline(
+    entries: Sequence[TimelineEntry],
+    total: int | None = None,
+    earlier: Sequence[TimelineEntry] = (),
+) -> str:
+    """The newest lines of ``total``; the "… N earlier" under them unfolds ``earlier``, the
+    latest of the lines that left (newest first), and says where the rest are."""
     if not entries:
         body = "<i style='color:#757575'>Nothing yet.</i>"
     else:
-        rows = "".join(
-            f"<li class='gr-event gr-event-{escape(e.kind)} gr-tone-{e.tone}' "
-            f"style='list-style:none;{TONE_STYLES[e.tone]}'>"
-            f"<span style='color:#9e9e9e;font-weight:400;display:inline-block;min-width:5.5em'>"
-            f"turn {e.turn}</span>{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
-            for e in entries
-        )
-        body = f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"
-        body += _earlier(entries, total)
+        body = _timeline_list(entries)
+        hidden = 0 if total is None else total - len(entries)
+        if hidden > 0 and earlier:
+            older = hidden - len(earlier)
+            rest = (
+                f"<div style='{_MORE_STYLE}'>… and {older:,} older: run.events_df() has "
+                "every event</div>"
+                if older > 0
+                else ""
+            )
+            body += (
+                f"<details class='gr-timeline-earlier'><summary style='cursor:pointer;"
+                f"{_MORE_STYLE}'>… {hidden:,} earlier</summary>{_timeline_list(earlier)}{rest}"
+                "</details>"
+            )
+        else:
+            body += _earlier(entries, total)
     return _panel("gr-timeline", "Timeline (newest first)", body)
+
+
+def _timeline_list(entries: Sequence[TimelineEntry]) -> str:
+    rows = "".join(
+        f"<li class='gr-event gr-event-{escape(e.kind)} gr-tone-{e.tone}' "
+        f"style='list-style:none;{TONE_STYLES[e.tone]}'>"
+        f"<span style='color:#9e9e9e;font-weight:400;display:inline-block;min-width:5.5em'>"
+        f"turn {e.turn}</span>{TIMELINE_ICONS.get(e.kind, '•')} {escape(e.text)}</li>"
+        for e in entries
+    )
+    return f"<ul style='margin:0;padding-left:4px;font-size:12px'>{rows}</ul>"
 
 
 def _earlier(entries: Sequence[object], total: int | None) -> str:
     """The line under a list that shows only the newest of ``total`` entries."""
     if total is None or total <= len(entries):
         return ""
-    return f"<div style='color:#9e9e9e;font-size:11px'>… {total - len(entries)} earlier</div>"
+    return f"<div style='{_MORE_STYLE}'>… {total - len(entries)} earlier</div>"
 
 
 def _state_colour(state: DashboardState) -> str:
@@ -371,7 +402,7 @@ def render_dashboard(state: DashboardState) -> str:
         f"{render_feedback(state.feedback, state.feedback_total)}"
         f"{render_shadow(state.shadow, state.shadow_total)}"
         f"{render_thinking(state.thinking)}"
-        f"{render_timeline(state.timeline, state.timeline_total)}"
+        f"{render_timeline(state.timeline, state.timeline_total, state.timeline_earlier)}"
         "</div>"
     )
 

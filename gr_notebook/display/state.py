@@ -64,6 +64,9 @@ Level: TypeAlias = Literal["none", "ok", "warn", "high"]
 WARN_AT = 0.5
 HIGH_AT = 0.8
 TIMELINE_SIZE = 12
+EARLIER_SIZE = 40
+"""Lines that left the timeline which its "… N earlier" still unfolds; older ones are in
+``run.events_df()``."""
 FEEDBACK_SIZE = 5
 THINKING_SIZE = 3
 CALLS_SIZE = 8
@@ -233,6 +236,7 @@ class DashboardState:
     reason: str | None
     todos: TodoList
     plan: Plan | None
+    """The plan beside the todo layer: its current phase is the one the layer works."""
     meters: tuple[Meter, ...]
     timeline: tuple[TimelineEntry, ...]
     """Newest first."""
@@ -251,6 +255,9 @@ class DashboardState:
     shadow: tuple[TimelineEntry, ...] = ()
     """What the shadow guardrails would have done (and did not), newest first."""
     shadow_total: int = 0
+    timeline_earlier: tuple[TimelineEntry, ...] = ()
+    """The latest lines that left the timeline (at most :data:`EARLIER_SIZE`), newest
+    first: what its "… N earlier" unfolds."""
 
     @property
     def ended_early(self) -> bool:
@@ -283,6 +290,7 @@ class RunTracker:
         calls_size: int = CALLS_SIZE,
         kinds: frozenset[str] = TIMELINE_KINDS,
         shadow_size: int = SHADOW_SIZE,
+        earlier_size: int = EARLIER_SIZE,
     ) -> None:
         self.kinds = kinds
         self.shadow: deque[TimelineEntry] = deque(maxlen=shadow_size)
@@ -290,6 +298,8 @@ class RunTracker:
         """A shadow guardrail's decisions and failures: listed apart, never as the run's."""
         self.timeline_size = timeline_size
         self.timeline: deque[TimelineEntry] = deque()
+        self.earlier: deque[TimelineEntry] = deque(maxlen=earlier_size)
+        """The latest lines that made room for newer ones, in the order they left."""
         self.feedback: deque[FeedbackEntry] = deque(maxlen=feedback_size)
         self.thinking: deque[ThinkingEntry] = deque(maxlen=thinking_size)
         self.calls: deque[ToolCallEntry] = deque(maxlen=calls_size)
@@ -383,9 +393,10 @@ class RunTracker:
         timeline; the newest line always stays. Costs the timeline's length, not the run's."""
         for i in range(len(self.timeline) - 1):
             if self.timeline[i].tone == "muted":
+                self.earlier.append(self.timeline[i])
                 del self.timeline[i]
                 return
-        self.timeline.popleft()
+        self.earlier.append(self.timeline.popleft())
 
     def meters(self, run: Run) -> tuple[Meter, ...]:
         """Tokens against the budget the events announced, else the run's limits;
@@ -415,7 +426,7 @@ class RunTracker:
             status=run.status,
             reason=run.reason,
             todos=run.todos,
-            plan=run.plan,
+            plan=_plan_beside(run.plan, run.todos) if run.harness.phased else run.plan,
             meters=self.meters(run),
             timeline=tuple(reversed(self.timeline)),
             timeline_total=self.timeline_total,
@@ -428,4 +439,14 @@ class RunTracker:
             calls_total=self.calls_total,
             shadow=tuple(reversed(self.shadow)),
             shadow_total=self.shadow_total,
+            timeline_earlier=tuple(sorted(self.earlier, key=lambda e: e.seq, reverse=True)),
         )
+
+
+def _plan_beside(plan: Plan | None, todos: TodoList) -> Plan | None:
+    """The plan as the dashboard shows it: its current phase is the one the todo layer
+    works, whatever the file marks (the model marks Phase 1 current while it still
+    bootstraps, and the next phase before it writes that phase's todos)."""
+    if plan is None:
+        return None
+    return plan.with_current(todos.phase_number if todos.kind == "phase" else None)

@@ -109,7 +109,7 @@ class HostedSession:
             stuck_detector=None,
             stuck_turns=None,  # seed 000's progress check watches gr's todo list
         )
-        self.run_id = runner.new_run_id(agent.clock)
+        self.run_id = runner.new_run_id()
         self.state = state = RunState(
             definition, workspace=workspace, clock=agent.clock, run_id=self.run_id
         )

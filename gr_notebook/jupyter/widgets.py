@@ -441,7 +441,9 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             ]
         if state.thinking or self._thinking is not None:
             self.thinking.value = render_thinking(state.thinking)
-        self.timeline.value = render_timeline(state.timeline, state.timeline_total)
+        self.timeline.value = render_timeline(
+            state.timeline, state.timeline_total, state.timeline_earlier
+        )
         self._draw_live()
         live = not self.run.done  # the todo panel redraws itself, through its own throttle
         for control in (self.stop_button, self.pause_button, self.issue, self.rewind_button):

@@ -52,7 +52,9 @@ from gr_notebook.wording import plural
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gr_notebook.display.figures import NotebookFigure
     from gr_notebook.history.store import StoreLike
+    from gr_notebook.review.sweep_frame import GuardrailSweep
 
 
 __all__ = [
@@ -91,6 +93,14 @@ and trace uses (:data:`~gr_notebook.events.guardrails.GUARDRAIL_KINDS`), or ``no
 point in the same words; ``full_input`` is False where the call's input is known only
 clipped."""
 
+
+_KIND_COLOURS = {
+    "policy": "#c62828",
+    "feedback": "#1565c0",
+    "checker": "#ef6c00",
+    "intervention": "#6a1b9a",
+}
+"""A replay plot's bar colour for each kind of guardrail."""
 
 # -- the result -------------------------------------------------------------------------------
 
@@ -179,6 +189,42 @@ class GuardrailReplay:
         order = {r: i for i, r in enumerate(self.runs)}
         counts = counts.sort_values("run", key=lambda s: s.map(order), kind="stable")
         return counts[head + rest].reset_index(drop=True)
+
+    def plot(self) -> NotebookFigure:
+        """Per guardrail, how many of its decisions differ from what happened live, out of
+        all it made, coloured by kind: a matplotlib figure that draws itself as a cell's last
+        expression."""
+        from gr_notebook.display.figures import subplots
+
+        frame = self.df
+        grouped = frame.groupby(["kind", "guardrail"], sort=False)["differs"]
+        counts = grouped.agg(["sum", "size"]).reset_index()
+        figure, axes = subplots(figsize=(6.4, 0.9 + 0.45 * max(len(counts), 1)))
+        labels = [f"{g} ({k})" for k, g in zip(counts["kind"], counts["guardrail"], strict=True)]
+        rows = range(len(counts))[::-1]  # the first guardrail on top
+        seen: set[str] = set()
+        for row, kind, differs, size in zip(
+            rows, counts["kind"], counts["sum"], counts["size"], strict=True
+        ):
+            colour = _KIND_COLOURS.get(kind, "#616161")
+            axes.barh(row, int(differs), color=colour, label=None if kind in seen else kind)
+            axes.annotate(
+                f" {int(differs)} of {int(size)}",
+                (int(differs), row),
+                va="center",
+                fontsize=8,
+            )
+            seen.add(kind)
+        axes.set_yticks(list(rows), labels)
+        axes.set_xlabel("decisions that differ from the live run")
+        axes.set_title(
+            f"Replayed on {_count(len(self.runs), 'run')}: what would have gone otherwise",
+            fontsize=10,
+        )
+        axes.margins(x=0.15)
+        if seen:
+            axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        return figure
 
     def __repr__(self) -> str:
         diverged = sum(d is not None for d in self.divergences.values())
@@ -302,7 +348,7 @@ def sweep_guardrails(
     store: StoreLike | None = None,
     progress: bool | None = None,
     labels: object = None,
-) -> pd.DataFrame | SweepBacktest:
+) -> GuardrailSweep | SweepBacktest:
     """Replay the guardrails ``make(**params)`` builds for every combination of ``grid``
     (parameter name → values) on every run (as :func:`replay_guardrails` takes them): one
     tidy row per (run, combination), the run's model, the grid values, then the counts.
@@ -316,6 +362,9 @@ def sweep_guardrails(
     ``refusals`` of a stop, ``interventions`` (with the tool call of the first, the highest
     tier, and whether one ``stopped`` the run), ``cannot_tell``, the rows that differ from
     the live run and the turn of the first divergence.
+
+    The frame is a :class:`~gr_notebook.review.sweep_frame.GuardrailSweep`: ``.plot()``
+    draws a count (``differs`` unless named, ``.plot("feedback")``) across the grid.
 
     A grid of more than :data:`MAX_SETTINGS` settings is refused before anything is made. A
     ``tqdm`` bar counts the replays of a sweep of :data:`LONG_SWEEP` or more
@@ -374,7 +423,9 @@ def sweep_guardrails(
     finally:
         if bar is not None:
             bar.close()
-    return pd.DataFrame(rows, columns=["run", "model", *names, *_SWEEP_COUNTS])
+    from gr_notebook.review.sweep_frame import GuardrailSweep
+
+    return GuardrailSweep(rows, columns=["run", "model", *names, *_SWEEP_COUNTS])
 
 
 def _progress_bar(replays: int, progress: bool | None) -> Any:

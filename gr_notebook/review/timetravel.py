@@ -207,7 +207,7 @@ def fork(
     with _opened(store) as opened:
         row = _run_row(opened, run_id)
         checkpoint = _checkpoint(opened, row, turn)
-        new_id = runner.new_run_id(chosen.clock)
+        new_id = runner.new_run_id()
         target = (
             Path(workspace).expanduser().absolute()
             if workspace is not None
@@ -424,7 +424,7 @@ def _start(
     run_id: str | None = None,
     wait: bool,
 ) -> Run:
-    new_id = run_id or runner.new_run_id(agent.clock)
+    new_id = run_id or runner.new_run_id()
     origin.run_id = new_id
 
     def launch(loop: asyncio.AbstractEventLoop) -> Run:

@@ -194,6 +194,20 @@ class Plan:
         phases = tuple(p.with_status(status) if p.number == number else p for p in self.phases)
         return replace(self, phases=phases)
 
+    def with_current(self, number: int | None) -> Plan:
+        """The plan with phase ``number`` current (unless it is complete) and no other, or
+        none current for ``None``: the plan as a display shows it beside a todo layer that
+        works phase ``number`` (or the bootstrap, or the job's completion)."""
+        phases = tuple(
+            replace(p, status="current")
+            if p.number == number and p.status == "pending"
+            else replace(p, status="pending")
+            if p.number != number and p.status == "current"
+            else p
+            for p in self.phases
+        )
+        return self if phases == self.phases else replace(self, phases=phases)
+
     def advance(self) -> Plan:
         """Mark the active phase complete and the next pending one current."""
         active = self.active

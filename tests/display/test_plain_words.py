@@ -289,10 +289,38 @@ def test_the_todo_layer_wraps_between_words_only() -> None:
     assert "overflow-x:hidden" in html
 
 
+def test_the_todo_box_is_no_wider_than_its_rules() -> None:
+    """A long task and its "← CURRENT" wrap inside the box the rules draw, however wide
+    the panel: the box is at most as many characters wide as a rule."""
+    long = "Record the feeding habits of each species in the survey notes"
+    html = render_todos(TodoList.of([long, "Describe each song"]))
+    width = len(TodoList().render().splitlines()[0])  # a rule
+    assert f"max-width:{width}ch" in html
+    assert f"[ ] 1. {long}      " in html  # longer than a rule: it must wrap
+
+
 def test_the_dashboards_todo_column_may_shrink_below_its_rules(make_agent: Factory) -> None:
     run = make_agent(gr.ScriptedModel([gr.text("done")])).run_sync("job")
     html = render_dashboard(RunTracker().snapshot(run))
     assert "<div style='flex:1 1 480px;min-width:0'>" in html
+
+
+def test_the_plans_current_phase_follows_the_todo_layer(make_agent: Factory) -> None:
+    """The model marks Phase 1 current in the plan it writes while it still bootstraps:
+    the dashboard shows no phase current until the todo layer works Phase 1."""
+
+    def shown(script: list[gr.ModelResponse]) -> tuple[str, str]:
+        run = make_agent(
+            gr.ScriptedModel([*script, gr.text("Stopping here.")]), task_completion_checker=None
+        ).run_sync("job")
+        state = RunTracker().snapshot(run)
+        current = re.findall(r"gr-phase-current[^>]*>▶ ([^<]*)<", render_dashboard(state))
+        return state.todos.phase_label(), " ".join(c.strip() for c in current)
+
+    bootstrap = bootstrap_script()
+    assert shown(bootstrap[:8]) == ("Bootstrap", "")  # the plan is written, says Phase 1
+    working = [*bootstrap, gr.tool_call("todo_write", todos=PHASE_1)]
+    assert shown(working) == ("Gather (1 of 2)", "Phase 1: Gather")
 
 
 def test_between_phases_the_layer_names_the_phase_ahead(make_agent: Factory) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -182,6 +183,29 @@ def test_tracker_keeps_a_bounded_newest_first_timeline() -> None:
     assert tracker.timeline_total == 10
     html = render_timeline(tuple(reversed(tracker.timeline)), tracker.timeline_total)
     assert "… 7 earlier" in html and html.index("issue 9") < html.index("issue 7")
+
+
+def test_the_timelines_earlier_lines_unfold_bounded(tmp_path: Path) -> None:
+    run = gr.Agent(gr.ScriptedModel([gr.text("ok")]), workspace=tmp_path, store=False)
+    run = run.run_sync("job")  # its run-level fields; the lines below are the tracker's
+    log = EventLog(lambda: 0.0)
+    tracker = RunTracker(timeline_size=3, earlier_size=4)
+    log.subscribe(tracker.add)
+    for i in range(5):
+        log.append("rewind", {"issue": f"issue {i}"}, turn=i)
+    state = tracker.snapshot(run)
+    assert [e.turn for e in state.timeline_earlier] == [1, 0]  # newest first
+    html = render_dashboard(state)
+    folded = html[html.index("<details class='gr-timeline-earlier'>") :]
+    assert "… 2 earlier</summary>" in folded
+    assert folded.index("issue 1") < folded.index("issue 0") and "older" not in folded
+    for i in range(5, 20):
+        log.append("rewind", {"issue": f"issue {i}"}, turn=i)
+    html = render_dashboard(tracker.snapshot(run))
+    folded = html[html.index("<details class='gr-timeline-earlier'>") :]
+    assert "… 17 earlier</summary>" in folded
+    assert [f"issue {i}<" in folded for i in (16, 13, 12)] == [True, True, False]  # 4 kept
+    assert "… and 13 older: run.events_df() has every event" in folded
 
 
 def _state(**changes: object) -> DashboardState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,37 +15,16 @@ import gr_notebook as gr
 from gr_notebook.integrations.claude_agent_sdk import (
     CLAUDE_CODE_FILE_TOOLS,
     GuardrailHooks,
+    claude_script,
     guardrail_hooks,
     local_env,
+    side_request,
 )
-from gr_notebook.messages import ToolUseBlock
+from gr_notebook.integrations.claude_agent_sdk.local import MODEL
 from gr_notebook.models import Model, ModelResponse
 from gr_notebook.testing import MessagesServer, RecordedRequest
 
-MODEL = "claude-sonnet-4-6"
 TOOLS = ["Read", "Write", "Edit"]
-_CLAUDE_OF = {"read_file": "Read", "write_file": "Write", "edit_file": "Edit"}
-
-
-def side_request(body: dict[str, Any]) -> ModelResponse | None:
-    """A request with no tools is the CLI's own (a title, a summary), not the agent's turn."""
-    return None if body.get("tools") else gr.text("(a side request)")
-
-
-def claude_script(script: Sequence[ModelResponse], ws: Path) -> list[ModelResponse]:
-    """The same script for Claude Code: gr's file tools as Read, Write and Edit, with the
-    absolute ``file_path`` they take."""
-    out = []
-    for response in script:
-        blocks = []
-        for block in response.content:
-            if isinstance(block, ToolUseBlock) and block.name in _CLAUDE_OF:
-                params = dict(block.input)
-                params["file_path"] = str(ws / params.pop("path"))
-                block = ToolUseBlock(block.id, _CLAUDE_OF[block.name], params)
-            blocks.append(block)
-        out.append(replace(response, content=tuple(blocks)))
-    return out
 
 
 @dataclass

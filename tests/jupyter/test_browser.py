@@ -342,6 +342,26 @@ def shots() -> Path:
     return SHOTS
 
 
+def test_current_stays_inside_the_todo_box_at_any_width(browser: Browser) -> None:
+    """A task longer than the rules wraps inside the box they draw, "← CURRENT" with it."""
+    from gr_notebook.display.render import render_todos
+    from gr_notebook.workflow.todos import TodoList
+
+    long = "Record the feeding habits of each species in the survey notes"
+    html = render_todos(TodoList.of([long, "Describe each song"], phase_name="Survey"))
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    try:
+        for width in (1100, 480, 260):
+            page.set_content(f"<div style='width:{width}px'>{html}</div>")
+            rule = page.locator(".gr-todos span").first.bounding_box()
+            mark = page.locator(".gr-current span").first.bounding_box()
+            assert rule is not None and mark is not None
+            right = min(rule["x"] + rule["width"], width)  # a rule is cut at the panel's edge
+            assert mark["x"] + mark["width"] <= right + 1, width
+    finally:
+        page.close()
+
+
 def _end_sessions(server: LabServer) -> None:
     for session in server.api("GET", "/api/sessions"):
         server.api("DELETE", f"/api/sessions/{session['id']}")

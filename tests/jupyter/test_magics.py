@@ -206,12 +206,11 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
 
 def readme_background_example() -> tuple[str, str, list[str]]:
     """The README's background example: the cell that builds the agent, the %%agent cell,
-    and the steering lines (as a person types them: without their comments)."""
+    and the lines that steer it, as a person types them."""
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     after = readme.split("`--background` returns at once", 1)[1]
     setup, cell, steering = re.findall(r"```(?:python)?\n(.*?)```", after, re.S)[:3]
-    lines = [re.sub(r"\s+#.*$", "", line) for line in steering.splitlines()]
-    return setup, cell, lines
+    return setup, cell, steering.splitlines()
 
 
 async def test_the_readmes_background_example_can_be_steered(ip: InteractiveShell) -> None:
@@ -227,9 +226,14 @@ async def test_the_readmes_background_example_can_be_steered(ip: InteractiveShel
     run = ip.user_ns["run"]
     assert steering[0] == "%agent pause"
     with capture_output() as shown:
-        ip.run_line_magic("agent", steering[0].removeprefix("%agent "))
+        assert ip.run_cell(steering[0]).success
     assert "pauses at the next safe point" in shown.stdout
     await until(lambda: run.paused, limit=2 * slow.model.latency + 5)
+    with capture_output() as shown:
+        for typed in steering[1:]:  # %todo, %todo add ..., %rewind ...: each as typed
+            assert ip.run_cell(typed).success, typed
+    assert "Added task" in shown.stdout and "Rewind requested" in shown.stdout
+    assert run.todos.items[-1].title == "Check the index"
     run.cancel()
     await asyncio.wait_for(run.wait(), 10)
 

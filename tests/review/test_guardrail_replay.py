@@ -411,6 +411,57 @@ def test_sweep_gives_a_row_per_run_and_setting(
     assert both.loc[True, "first_divergence_turn"] is not None
 
 
+def test_a_replay_plots_per_guardrail_the_decisions_that_differ(
+    live_runs: dict[str, gr.Run], reckless: gr.Run
+) -> None:
+    every = gr.FeedbackProviderConfig(
+        gr.StaticFeedbackProvider("Check your notes."), gr.FeedbackTrigger(every_n_calls=10)
+    )
+    replay = gr.replay_guardrails(
+        [reckless, live_runs["read_before_write"]], policies=[RBW], feedback_providers=[every]
+    )
+    figure = replay.plot()
+    [axes] = figure.axes
+    at = {t.get_position()[1]: t.get_text() for t in axes.get_yticklabels()}
+    top_down = [at[y] for y in sorted(at, reverse=True)]
+    assert top_down == ["read_before_write (policy)", "Static (feedback)"]  # as replayed
+    frame = replay.df
+    differs = frame.groupby("guardrail")["differs"].sum()
+    widths = {at[bar.get_y() + bar.get_height() / 2]: bar.get_width() for bar in axes.patches}
+    assert widths == {
+        "read_before_write (policy)": differs["read_before_write"],
+        "Static (feedback)": differs["Static"],
+    }
+    rows = (frame["guardrail"] == "read_before_write").sum()
+    notes = [t.get_text() for t in axes.texts]
+    assert f" {differs['read_before_write']} of {rows}" in notes
+    assert {t.get_text() for t in axes.get_legend().get_texts()} == {"policy", "feedback"}
+    assert figure._repr_png_()[:4] == b"\x89PNG"
+
+
+def test_a_sweep_plots_a_count_across_its_grid(reckless: gr.Run) -> None:
+    def make(every: int, words: str) -> gr.FeedbackProviderConfig:
+        provider = gr.StaticFeedbackProvider(f"Check your {words}.")
+        return gr.FeedbackProviderConfig(provider, gr.FeedbackTrigger(every_n_calls=every))
+
+    sweep = gr.sweep_guardrails(
+        [reckless], make=make, grid={"every": [5, 10, 20], "words": ["notes", "plan"]}
+    )
+    assert sweep.grid == ["every", "words"]
+    [axes] = sweep.plot("feedback").axes
+    assert axes.get_xlabel() == "every" and axes.get_ylabel() == "feedback"
+    assert [line.get_label() for line in axes.get_lines()] == ["words=notes", "words=plan"]
+    expected = sweep[sweep.words == "notes"].set_index("every")["feedback"]
+    first = axes.get_lines()[0]
+    assert list(first.get_xdata()) == [5, 10, 20]
+    assert list(first.get_ydata()) == [float(expected[v]) for v in (5, 10, 20)]
+    assert "differs, mean per run" in sweep.plot().axes[0].get_title()
+    assert sweep.plot.bar is not None  # pandas' plots stay where they were
+    assert type(sweep.head()) is pd.DataFrame  # frames made from it are plain
+    with pytest.raises(ConfigError, match="'model' is not one: decisions, denials"):
+        sweep.plot("model")
+
+
 def test_sweep_bad_input(reckless: gr.Run) -> None:
     with pytest.raises(ConfigError, match="at least one value"):
         gr.sweep_guardrails([reckless], make=lambda n: RBW, grid={})

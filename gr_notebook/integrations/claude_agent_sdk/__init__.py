@@ -20,7 +20,12 @@ from gr_notebook.integrations.claude_agent_sdk.bridge import (
     guardrail_hooks,
     load_sdk,
 )
-from gr_notebook.integrations.claude_agent_sdk.local import local_env
+from gr_notebook.integrations.claude_agent_sdk.local import (
+    ClaudeOrStandIn,
+    claude_script,
+    local_env,
+    side_request,
+)
 from gr_notebook.integrations.claude_agent_sdk.tools import (
     CLAUDE_CODE_FILE_TOOLS,
     CLAUDE_CODE_TOOLS,
@@ -31,9 +36,12 @@ __all__ = [
     "CLAUDE_CODE_FILE_TOOLS",
     "CLAUDE_CODE_TOOLS",
     "EXTRA",
+    "ClaudeOrStandIn",
     "GuardrailHooks",
     "ToolAlias",
+    "claude_script",
     "guardrail_hooks",
     "load_sdk",
     "local_env",
+    "side_request",
 ]
