@@ -375,7 +375,6 @@ def sweep_guardrails(
     :class:`~gr_notebook.review.backtest_sweep.SweepBacktest` whose ``metrics`` hold one row
     per setting and guardrail (precision, recall, their intervals), ``.best(min_precision=...)``
     the setting with the most recall above the floor, ``.plot()`` precision against recall."""
-    import pandas as pd
 
     if make is None or isinstance(make, InterventionConfig):
         make = _interventions_from(make or InterventionConfig(), grid)
