@@ -10,7 +10,8 @@ protocols and values behind policies, feedback, completion checks and budgets),
 blocks), ``.tools`` (tool outputs, the ``ToolContext`` a handler gets, the coding toolset),
 ``.workflow`` (plan, todos, phases), ``.labels`` (what the right verdict was at a recorded
 point, read from a DataFrame or a CSV and kept in a store: ``gr.backtest`` scores against
-them) and ``.testing`` (local servers that speak the model APIs). What only an extension
+them), ``.share`` (runs as one HTML file that opens anywhere: ``gr.share.export_html``) and
+``.testing`` (local servers that speak the model APIs). What only an extension
 reads stays in its home: a feedback provider's ``FeedbackContext`` and a ``confirm=``
 callback's ``ConfirmationRequest`` are in ``.guardrails``.
 """
@@ -29,6 +30,7 @@ from gr_notebook import (  # noqa: F401
     guardrails,
     messages,
     models,
+    share,
     tools,
     workflow,
 )
@@ -79,6 +81,7 @@ from gr_notebook.review.timetravel import fork, resume
 from gr_notebook.review.timetravel import fork_run as _fork_run
 from gr_notebook.run import Run, current_run
 from gr_notebook.run import set_forker as _set_forker
+from gr_notebook.run import set_sharer as _set_sharer
 from gr_notebook.tools import Tool, Toolset
 from gr_notebook.tools.mcp import MCPServer
 from gr_notebook.workflow import Workspace
@@ -208,3 +211,4 @@ _display_reprs.install()
 _set_notebook_display(_show_in_notebook)
 _set_budget_advisor(_suggest_budget)
 _set_forker(_fork_run)
+_set_sharer(share)

@@ -278,6 +278,7 @@ class Agent:
                 if self.budget.max_cost_usd is None
                 else {"max_cost_usd": self.budget.max_cost_usd}
             ),
+            **self._price_config(),
             "compaction": self.compaction,
             "tools": [t.name for t in self.registry],
             **self.guardrails.describe(),
@@ -286,6 +287,18 @@ class Agent:
             "shadow": self.shadow.describe(),
             **({"mcp_servers": [s.name for s in self.mcp_servers]} if self.mcp_servers else {}),
             **({"admitted": [dict(a) for a in self.admitted]} if self.admitted else {}),
+        }
+
+    def _price_config(self) -> dict[str, Any]:
+        """The price in effect (the agent's, else the model's own), kept in the recorded
+        configuration so that a shared run says what it was charged at."""
+        price = self.price or price_of_model(self.model)
+        if price is None:
+            return {}
+        return {
+            "price": {
+                k: getattr(price, k) for k in ("input", "output", "cache_write", "cache_read")
+            }
         }
 
     def on_run(self, callback: Callable[[Run], object]) -> Callable[[], None]:

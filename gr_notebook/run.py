@@ -12,6 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gr_notebook.engine.outcome import LoopOutcome, RunStatus
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from gr_notebook.guardrails.approval import ApprovalDesk
     from gr_notebook.history.labels import Label
 
-__all__ = ["Limits", "PhaseState", "Run", "RunStatus", "current_run", "set_forker"]
+__all__ = ["Limits", "PhaseState", "Run", "RunStatus", "current_run", "set_forker", "set_sharer"]
 
 _latest: Run | None = None
 
@@ -70,6 +71,36 @@ _forker: Forker | None = None
 def set_forker(forker: Forker) -> None:
     global _forker
     _forker = forker
+
+
+class Sharer(Protocol):
+    """What :meth:`Run.to_html` and :meth:`Run.view` ask (``gr_notebook.share``, filled in
+    by the facade like the forker)."""
+
+    def export_html(
+        self,
+        runs: object,
+        path: str | os.PathLike[str],
+        *,
+        store: Store | str | os.PathLike[str] | None = None,
+        title: str | None = None,
+    ) -> Path: ...
+
+    def view(
+        self,
+        runs: object,
+        *,
+        store: Store | str | os.PathLike[str] | None = None,
+        height: int = 760,
+    ) -> object: ...
+
+
+_sharer: Sharer | None = None
+
+
+def set_sharer(sharer: Sharer) -> None:
+    global _sharer
+    _sharer = sharer
 
 
 def current_run() -> Run | None:
@@ -563,6 +594,23 @@ class Run:
         """In a notebook: the run's card, which follows a live run and is static once it has
         ended (what a saved notebook keeps)."""
         notebook_display(self)
+
+    def to_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write this run as one HTML file that opens anywhere, with no server or install:
+        its settings, timeline, and every turn with each guardrail's decision (live and
+        shadow). Returns the path. ``gr_notebook.share.export_html`` takes several runs."""
+        return self._share().export_html(self, path)
+
+    def view(self, *, height: int = 760) -> object:
+        """The page :meth:`to_html` writes, shown in a cell's output (a notebook's nbconvert
+        HTML keeps it)."""
+        return self._share().view(self, height=height)
+
+    @staticmethod
+    def _share() -> Sharer:
+        if _sharer is None:
+            raise RunError("import gr_notebook to share a run")
+        return _sharer
 
     @property
     def store(self) -> Store | None:

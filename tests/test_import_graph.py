@@ -163,9 +163,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the parts the engine drives, and history: the store and what reads it
     ("guardrails", "tools", "models", "testing", "history"),
     ("engine",),
-    ("agent", "runner", "run", "examples", "demo", "__main__"),
-    # what takes whole runs: review/ resumes, forks, compares, replays and lints them
-    ("review", "display", "integrations", "experiments"),
+    ("agent", "runner", "run", "examples", "demo"),
+    # what takes whole runs: review/ resumes, forks, compares, replays and lints them, share/
+    # exports them (and the command line, which runs the demo and exports)
+    ("review", "display", "integrations", "experiments", "share", "__main__"),
     ("jupyter",),
 )
 

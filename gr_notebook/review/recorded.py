@@ -39,7 +39,7 @@ from gr_notebook.workflow.todos import TodoItem, TodoKind, TodoList
 from gr_notebook.workflow.workspace import Workspace
 from gr_notebook.workflow.workspace_lock import live_owner
 
-__all__ = ["recorded_run", "todos_from_events"]
+__all__ = ["recorded_run", "todos_after", "todos_from_events"]
 
 _HARNESSES = {h.name: h for h in (GR_LOOP, CLAUDE_AGENT_SDK, LANGCHAIN)}
 
@@ -86,24 +86,32 @@ def todos_from_events(events: Sequence[Event]) -> TodoList:
     """The todo list the events leave: each list a ``todos_written`` wrote (a task a person
     added keeps what was ticked before it), with the tasks ``todo_completed`` ticked."""
     todos = TodoList()
-    for event in map(as_typed, events):
-        if isinstance(event, TodosWrittenEvent):
-            old = [item.title for item in todos.items]
-            kept = todos.items if list(event.titles[: len(old)]) == old and old else ()
-            items = (*kept, *(TodoItem(t) for t in event.titles[len(kept) :]))
-            todos = TodoList(
-                items=items,
-                phase_number=event.phase_number,
-                phase_total=todos.phase_total if kept else 0,
-                phase_name=event.name,
-                kind=cast(TodoKind, event.todo_kind if event.todo_kind in _KINDS else "phase"),
-            )
-        elif isinstance(event, PhaseStartedEvent):
-            todos = replace(todos, phase_total=event.total)
-        elif isinstance(event, TodoCompletedEvent) and 1 <= event.index <= len(todos.items):
-            ticked = list(todos.items)
-            ticked[event.index - 1] = TodoItem(ticked[event.index - 1].title, done=True)
-            todos = replace(todos, items=tuple(ticked))
+    for event in events:
+        todos = todos_after(todos, event)
+    return todos
+
+
+def todos_after(todos: TodoList, event: Event) -> TodoList:
+    """The todo list after one event: what :func:`todos_from_events` folds, one step at a
+    time for a reader that wants the list at every turn."""
+    event = as_typed(event)
+    if isinstance(event, TodosWrittenEvent):
+        old = [item.title for item in todos.items]
+        kept = todos.items if list(event.titles[: len(old)]) == old and old else ()
+        items = (*kept, *(TodoItem(t) for t in event.titles[len(kept) :]))
+        return TodoList(
+            items=items,
+            phase_number=event.phase_number,
+            phase_total=todos.phase_total if kept else 0,
+            phase_name=event.name,
+            kind=cast(TodoKind, event.todo_kind if event.todo_kind in _KINDS else "phase"),
+        )
+    if isinstance(event, PhaseStartedEvent):
+        return replace(todos, phase_total=event.total)
+    if isinstance(event, TodoCompletedEvent) and 1 <= event.index <= len(todos.items):
+        ticked = list(todos.items)
+        ticked[event.index - 1] = TodoItem(ticked[event.index - 1].title, done=True)
+        return replace(todos, items=tuple(ticked))
     return todos
 
 

@@ -37,19 +37,10 @@ from typing import Any
 import nbformat
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
-SHOTS = Path(os.environ.get("GR_SCREENSHOTS", REPO_ROOT / "build" / "screenshots"))
+from tests.chromium import NEEDS_CHROMIUM, REPO_ROOT, SHOTS, launched
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+
 SERVER_START_TIMEOUT = 60.0  # s, until /api/status answers
 RUN_ALL_TIMEOUT_MS = 240_000  # until every code cell has run and the kernel is idle again
 UI_TIMEOUT_MS = 60_000  # page load, kernel start, clicks
@@ -63,29 +54,10 @@ ERROR_OUTPUT = ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']
 IDLE = f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']"
 
 
-def _find_chromium() -> str | None:
-    if Path("/usr/bin/chromium").is_file():
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
+with contextlib.suppress(ImportError):  # tests.chromium skips the module without it
+    from playwright.sync_api import Browser, Locator, Page, expect
 
-
-CHROMIUM = _find_chromium()
-
-try:
-    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    _PLAYWRIGHT_MISSING: str | None = f"playwright is not importable ({exc})"
-else:
-    _PLAYWRIGHT_MISSING = None
-
-pytestmark = [
-    pytest.mark.skipif(
-        CHROMIUM is None,
-        reason="no Chromium (/usr/bin/chromium or `chromium` on PATH); "
-        "install it with `apt-get install -y chromium`",
-    ),
-    pytest.mark.skipif(_PLAYWRIGHT_MISSING is not None, reason=str(_PLAYWRIGHT_MISSING)),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # JupyterLab user settings written into the private config dir:
 # - render every cell (no windowing), so all cells are in the DOM for the checks;
@@ -327,13 +299,7 @@ def _assert_no_errors(page: Page) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    yield from launched()
 
 
 @pytest.fixture(scope="module")
