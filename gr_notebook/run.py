@@ -224,8 +224,9 @@ class Run:
 
     @property
     def status(self) -> RunStatus:
-        """How the run ended (the status table in docs/decisions.md); while it is live,
-        ``running``, ``pausing``, ``paused`` or ``stopping``. :attr:`done` says which."""
+        """How the run ended (decision 129's status table, in
+        docs/decisions/run-status-and-lifecycle.md); while it is live, ``running``,
+        ``pausing``, ``paused`` or ``stopping``. :attr:`done` says which."""
         loop = self._loop
         if self.outcome is not None:
             return self.outcome.status

@@ -5,7 +5,7 @@ reads the same whichever runtime made it. ``completed`` means the job is done: t
 reported it (``job_complete``), a plan written during the run is finished, or the agent's
 completion checker found it done. A model that ends its turn with none of those is
 ``ended``; a limit that presses while work is left makes either ``budget_exhausted``. The
-whole table is in docs/decisions.md.
+whole table is decision 129, in docs/decisions/run-status-and-lifecycle.md.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ RunStatus: TypeAlias = Literal[
     "incomplete",
     "stuck",
 ]
-"""What a live run is doing (the first four), then how it ended: the status table in
-docs/decisions.md. ``completed`` is the job done; ``ended`` is a model that stopped without it."""
+"""What a live run is doing (the first four), then how it ended: the status table of decision
+129, in docs/decisions/run-status-and-lifecycle.md. ``completed`` is the job done; ``ended`` is
+a model that stopped without it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,8 @@ def turn_ended(state: RunState, verdict: StopVerdict, final_text: str) -> LoopOu
 def settle(state: RunState, outcome: LoopOutcome, kind: StopKind, tentative: Any) -> LoopOutcome:
     """A stop made while a hard limit pressed (spent, or a wrap-up ordered) is a success
     only if the job is done: otherwise the limit ended it, ``budget_exhausted``, as when
-    it runs out between turns (the status table in docs/decisions.md)."""
+    it runs out between turns (the status table: decision 129, in
+    docs/decisions/run-status-and-lifecycle.md)."""
     guards = state.guards
     usage = state.usage()
     pressed = guards.pressing(usage)

@@ -33,8 +33,8 @@ class RunRecord:
     repeat: int
     seed: int
     status: str
-    """The run's status (the table in docs/decisions.md), or ``failed`` for a run that raised
-    before it ended."""
+    """The run's status (decision 129's table, in docs/decisions/run-status-and-lifecycle.md),
+    or ``failed`` for a run that raised before it ended."""
     reason: str | None
     error: str | None
     """What raised, for a run that never finished on its own (with the traceback's last line)."""

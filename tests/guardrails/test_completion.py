@@ -467,7 +467,7 @@ def test_file_output_checker_refuses_absolute_paths_outside_the_workspace(
         gr.FileOutputChecker([str(outside)]).check(ctx)
 
 
-# -- differences from WINK, pinned (docs/decisions.md) -------------------------------------------
+# -- differences from WINK, pinned (docs/decisions/task-completion.md) ---------------------------
 
 
 def test_an_incomplete_result_without_feedback_still_refuses_the_stop(

@@ -204,17 +204,17 @@ async def test_steering_a_background_run(ip: InteractiveShell, tmp_path: Path) -
     assert "has already finished (completed)" in shown.stdout
 
 
-def readme_background_example() -> tuple[str, str, list[str]]:
-    """The README's background example: the cell that builds the agent, the %%agent cell,
-    and the lines that steer it, as a person types them."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    after = readme.split("`--background` returns at once", 1)[1]
+def documented_background_example() -> tuple[str, str, list[str]]:
+    """The background example of docs/magics.md: the cell that builds the agent, the %%agent
+    cell, and the lines that steer it, as a person types them."""
+    page = (Path(__file__).parents[2] / "docs" / "magics.md").read_text()
+    after = page.split("`--background` returns at once", 1)[1]
     setup, cell, steering = re.findall(r"```(?:python)?\n(.*?)```", after, re.S)[:3]
     return setup, cell, steering.splitlines()
 
 
-async def test_the_readmes_background_example_can_be_steered(ip: InteractiveShell) -> None:
-    setup, cell, steering = readme_background_example()
+async def test_the_documented_background_example_can_be_steered(ip: InteractiveShell) -> None:
+    setup, cell, steering = documented_background_example()
     assert ip.run_cell(setup).success
     slow = ip.user_ns["slow"]
     quick = gr.Agent(gr.SimulatedModel(), store=False, workspace="quick")
