@@ -69,6 +69,11 @@ def export_html(
 
 def page_of(runs: object, *, store: StoreLike | None = None, title: str | None = None) -> str:
     """The page :func:`export_html` writes, as text."""
+    return _built(runs, store, title)[0]
+
+
+def _built(runs: object, store: StoreLike | None, title: str | None) -> tuple[str, str]:
+    """The page and its title."""
     sources, index, opened = _sources(runs, store)
     try:
         texts = Texts()
@@ -101,7 +106,8 @@ def page_of(runs: object, *, store: StoreLike | None = None, title: str | None =
         if len(data) > 1 or index
         else None,
     }
-    return page(payload, title or _title(data))
+    title = title or _title(data)
+    return page(payload, title), title
 
 
 @dataclass(frozen=True)
@@ -110,22 +116,23 @@ class SharedView:
     touch nothing of the notebook's, and an nbconvert HTML of the notebook carries it."""
 
     html: str
+    title: str
     height: int = 760
 
     def _repr_html_(self) -> str:
         return (
             f'<iframe srcdoc="{html.escape(self.html, quote=True)}" sandbox="allow-scripts" '
             f'style="width:100%;height:{self.height}px;border:1px solid #d1d9e0;'
-            f'border-radius:6px" title="gr_notebook run viewer"></iframe>'
-        )
+            f'border-radius:6px" title="gr_notebook run viewer">{html.escape(repr(self))}</iframe>'
+        )  # the text inside shows where a sanitizer drops the frame (an untrusted notebook)
 
     def __repr__(self) -> str:
-        return f"<gr_notebook run viewer: {len(self.html):,} characters of HTML>"
+        return f"Run viewer: {self.title} (a page in a frame; gr.share.export_html writes it)"
 
 
 def view(runs: object, *, store: StoreLike | None = None, height: int = 760) -> SharedView:
     """The page of ``runs`` (as :func:`export_html` takes them), shown in a cell."""
-    return SharedView(page_of(runs, store=store), height)
+    return SharedView(*_built(runs, store, None), height)
 
 
 def _sources(
