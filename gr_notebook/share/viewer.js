@@ -6,7 +6,7 @@
   const texts = data.texts;
   const T = (i) => (i === null || i === undefined ? "" : texts[i]);
   const app = document.getElementById("app");
-  const state = { view: "run", run: 0, turn: null, pair: 0 };
+  const state = { view: "run", run: 0, turn: null, pair: 0, shadows: true };
 
   function el(tag, props, ...children) {
     const node = document.createElement(tag);
@@ -59,6 +59,7 @@
     if (data.index) bar.append(el("button", { class: state.view === "index" ? "on" : "", onclick: () => go({ view: "index" }) }, "Index"));
     if (data.runs.length > 1) {
       const pick = el("select", { "aria-label": "run" });
+      if (state.view !== "run") pick.append(el("option", { value: "", selected: true, disabled: true }, "a run…"));
       data.runs.forEach((run, i) => pick.append(el("option", { value: i, selected: state.view === "run" && i === state.run }, run.id)));
       pick.addEventListener("change", () => go({ view: "run", run: Number(pick.value), turn: null }));
       bar.append(pick);
@@ -117,8 +118,15 @@
     app.append(header(run));
     app.append(el("h2", {}, "Timeline"));
     const last = Math.max(1, ...numbers);
+    const shadows = run.marks.filter((mark) => mark.shadow).length;
+    if (shadows) {
+      const box = el("input", { type: "checkbox", id: "show-shadows", checked: state.shadows });
+      box.addEventListener("change", () => go({ shadows: box.checked }));
+      app.append(el("label", { class: "muted" }, box, " show the shadow guardrails' " + shadows + " decisions against the model"));
+    }
+    const shown = run.marks.filter((mark) => state.shadows || !mark.shadow);
     const strip = el("div", { class: "strip", id: "strip" });
-    for (const mark of run.marks) {
+    for (const mark of shown) {
       strip.append(el("div", {
         class: "tick tone-" + mark.tone + (mark.shadow ? " shadow" : ""),
         style: "left:" + (100 * mark.turn / (last + 1)).toFixed(2) + "%",
@@ -128,7 +136,7 @@
     }
     strip.append(el("div", { class: "here", style: "left:" + (100 * state.turn / (last + 1)).toFixed(2) + "%" }));
     app.append(strip);
-    const marks = run.marks.map((mark) => el("li", { class: (mark.shadow ? "shadow " : "") + "tone-" + mark.tone },
+    const marks = shown.map((mark) => el("li", { class: (mark.shadow ? "shadow " : "") + "tone-" + mark.tone },
       link("turn " + mark.turn, () => go({ turn: mark.turn, scroll: "turn" })), " · ", mark.text));
     app.append(marks.length ? el("ul", { class: "marks", id: "marks" }, marks) : el("p", { class: "empty" }, "Nothing on the timeline."));
     app.append(scrubber(numbers));

@@ -82,6 +82,11 @@ def test_a_long_run_opens_within_a_second_and_the_arrows_move_the_turn(
     assert page.locator("#scrub").input_value() == "101"
     assert page.locator("#turn .call").first.inner_text().startswith("write_file")
     shot(page, "run")
+    marks = page.locator("#marks li")
+    every = marks.count()
+    page.locator("#show-shadows").uncheck()  # the shadow's 198 denials off the timeline
+    assert page.locator("#marks li.shadow").count() == 0 < marks.count() < every
+    assert page.locator("#turn-label").inner_text() == "Turn 101 of 200"
     watched.check(path)
 
 
