@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import gr_notebook as gr
+from gr_notebook.__main__ import main
 from gr_notebook.errors import ConfigError
 from gr_notebook.history.store import Store
 from gr_notebook.share import export_html, page_of, view
@@ -214,11 +215,16 @@ def test_the_files_a_run_wrote_keep_their_text_beside_many_it_did_not(tmp_path: 
 # -- mistakes -----------------------------------------------------------------------------------
 
 
-def test_a_run_named_twice_is_drawn_once(guarded: gr.Run) -> None:
+def test_a_run_named_twice_is_drawn_once(
+    guarded: gr.Run, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """It was set side by side with itself, and the index linked both rows to the second."""
     assert guarded.store is not None
     data = strict(page_of([guarded, guarded.run_id, guarded], store=guarded.store))
     assert len(data["runs"]) == 1 and data["pairs"] == [] and data["index"] is None
+    store, out = str(guarded.store.path), str(tmp_path / "run.html")
+    assert main(["export", store, guarded.run_id, guarded.run_id, "-o", out]) == 0
+    assert "(1 run," in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
