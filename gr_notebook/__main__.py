@@ -38,7 +38,7 @@ def _export(store: str, run_ids: list[str], output: str) -> int:
 
     try:
         with Store(store, create=False) as opened:
-            chosen = run_ids or [r["run_id"] for r in reversed(opened.runs())]
+            chosen = list(dict.fromkeys(run_ids)) or [r["run_id"] for r in reversed(opened.runs())]
             path = export_html(chosen, output, store=opened)
     except GrNotebookError as exc:
         print(f"export: {exc}", file=sys.stderr)

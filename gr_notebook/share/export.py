@@ -57,13 +57,29 @@ def export_html(
     """Write ``runs`` to ``path`` as one self-contained HTML file; returns the path.
 
     ``runs`` is a ``gr.Run``, a run id (read from ``store``, default gr_runs/store.sqlite),
-    a list of either, or an experiment's ``Results``."""
+    a list of either, or an experiment's ``Results``; a run named twice is drawn once."""
+    target = _target(path)
+    text = page_of(runs, store=store, title=title)
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return target
+
+
+def _target(path: object) -> Path:
+    """The file to write, checked before a run is read: a mistake costs no export."""
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigError(f"name the HTML file to write, e.g. run.html, not {path!r}")
     target = Path(path)
     if target.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"the page is HTML: name the file with .html, e.g. {target.stem}.html")
     if not target.parent.is_dir():
         raise ConfigError(f"there is no folder {str(target.parent)!r} to write {target.name} in")
-    target.write_text(page_of(runs, store=store, title=title), encoding="utf-8")
+    if target.is_dir():
+        raise ConfigError(
+            f"{str(target)!r} is a folder: name a file in it, e.g. {target / 'run.html'}"
+        )
     return target
 
 
@@ -74,6 +90,8 @@ def page_of(runs: object, *, store: StoreLike | None = None, title: str | None =
 
 def _built(runs: object, store: StoreLike | None, title: str | None) -> tuple[str, str]:
     """The page and its title."""
+    if title is not None and not isinstance(title, str):
+        raise ConfigError(f"title= is the page's title, a str, not {type(title).__name__}")
     sources, index, opened = _sources(runs, store)
     try:
         texts = Texts()
@@ -132,6 +150,9 @@ class SharedView:
 
 def view(runs: object, *, store: StoreLike | None = None, height: int = 760) -> SharedView:
     """The page of ``runs`` (as :func:`export_html` takes them), shown in a cell."""
+    if isinstance(height, bool) or not isinstance(height, int) or height <= 0:
+        # it is written into the notebook's own markup, outside the frame's sandbox
+        raise ConfigError(f"height= is the frame's height in pixels, e.g. 760, not {height!r}")
     return SharedView(*_built(runs, store, None), height)
 
 
@@ -152,19 +173,25 @@ def _sources(
             "there is no run to export: pass a run, run ids or an experiment's results"
         )
     opened: Store | None = None
-    sources = []
+    sources: list[RunSource] = []
     for item in items:
-        if isinstance(item, Run):
-            sources.append(_live_source(item))
-            continue
-        if not isinstance(item, str):
+        if not isinstance(item, Run | str):
             raise ConfigError(
                 f"export_html takes gr.Run objects or run ids, not {type(item).__name__}"
             )
+        if _id(item) in (source.run_id for source in sources):
+            continue  # named twice (a run and its id): one run, not a run beside itself
+        if isinstance(item, Run):
+            sources.append(_live_source(item))
+            continue
         if opened is None:
             opened = store if isinstance(store, Store) else _open(store)
         sources.append(_stored_source(opened, item))
     return sources, index, None if isinstance(store, Store) else opened
+
+
+def _id(item: Run | str) -> str:
+    return item.run_id if isinstance(item, Run) else item
 
 
 def _listed(runs: object) -> list[object]:
@@ -176,7 +203,9 @@ def _listed(runs: object) -> list[object]:
     )
 
 
-def _open(store: str | os.PathLike[str] | None) -> Store:
+def _open(store: object) -> Store:
+    if store is not None and not isinstance(store, str | os.PathLike):
+        raise ConfigError(f"store= is a gr.Store or the path of one, not {type(store).__name__}")
     return Store(Path(store) if store is not None else DEFAULT_STORE_PATH, create=False)
 
 

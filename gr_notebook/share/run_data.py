@@ -11,6 +11,7 @@ table and a run names them by index.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +36,14 @@ from gr_notebook.events import (
     TodosWrittenEvent,
     ToolCallEvent,
     ToolIntentEvent,
-    as_typed,
 )
 from gr_notebook.guardrails.completion import PLAN_FILE
 from gr_notebook.history.store import Store
 from gr_notebook.models.base import DEFAULT_CONTEXT_WINDOW
 from gr_notebook.review.recorded import todos_after
-from gr_notebook.share.files import FileHistory, file_history
-from gr_notebook.share.texts import FILE_CHARS, FILES_CHARS, Texts, decoded
+from gr_notebook.share.files import FileHistory, FileTexts, file_history
+from gr_notebook.share.readable import readable
+from gr_notebook.share.texts import Texts
 from gr_notebook.workflow.todos import TodoList
 
 __all__ = ["RunSource", "run_data"]
@@ -87,19 +88,21 @@ class RunSource:
 
 def run_data(source: RunSource, texts: Texts) -> dict[str, Any]:
     """The run as plain data for the page (see :mod:`gr_notebook.share.page`)."""
-    events = [as_typed(e) for e in source.events]
+    events, unread = readable(source.events)
     started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
     finished = next((e for e in reversed(events) if isinstance(e, RunFinishedEvent)), None)
     config: Mapping[str, Any] = started.config if started is not None else {}
     files = file_history(source.store, source.run_id, source.workspace)
     plan_file = str(config.get("plan_file") or PLAN_FILE)
-    turns = _Turns(texts, files, plan_file, _window(config))
+    file_texts = FileTexts(texts, files) if files is not None else None
+    turns = _Turns(texts, file_texts, plan_file, _window(config))
     for event in events:
         turns.add(event)
     harness = str(config.get("harness") or "gr")
     missing = _missing(source, started, finished, files, harness, bool(turns.todos.items))
+    missing += unread
     model_calls = [e for e in events if isinstance(e, ModelCallEvent)]
-    costs = [e.cost_usd for e in model_calls if e.cost_usd is not None]
+    costs = [cost for e in model_calls if (cost := _usd(e.cost_usd)) is not None]
     resumed = next((e for e in events if isinstance(e, RunResumedEvent)), None)
     return {
         "id": source.run_id,
@@ -119,7 +122,7 @@ def run_data(source: RunSource, texts: Texts) -> dict[str, Any]:
         "missing": missing,
         "marks": turns.marks,
         "turns_": list(turns.by_turn.values()),
-        "files": _files(files, texts) if files is not None else [],
+        "files": _files(file_texts) if file_texts is not None else [],
     }
 
 
@@ -127,7 +130,7 @@ class _Turns:
     """Folds the events into turns, in one pass: each turn's record is what the model saw
     when it was called, then what it did and what was decided about it."""
 
-    def __init__(self, texts: Texts, files: FileHistory | None, plan_file: str, window: int):
+    def __init__(self, texts: Texts, files: FileTexts | None, plan_file: str, window: int):
         self.texts = texts
         self.files = files
         self.plan_file = plan_file
@@ -137,7 +140,6 @@ class _Turns:
         self.calls: dict[tuple[int, str | None], dict[str, Any]] = {}
         self.marks: list[dict[str, Any]] = []
         self.cost = 0.0
-        self.file_chars = 0
 
     def turn(self, number: int) -> dict[str, Any]:
         found = self.by_turn.get(number)
@@ -227,7 +229,8 @@ class _Turns:
         return False
 
     def _model_call(self, turn: dict[str, Any], event: ModelCallEvent) -> None:
-        self.cost += event.cost_usd or 0.0
+        cost = _usd(event.cost_usd)
+        self.cost += cost or 0.0
         layers = [
             event.layer1_tokens,
             event.layer2_tokens,
@@ -246,7 +249,7 @@ class _Turns:
             ["iterations", event.iterations_used, event.iterations_max],
             ["context", event.context_tokens, self.window],
         ]
-        if event.cost_usd is not None:
+        if cost is not None:
             turn["meters"].append(["cost (USD)", round(self.cost, 6), None])
         turn["model"] = {
             "text": self.texts.add(event.text),
@@ -259,7 +262,7 @@ class _Turns:
         if self.todos.items:
             turn["todos"] = self.texts.add(self.todos.render())
             turn["phase"] = self.todos.phase_label()
-        if self.files is not None and (at := self.files.at_turn.get(turn["turn"])):
+        if self.files is not None and (at := self.files.history.at_turn.get(turn["turn"])):
             digest = at.get(self.plan_file)
             if digest is not None:
                 turn["plan"] = self._file_text(digest, self.plan_file)
@@ -301,29 +304,31 @@ class _Turns:
     def _changed(self, number: int) -> list[list[Any]]:
         if self.files is None:
             return []
-        after = self.files.after(number)
+        after = self.files.history.after(number)
         return [
             [path, self._file_text(after[path], path) if path in after else None]
-            for path in self.files.changed(number)
+            for path in self.files.history.changed(number)
         ]
 
     def _file_text(self, digest: str, path: str) -> int:
         assert self.files is not None
-        if self.file_chars > FILES_CHARS:
+        found = self.files.text(digest)
+        if found is None:
             return self.texts.add(
                 f"({path}: not kept, the page's room for file text is spent; "
                 "the whole file is in the run's store)"
             )
-        data = self.files.read(digest)
-        text = decoded(data)
-        if text is None:
-            return self.texts.add(f"(a binary file of {len(data):,} bytes)")
-        self.file_chars += min(len(text), FILE_CHARS)
-        return self.texts.add(text, limit=FILE_CHARS, what="file")
+        return found
 
 
 def _decision(who: str, verdict: str, reason: str, shadow: bool) -> dict[str, Any]:
     return {"who": who, "verdict": verdict, "reason": reason, "shadow": shadow}
+
+
+def _usd(cost: float | None) -> float | None:
+    """A cost the page can show: None for none, and for a NaN or an infinity (a model with
+    no price, a crafted row), which is no price either and which JSON cannot hold."""
+    return cost if cost is not None and math.isfinite(cost) else None
 
 
 def _json(value: object) -> str:
@@ -359,7 +364,7 @@ def _settings(config: Mapping[str, Any], started: RunStartedEvent | None) -> dic
             if isinstance(price, Mapping) and {"input", "output"} <= price.keys()
             else None
         ),
-        "tools": [str(t) for t in config.get("tools") or ()],
+        "tools": list(_names(config.get("tools"))),
     }
 
 
@@ -414,29 +419,25 @@ def _missing(
             "ended has none)."
         )
     elif files.final_from == "checkpoint":
-        notes.append("Its workspace is gone: the files shown last are its last checkpoint's.")
+        notes.append(
+            "Its workspace is gone (or is not a folder gr ran in): the files shown last are "
+            "its last checkpoint's."
+        )
     if harness == "gr" and not has_todos and started is not None:
         notes.append("The run never wrote a todo list.")
     return notes
 
 
-def _files(files: FileHistory, texts: Texts) -> list[dict[str, Any]]:
-    """Every file the run left or removed, with the turns that changed it."""
-    changed: dict[str, list[int]] = {}
-    for turn in files.at_turn:
-        for path in files.changed(turn):
-            changed.setdefault(path, []).append(turn)
-    out = []
-    budget = FILES_CHARS
-    for path in sorted(files.final.keys() | changed.keys()):
-        digest = files.final.get(path)
-        entry: dict[str, Any] = {"path": path, "turns": changed.get(path, []), "text": None}
-        if digest is not None and budget > 0:
-            data = files.read(digest)
-            text = decoded(data)
-            shown = text if text is not None else f"(a binary file of {len(data):,} bytes)"
-            entry["text"] = texts.add(shown, limit=FILE_CHARS, what="file")
-            budget -= min(len(shown), FILE_CHARS)
-        entry["removed"] = digest is None
-        out.append(entry)
-    return out
+def _files(texts: FileTexts) -> list[dict[str, Any]]:
+    """Every file the run left or removed, with the turns that changed it; past the page's
+    room for file text, a file no turn changed is named without its text."""
+    final, changes = texts.history.final, texts.changes
+    return [
+        {
+            "path": path,
+            "turns": changes.get(path, []),
+            "text": texts.text(final[path]) if path in final else None,
+            "removed": path not in final,
+        }
+        for path in sorted(final.keys() | changes.keys())
+    ]

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["FILES_CHARS", "FILE_CHARS", "Texts", "decoded"]
+__all__ = ["FILES_BYTES", "FILE_CHARS", "Texts", "cut", "decoded"]
 
 FILE_CHARS: Final = 20_000
 """The most of one file version a page shows; the rest is cut, saying so."""
-FILES_CHARS: Final = 400_000
-"""The most file text one run's page holds, every version counted: past it, later versions
-are named without their text. A run rewriting a large file every turn stays under 2 MB."""
+FILES_BYTES: Final = 400_000
+"""The most file text one run's page holds, every version counted, in the bytes the page
+writes it in (a ``<`` takes six, an emoji four): past it, later versions are named without
+their text. A run rewriting a large file of markup every turn stays under 2 MB."""
 
 
 class Texts:
@@ -25,17 +26,26 @@ class Texts:
         self._index: dict[str, int] = {}
 
     def add(self, text: str, *, limit: int | None = None, what: str = "text") -> int:
-        if limit is not None and len(text) > limit:
-            more = len(text) - limit
-            text = f"{text[:limit]}\n… cut here: {more:,} more characters of this {what}"
+        text = cut(text, limit, what)
         found = self._index.get(text)
         if found is None:
             found = self._index[text] = len(self.items)
             self.items.append(text)
         return found
 
+    def find(self, text: str) -> int | None:
+        """The index of ``text`` when the table holds it already."""
+        return self._index.get(text)
+
     def chars(self) -> int:
         return sum(map(len, self.items))
+
+
+def cut(text: str, limit: int | None, what: str = "text") -> str:
+    """``text`` cut past ``limit`` characters, saying so."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… cut here: {len(text) - limit:,} more characters of this {what}"
 
 
 def decoded(data: bytes) -> str | None:

@@ -139,7 +139,7 @@
     const marks = shown.map((mark) => el("li", { class: (mark.shadow ? "shadow " : "") + "tone-" + mark.tone },
       link("turn " + mark.turn, () => go({ turn: mark.turn, scroll: "turn" })), " · ", mark.text));
     app.append(marks.length ? el("ul", { class: "marks", id: "marks" }, marks) : el("p", { class: "empty" }, "Nothing on the timeline."));
-    app.append(scrubber(numbers));
+    if (numbers.length) app.append(scrubber(numbers));
     const turn = run.turns_.find((t) => t.turn === state.turn);
     app.append(turn ? drawTurn(run, turn) : el("p", { class: "empty" }, "No turns recorded."));
     app.append(drawFiles(run));
@@ -304,10 +304,12 @@
 
   document.addEventListener("keydown", (event) => {
     if (event.target && event.target.tagName === "SELECT") return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return; // the browser's: Alt+← is back
     if (event.key === "ArrowRight") { event.preventDefault(); step(1); }
     else if (event.key === "ArrowLeft") { event.preventDefault(); step(-1); }
   });
 
+  window.addEventListener("hashchange", () => { fromHash(); draw(); }); // a link, or an address typed
   fromHash();
   draw();
   document.body.dataset.readyMs = String(Math.round(performance.now()));
