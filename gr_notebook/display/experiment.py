@@ -31,7 +31,7 @@ def render_status_counts(counts: Counts, *, done: int, total: int) -> str:
         for s in statuses
     )
     rows = "".join(
-        f"<tr><td style='padding:0 6px'>{escape(agent)}</td>"
+        f"<tr><td style='text-align:left;padding:0 6px'>{escape(agent)}</td>"
         + "".join(
             f"<td style='text-align:right;padding:0 6px'>{row.get(s, 0)}</td>" for s in statuses
         )

@@ -1,22 +1,28 @@
 """The notebook's view of a running experiment: a bar over a live table of runs by agent
 and status (:mod:`gr_notebook.display.experiment` draws it).
 
-Shown when the experiment starts; its ``text/plain`` names it until the experiment has
-finished, and then carries the final table, so a saved notebook is the same on every run.
+Shown when the experiment starts, as a widget; when the experiment ends (finished, stopped or
+failed), its output is replaced by the table as it ended, static HTML and text with no
+widget view (:mod:`gr_notebook.jupyter.outputs`, as a run's dashboard is): what a saved
+notebook, GitHub and nbviewer show. An experiment with nothing left to run is static from
+the start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 import ipywidgets as w
 
 from gr_notebook.display.experiment import render_status_counts, text_status_counts
 from gr_notebook.experiments.progress import StatusCounts
 from gr_notebook.experiments.record import RunRecord
+from gr_notebook.jupyter.outputs import LiveOutput, show_static
 
 __all__ = ["ExperimentView", "NotebookProgress", "notebook_progress"]
+
+LIVE = "Experiment progress (a live widget)"
 
 
 class ExperimentView(w.VBox):  # type: ignore[misc]
@@ -32,16 +38,25 @@ class ExperimentView(w.VBox):  # type: ignore[misc]
 
     def draw(self) -> None:
         self.bar.value = self.counts.done
-        self.table.value = render_status_counts(
-            self.counts.by_agent, done=self.counts.done, total=self.total
-        )
+        self.table.value = self._table()
+
+    def _table(self) -> str:
+        return render_status_counts(self.counts.by_agent, done=self.counts.done, total=self.total)
 
     def __repr__(self) -> str:
         return text_status_counts(self.counts.by_agent, done=self.counts.done, total=self.total)
 
+    def static_bundle(self) -> dict[str, str]:
+        """The table as it stands, with no widget: what the view is once the experiment ends."""
+        return {"text/html": self._table(), "text/plain": repr(self)}
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = repr(self) if self.finished else "Experiment progress (a live widget)"
+        if self.finished:
+            data.update(self.static_bundle())
+        else:  # a snapshot now would be stale forever in the saved notebook
+            data["text/plain"] = LIVE
+            data["text/html"] = f"<div class='gr-experiment'>{LIVE}</div>"
         return data
 
 
@@ -50,11 +65,10 @@ class NotebookProgress:
 
     def __init__(self) -> None:
         self.view = ExperimentView()
+        self.output: LiveOutput | None = None
+        """The cell's output while the view is live: replaced when the experiment ends."""
 
     def start(self, total: int, agents: Sequence[str], done: Sequence[RunRecord]) -> None:
-        from IPython import display as ipython_display
-
-        display = cast(Callable[..., None], ipython_display.display)
         view = self.view
         view.counts = StatusCounts(agents)
         for record in done:
@@ -63,14 +77,24 @@ class NotebookProgress:
         view.bar.max = max(total, 1)
         view.finished = False
         view.draw()
-        display(view)
+        if view.counts.done >= total:  # nothing left to run: the table as it is, at once
+            self._settle()
+            show_static(view.static_bundle())
+        else:
+            self.output = LiveOutput(view._repr_mimebundle_())
 
     def update(self, record: RunRecord) -> None:
         self.view.counts.add(record)
         self.view.draw()
 
     def close(self) -> None:
-        """The experiment ended: the view stays, settled."""
+        """The experiment ended: its output becomes the table as it ended."""
+        self._settle()
+        if self.output is not None:
+            self.output.replace(self.view.static_bundle())
+            self.output = None
+
+    def _settle(self) -> None:
         view = self.view
         view.finished = True
         view.bar.bar_style = "success" if view.counts.done >= view.total else "warning"

@@ -6,12 +6,21 @@ the keys a cell is not typing into, so the widget has a small text box that take
 the cursor in it, ``y`` (should act), ``n`` (should not), ``s`` (skip), ``b`` (back). The
 buttons do the same, and each control has a method (``act``, ``dont``, ``skip``, ``back``,
 ``key``) so that a test or a cell can drive it without a browser.
+
+In a notebook it is two outputs: the widget, and under it the labels given here, a static
+output updated as each label is kept, so that a notebook saved mid-way still says what was
+labelled. Labelling finishes with the Finish button, ``finish()``, or a label on every point:
+the widget closes and its output becomes the labeller as it stopped, static HTML and text
+(:mod:`gr_notebook.jupyter.outputs`, as a run's dashboard does when the run ends), which is
+what a saved notebook, GitHub and nbviewer show. A widget left live reads "model not found"
+in a notebook saved and reopened.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +28,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from gr_notebook.display.render import PANEL
 from gr_notebook.errors import ConfigError
 from gr_notebook.events import (
     Event,
@@ -30,6 +40,7 @@ from gr_notebook.events import (
 from gr_notebook.history.labels import KINDS, Label, decision_points, default_who, save_labels
 from gr_notebook.history.store import Store
 from gr_notebook.jupyter.clicks import on_this_loop
+from gr_notebook.jupyter.outputs import LiveOutput, show_static
 from gr_notebook.review.replay_sources import recorded_runs
 
 __all__ = ["LabelPoint", "Labeller"]
@@ -60,7 +71,8 @@ class Labeller:
     """Label recorded points one at a time (``kind``: policy, checker, feedback or
     intervention; ``tools=`` only calls of these tools; ``points=`` a DataFrame with
     ``run_id`` and ``seq`` columns, such as a backtest's ``.mistakes``, to label those).
-    Each answer is kept in the run's store as it is given, under ``who``."""
+    Each answer is kept in the run's store as it is given, under ``who``, and listed under
+    the widget; :meth:`finish` (or a label on every point) leaves the labeller static."""
 
     def __init__(
         self,
@@ -99,6 +111,14 @@ class Labeller:
             ]
         self.index = 0
         self.given: dict[tuple[str, int], bool] = {}
+        self.notes: dict[tuple[str, int], str | None] = {}
+        self.finished = not self.points
+        """Labelling is over (there was nothing to label, or :meth:`finish`): the controls
+        do nothing, and the labeller shows as it stopped."""
+        self._views: list[LiveOutput] = []
+        """The cell outputs showing the widget, replaced when the labelling finishes."""
+        self._lists: list[LiveOutput] = []
+        """The cell outputs listing the labels given here, updated as each is given."""
         self._header = w.HTML()
         self._body = w.HTML()
         self._note = w.Text(placeholder="note (optional): why", layout=w.Layout(width="60%"))
@@ -114,6 +134,7 @@ class Labeller:
             ("Should not act (n)", self.dont, "success"),
             ("Skip (s)", self.skip, ""),
             ("Back (b)", self.back, ""),
+            ("Finish", self.finish, "info"),
         ):
             button = w.Button(description=text, button_style=style)
             button.on_click(on_this_loop(handler))
@@ -149,6 +170,19 @@ class Labeller:
     def set_note(self, note: str) -> None:
         self._note.value = note
 
+    def finish(self) -> None:
+        """Labelling is over: the widget closes, and its output becomes the labeller as it
+        stopped (the labels given stay listed under it). A second call does nothing."""
+        if self.finished:
+            return
+        self.finished = True
+        self._show()
+        for view in self._views:
+            view.replace(self.static_bundle())
+        for listed in self._lists:
+            listed.replace(self.labels_bundle())
+        _close_tree(self.widget)
+
     @property
     def current(self) -> LabelPoint | None:
         return self.points[self.index] if self.index < len(self.points) else None
@@ -165,46 +199,135 @@ class Labeller:
 
     def _label(self, value: bool) -> None:
         point = self.current
-        if point is None:
+        if point is None or self.finished:
             return
         note = self._note.value.strip() or None
         with Store(point.store) as store:
             save_labels(store, [Label(point.run_id, point.seq, value, self.kind, self.who, note)])
-        self.given[(point.run_id, point.seq)] = value
+        key = (point.run_id, point.seq)
+        self.given[key] = value
+        self.notes[key] = note
         self._note.value = ""
         self._move(1)
+        for listed in self._lists:
+            listed.update(self.labels_bundle())
+        if all((p.run_id, p.seq) in self.given for p in self.points):
+            self.finish()  # nothing is left to label
 
     def _move(self, step: int) -> None:
+        if self.finished:
+            return
         self.index = max(0, min(len(self.points), self.index + step))
         self._show()
 
     def _show(self) -> None:
-        done = len(self.given)
-        total = len(self.points)
+        self._header.value = self._heading()
         point = self.current
-        if point is None:
-            self._header.value = (
-                f"<b>{done} of {total} points labelled</b>: every point was shown. The labels "
-                "are in the runs' store; <code>gr.backtest(..., labels=None)</code> reads them."
+        self._body.value = "" if point is None else _render(point)
+
+    def _heading(self) -> str:
+        """What the widget's first line says: where it is, or that labelling is over."""
+        done, total, point = len(self.given), len(self.points), self.current
+        if self.finished:
+            stopped = ""
+            if point is not None:
+                stopped = f" It stopped at point {self.index + 1}: {self._where(point)}."
+            return (
+                f"<b>Labelling finished: {done} of {total} {self.kind} points labelled</b>, by "
+                f"{html.escape(self.who)}. The labels are in the runs' store; "
+                f"<code>gr.backtest(..., labels=None)</code> reads them.{stopped}"
             )
-            self._body.value = ""
-            return
+        if point is None:
+            return (
+                f"<b>{done} of {total} points labelled</b>: every point was shown. Press Back to "
+                "see one again, or Finish. The labels are in the runs' store; "
+                "<code>gr.backtest(..., labels=None)</code> reads them."
+            )
+        return (
+            f"<b>{self.index + 1} of {total}</b> · {done} labelled · {self._where(point)} · "
+            f"should a {self.kind} act here?"
+        )
+
+    def _where(self, point: LabelPoint) -> str:
         given = self.given.get((point.run_id, point.seq))
         said = "" if given is None else f" (labelled: {'act' if given else 'not act'})"
-        self._header.value = (
-            f"<b>{self.index + 1} of {total}</b> · {done} labelled · run {html.escape(point.run)}"
-            f", turn {point.turn}, event {point.seq}: a {point.what}{said} · should a "
-            f"{self.kind} act here?"
+        return (
+            f"run {html.escape(point.run)}, turn {point.turn}, event {point.seq}: a "
+            f"{point.what}{said}"
         )
-        self._body.value = _render(point)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data = self.widget._repr_mimebundle_(**kwargs)
-        data["text/plain"] = repr(self)  # what a saved notebook says where it was
-        return data
+    # -- in a notebook --------------------------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        """The widget, and under it the labels given here; both static once finished."""
+        if self.finished:
+            show_static(self.static_bundle())
+            show_static(self.labels_bundle())
+            return
+        self._show()
+        data = self.widget._repr_mimebundle_()
+        data["text/plain"] = repr(self)
+        data["text/html"] = f"<div class='gr-labeller'>{html.escape(repr(self))}</div>"
+        self._views.append(LiveOutput(data))
+        self._lists.append(LiveOutput(self.labels_bundle()))
+
+    def static_bundle(self) -> dict[str, str]:
+        """The labeller as it stands, without its controls: what it is once finished."""
+        point = self.current
+        body = "" if point is None else _render(point)
+        heading = self._heading()
+        drawn = f"<div class='gr-labeller' style='{PANEL}'><div>{heading}</div>{body}</div>"
+        return {
+            "text/html": drawn,
+            "text/plain": f"{self!r}\n{_plain(heading)}",
+        }
+
+    def labels_bundle(self) -> dict[str, str]:
+        """The labels given here, a table: what a notebook saved mid-way still shows."""
+        keys = [(p, (p.run_id, p.seq)) for p in self.points]
+        rows = [(p, self.given[k], self.notes.get(k)) for p, k in keys if k in self.given]
+        acting = sum(value for _, value, _ in rows)
+        who = html.escape(self.who)
+        if rows:
+            title = (
+                f"Labels given here by {who}: {len(rows)} ({acting} should act, "
+                f"{len(rows) - acting} should not), each kept in the runs' store as it was given"
+            )
+        elif self.finished:
+            title = f"Labels given here by {who}: none"
+        else:
+            title = (
+                f"Labels given here by {who}: none yet; each is kept in the runs' store as it "
+                "is given, and listed here"
+            )
+        cells = ("run", "turn", "event", "point", "label", "note")
+        head = "".join(f"<th style='text-align:left;padding:0 6px'>{c}</th>" for c in cells)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td style='text-align:left;padding:0 6px'>{html.escape(str(c))}</td>"
+                for c in _row(p, v, n)
+            )
+            + "</tr>"
+            for p, v, n in rows
+        )
+        table = (
+            f"<div style='max-height:320px;overflow:auto'><table><tr>{head}</tr>{body}</table>"
+            "</div>"
+            if rows
+            else ""
+        )
+        lines = ["  ".join(map(str, _row(p, v, n))) for p, v, n in rows]
+        return {
+            "text/html": f"<div class='gr-labels' style='{PANEL}'><b>{title}</b>{table}</div>",
+            "text/plain": "\n".join([html.unescape(title), *lines]),
+        }
 
     def __repr__(self) -> str:
-        return f"<Labeller: {len(self.given)} of {len(self.points)} {self.kind} points labelled>"
+        over = ", finished" if self.finished else ""
+        return (
+            f"<Labeller: {len(self.given)} of {len(self.points)} {self.kind} points labelled{over}>"
+        )
 
 
 def _points(
@@ -256,6 +379,29 @@ def _points(
                 )
             )
     return found
+
+
+def _row(point: LabelPoint, value: bool, note: str | None) -> tuple[object, ...]:
+    what = point.tool or point.what
+    return (
+        point.run,
+        point.turn,
+        point.seq,
+        what,
+        "should act" if value else "should not act",
+        note or "",
+    )
+
+
+def _plain(heading: str) -> str:
+    """A heading's words without its tags."""
+    return html.unescape(re.sub(r"<[^>]+>", "", heading))
+
+
+def _close_tree(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
 
 
 def _render(point: LabelPoint) -> str:

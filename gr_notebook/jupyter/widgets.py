@@ -10,7 +10,9 @@ Shown in a notebook, each is a widget while its run is live; when the run ends, 
 is replaced by the run as it ended, static HTML and text with no widget view, and a view of
 a run that has already ended is static from the start (:mod:`~gr_notebook.jupyter.outputs`):
 that is what a saved notebook, GitHub and nbviewer show. A finished run is forked from a
-cell (``run.fork``, ``%agent fork``, whose picker is :class:`ForkPicker`).
+cell (``run.fork``, ``%agent fork``, whose picker is :class:`ForkPicker`). A fork made with a
+click (the dashboard's Fork…, or the picker's) shows its own dashboard in the cell that was
+clicked, live while it runs and static once it ends.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from gr_notebook.errors import GrNotebookError
 from gr_notebook.events import Event, is_shadow
 from gr_notebook.jupyter.approval import ApprovalView
 from gr_notebook.jupyter.clicks import on_this_loop
-from gr_notebook.jupyter.outputs import display, show_run_view, show_static
+from gr_notebook.jupyter.outputs import Cell, cell_now, display, show_run_view, show_static
 from gr_notebook.models.call_context import ModelDelta
 from gr_notebook.review.recorded import recorded_run
 from gr_notebook.run import Run
@@ -292,6 +294,8 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         self._fork: _ForkControls | None = None
         self.on_fork: Callable[[Run], object] | None = None
         """Called with the new run after a fork (the default binds it to ``fork``)."""
+        self.shown_in: Cell | None = None
+        """The cell the dashboard was last shown in: where a fork clicked here shows its own."""
         self.stop_button.on_click(on_this_loop(self.stop))
         self.pause_button.on_click(on_this_loop(self.toggle_pause))
         self.rewind_button.on_click(on_this_loop(self.rewind))
@@ -468,7 +472,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
 
     def _fork_controls(self) -> _ForkControls:
         if self._fork is None:
-            self._fork = _ForkControls(self.fork)
+            self._fork = _ForkControls(self._fork_clicked)
             # The row takes the button's place at the end of the controls.
             self._controls.children = (*self._controls.children[:-1], *self._fork.row)
             self._refresh_fork(self.state())
@@ -550,7 +554,14 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
 
     def fork(self, turn: int | None = None, agent: Agent | None = None) -> Run | None:
         """Fork the run at ``turn`` (the picked one) under ``agent`` (the picked one; the
-        run's own by default): the new run goes on in the background."""
+        run's own by default): the new run goes on in the background, and its dashboard
+        shows in the cell running now (the Fork button shows it under this dashboard)."""
+        return self._fork_run(turn, agent, cell=None)
+
+    def _fork_clicked(self) -> None:
+        self._fork_run(None, None, cell=self.shown_in)
+
+    def _fork_run(self, turn: int | None, agent: Agent | None, *, cell: Cell | None) -> Run | None:
         if not self._loop_controls("fork"):
             return None
         turn = self.fork_turn.value if turn is None else turn
@@ -572,6 +583,7 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
             return None
         (self.on_fork or _bind_fork)(forked)
         self.add_log(f"Forked at turn {turn} as run {forked.run_id}: `fork` in the notebook.")
+        _show_fork(forked, cell)
         return forked
 
     def _loop_controls(self, action: str) -> bool:
@@ -597,7 +609,13 @@ class Dashboard(_OnePerRun, w.VBox):  # type: ignore[misc]
         return {"text/html": render_dashboard(state), "text/plain": text_dashboard(state)}
 
     def _ipython_display_(self) -> None:
-        show_run_view(self.run, self._repr_mimebundle_, self.static_bundle)
+        self.show_in(None)
+
+    def show_in(self, cell: Cell | None) -> None:
+        """Show the dashboard in ``cell`` (None: the cell running now), live while its run
+        is; a fork clicked here shows its dashboard there too."""
+        self.shown_in = cell or cell_now()
+        show_run_view(self.run, self._repr_mimebundle_, self.static_bundle, cell=cell)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         self.refresh()
@@ -633,6 +651,8 @@ class ForkPicker(w.VBox):  # type: ignore[misc]
         if refusal is not None:
             raise refusal
         self.run, self.out = run, out
+        self.shown_in: Cell | None = None
+        """The cell the picker was shown in: where the fork's dashboard shows."""
         tracker = RunTracker()
         for event in run.events:
             tracker.add(event)
@@ -669,7 +689,7 @@ class ForkPicker(w.VBox):  # type: ignore[misc]
 
     def fork(self) -> Run | None:
         """Fork at the picked turn under the picked agent; the new run goes on in the
-        background, bound to ``out``."""
+        background, bound to ``out``, and its dashboard shows under the picker."""
         turn, name = self.turn.value, self.agent.value
         if turn is None:
             self._say("Pick a turn first, then press Fork.")
@@ -682,10 +702,16 @@ class ForkPicker(w.VBox):  # type: ignore[misc]
             return None
         _bind_fork(forked, self.out)
         self._say(f"Forked at turn {turn} as run {forked.run_id}: `{self.out}` in the notebook.")
+        _show_fork(forked, self.shown_in)
         return forked
 
     def _say(self, text: str) -> None:
         self.message.value = f"<div style='font-size:12px;color:#616161'>{escape(text)}</div>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self.shown_in = cell_now()  # displayed now, in this cell
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        return data
 
     def __repr__(self) -> str:
         return f"Fork… run {self.run.run_id} (a live widget)"
@@ -761,6 +787,15 @@ def _notebook_agents() -> dict[str, Agent]:
         for name, value in names.items()
         if isinstance(value, Agent) and not name.startswith("_")
     }
+
+
+def _show_fork(run: Run, cell: Cell | None) -> None:
+    """A new fork's dashboard, in ``cell`` (None: the cell running now); nothing outside
+    IPython, where there is no cell to show it in."""
+    from IPython import get_ipython
+
+    if get_ipython() is not None:
+        Dashboard.for_run(run).show_in(cell)
 
 
 def _bind_fork(run: Run, name: str = "fork") -> None:

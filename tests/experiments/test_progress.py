@@ -61,21 +61,27 @@ def test_choose_progress() -> None:
         choose_progress("bar")  # type: ignore[arg-type]
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 @pytest.fixture
-def kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """An IPython shell that looks like a kernel's, capturing what is displayed."""
+def kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An IPython shell that looks like a kernel's: what is displayed, and each update of
+    it, as a cell's outputs."""
     from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
 
     shell = get_ipython()
     monkeypatch.setattr(shell, "kernel", object(), raising=False)
-    shown: list[Any] = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
-    yield shown
+    with capture_output() as captured:
+        yield captured  # .outputs: the outputs so far
 
 
-def test_in_a_notebook_a_live_table_counts_each_agents_runs(
-    tmp_path: Path, kernel: list[Any]
-) -> None:
+def display_id(output: Any) -> str | None:
+    return (output.transient or {}).get("display_id")
+
+
+def test_in_a_notebook_a_live_table_ends_as_a_static_one(tmp_path: Path, kernel: Any) -> None:
     exp = gr.Experiment(
         {"a": gr.Agent(max_iterations=60), "b": gr.Agent(max_iterations=60)},
         {"x": JOB},
@@ -84,23 +90,38 @@ def test_in_a_notebook_a_live_table_counts_each_agents_runs(
         store=tmp_path / "store.sqlite",
     )
     exp.run("loop")  # progress=True: the facade's hook finds the kernel
-    (view,) = kernel
-    assert type(view).__name__ == "ExperimentView"
-    assert view.bar.value == 4 and view.bar.max == 4 and view.bar.bar_style == "success"
-    assert "4 of 4 runs finished" in view.table.value
-    assert view._repr_mimebundle_()["text/plain"] == (
+    live, ended = kernel.outputs
+    assert WIDGET_VIEW in live.data and not live.update
+    assert live.data["text/plain"] == "Experiment progress (a live widget)"
+    assert set(live.data) == {WIDGET_VIEW, "text/plain", "text/html"}  # as nbval compares
+    # When the experiment ended, its output became the table as it ended, with no widget.
+    assert ended.update and display_id(ended) == display_id(live)
+    assert set(ended.data) == {"text/html", "text/plain"}
+    assert ended.data["text/plain"] == (
         "4 of 4 runs finished\nagent  completed\na              2\nb              2"
     )
+    assert "4 of 4 runs finished" in ended.data["text/html"]
+    assert "class='gr-experiment'" in ended.data["text/html"]
+
+    exp.run("loop")  # nothing left to run: the table, static from the start
+    *_, again = kernel.outputs
+    assert len(kernel.outputs) == 3 and not again.update and again.data == ended.data
 
 
-def test_a_live_view_names_itself_until_the_experiment_ends(kernel: list[Any]) -> None:
+def test_a_live_view_names_itself_until_the_experiment_ends(kernel: Any) -> None:
     from gr_notebook.jupyter.experiment_progress import NotebookProgress
 
     progress = NotebookProgress()
     progress.start(3, ["a"], [row("a", "completed")])
-    assert kernel[0].bar.value == 1
+    assert progress.view.bar.value == 1
     assert progress.view._repr_mimebundle_()["text/plain"] == "Experiment progress (a live widget)"
     progress.update(row("a", "failed"))
+    assert len(kernel.outputs) == 1  # the live view follows the runs by itself
     progress.close()
     assert progress.view.bar.bar_style == "warning"  # stopped short of the grid
+    live, ended = kernel.outputs
+    assert ended.update and display_id(ended) == display_id(live)
+    assert ended.data["text/plain"].startswith("2 of 3 runs finished\n")
     assert "2 of 3 runs finished" in progress.view._repr_mimebundle_()["text/plain"]
+    progress.close()  # a second close changes nothing
+    assert len(kernel.outputs) == 2

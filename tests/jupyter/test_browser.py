@@ -4,10 +4,12 @@ A private JupyterLab server (its config, data, runtime and IPython dirs all unde
 temporary dir) serves copies of the notebooks with their outputs cleared. Playwright opens
 each in Debian's Chromium and runs it as a reader does, from Run → Run All Cells: every cell
 is queued at once, which is what nbval's one-cell-at-a-time run cannot see. A notebook
-passes when every code cell ran and no output is an error or an asyncio complaint. The
-quickstart's dashboard is then used by hand: Pause, Unpause, Rewind while paused. The
-quickstart is also read as a reader opens it with no live kernel: as committed, and after
-Run All, a save and a reopen with its kernel shut down, every dashboard must be drawn (a widget
+passes when every code cell ran and no output is an error or an asyncio complaint. A live
+dashboard is then used by hand: Pause, Unpause, Rewind while paused, Fork (the fork's own
+dashboard shows under it), Stop. The notebooks are also read as a reader opens them with no
+live kernel: every committed notebook with no kernel at all, and the quickstart and the
+backtest (its labeller used by hand) after Run All, a save and a reopen with their kernel
+shut down. Every dashboard, progress table and labeller must be drawn as it ended (a widget
 output would read "(a live widget)" or "Error displaying widget: model not found").
 
 Screenshots go to ``build/screenshots/`` (GR_SCREENSHOTS overrides it), to be looked at.
@@ -229,6 +231,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp opens files in one page
     ]
     with log.open("wb") as log_file:
         proc = subprocess.Popen(
@@ -465,6 +468,15 @@ def _time_travel(page: Page, shots: Path) -> None:
 
 
 def _experiments(page: Page, shots: Path) -> None:
+    """The progress table, live while the experiment ran, is the table as it ended: no
+    widget is left in its cell (what a save keeps)."""
+    cell = page.locator(f"{PANEL} .jp-CodeCell").filter(
+        has=page.locator(".jp-InputArea", has_text="results = await experiment.arun()")
+    )
+    table = cell.locator(".gr-experiment")
+    expect(table).to_contain_text(re.compile(r"(\d+) of \1 runs finished"))
+    expect(cell.locator(".jupyter-widgets")).to_have_count(0)
+    table.screenshot(path=str(shots / "experiments-progress.png"))
     image = _plot_output(page, "results.plot(")
     image.scroll_into_view_if_needed()
     image.screenshot(path=str(shots / "experiments-plot.png"))
@@ -491,13 +503,45 @@ def _try_before_trust(page: Page, shots: Path) -> None:
     boards.nth(0).screenshot(path=str(shots / "shadow-dashboard.png"))
 
 
+def _code_cell(page: Page, source: str) -> Locator:
+    return page.locator(f"{PANEL} .jp-CodeCell").filter(
+        has=page.locator(".jp-InputArea", has_text=source)
+    )
+
+
+def _backtest(page: Page, shots: Path) -> None:
+    """Run All finished the labeller at once (the cell after it); run its cell again and
+    label by hand: a click, a key in its keys box, each listed under it as it is kept; then
+    Finish leaves the labeller as it stopped."""
+    cell = _code_cell(page, "labeller = Labeller(")
+    expect(cell.locator(".gr-labeller")).to_contain_text("Labelling finished: 0 of")
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")  # run the cell again, staying on it
+    act = cell.get_by_role("button", name="Should act (y)")
+    expect(act).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    listed = cell.locator(".gr-labels")
+    expect(listed).to_contain_text("none yet")
+    act.click()
+    expect(listed).to_contain_text("by you: 1 (1 should act, 0 should not)")
+    cell.locator("input[placeholder^='keys here']").press_sequentially("n")
+    expect(listed).to_contain_text("by you: 2 (1 should act, 1 should not)")
+    cell.locator(".jp-OutputArea").screenshot(path=str(shots / "labeller-live.png"))
+    cell.get_by_role("button", name="Finish").click()
+    expect(cell.locator(".gr-labeller")).to_contain_text("Labelling finished: 2 of")
+    expect(act).to_have_count(0)
+    cell.locator(".jp-OutputArea").screenshot(path=str(shots / "labeller-finished.png"))
+
+
 CHECKS: dict[str, Callable[[Page, Path], None]] = {
     "01_quickstart": _quickstart,
     "07_time_travel": _time_travel,
     "08_experiments": _experiments,
     "09_claude_agent_sdk": _agent_sdk,
     "10_try_before_trust": _try_before_trust,
+    "11_backtest": _backtest,
 }
+# Saved after Run All (and the checks above), closed, and reopened with the kernel gone.
+REOPENED = ("01_quickstart", "11_backtest")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -506,8 +550,9 @@ def test_run_all_in_jupyterlab(
 ) -> None:
     """Run All queues every cell at once: a cell that waits for a run must not step the
     cells queued behind it (ipykernel 7 runs each as a task on the kernel's loop). The
-    quickstart is then saved and reopened with its kernel shut down: its dashboards, the
-    background run's too, were replaced by the runs as they ended, and read so."""
+    quickstart and the backtest are then saved and reopened with their kernel shut down: the
+    dashboards (the background run's too) and the labeller, used by hand, were replaced by
+    how they ended, and read so."""
     notebook = _cleared(path)
     for data in path.parent.glob(f"{path.stem}_*.csv"):  # its data, named after it
         shutil.copy(data, lab_server.root / data.name)
@@ -516,10 +561,10 @@ def test_run_all_in_jupyterlab(
         _run_all(page, sum(cell.cell_type == "code" for cell in notebook.cells))
         CHECKS.get(path.stem, lambda page, shots: None)(page, shots)
         _assert_no_errors(page)  # nothing failed while the widgets rendered either
-        if path.stem == "01_quickstart":
+        if path.stem in REOPENED:
             _save(page, lab_server, path.name)
     print(f"{path.name}: Run All in {time.monotonic() - started:.1f} s")
-    if path.stem != "01_quickstart":
+    if path.stem not in REOPENED:
         return
     saved = nbformat.read(lab_server.root / path.name, as_version=4)
     views = [
@@ -527,18 +572,100 @@ def test_run_all_in_jupyterlab(
     ]
     assert not views, [o["data"].get("text/plain") for o in views]
     with _reopened(browser, lab_server, path.name) as page:
-        _dashboards_drawn(page, 2, shots / "quickstart-reopened.png")
+        if path.stem == "01_quickstart":
+            _dashboards_drawn(page, 2, shots / "quickstart-reopened.png")
+        _everything_drawn(page, saved, shots / f"{path.stem}-reopened.png")
+        if path.stem == "11_backtest":  # the labels given by hand, still listed
+            expect(page.locator(f"{PANEL} .gr-labels")).to_contain_text("should act")
 
 
-def test_the_committed_quickstart_shows_its_dashboards(
+ENDED = ("completed", "ended", "budget_exhausted", "cancelled", "failed", "stuck", "incomplete")
+# What a committed notebook's outputs hold, by class: each must be drawn on the page.
+VIEWS = ("gr-dashboard", "gr-experiment", "gr-labeller", "gr-labels")
+ERROR_DISPLAYING = ("Error displaying widget", *NO_WIDGET)
+
+
+def _views_in(notebook: nbformat.NotebookNode) -> dict[str, int]:
+    """How many outputs of each kind of view the saved ``notebook`` holds."""
+    found = dict.fromkeys(VIEWS, 0)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            html = "".join(html) if isinstance(html, list) else html
+            for view in VIEWS:
+                found[view] += html.count(f"class='{view}'")
+    return found
+
+
+def _everything_drawn(page: Page, notebook: nbformat.NotebookNode, shot: Path) -> None:
+    """Every view ``notebook`` holds is on the page, as its run, experiment or labelling
+    ended, and nothing reads as a widget the page cannot draw; a screenshot of each."""
+    expected = _views_in(notebook)
+    for view, count in expected.items():
+        expect(page.locator(f"{PANEL} .{view}")).to_have_count(count, timeout=WIDGET_TIMEOUT_MS)
+    for board in page.locator(DASHBOARD).all():
+        expect(board.locator(".gr-state").first).to_have_text(re.compile("|".join(ENDED)))
+        expect(board.locator(".gr-timeline").first).to_be_visible()
+        _meters_within_100(board)
+    for table in page.locator(f"{PANEL} .gr-experiment").all():
+        expect(table).to_contain_text(re.compile(r"(\d+) of \1 runs finished"))
+    for labeller in page.locator(f"{PANEL} .gr-labeller").all():
+        expect(labeller).to_contain_text("Labelling finished")
+    text = "\n".join(page.locator(f"{PANEL} .jp-OutputArea").all_inner_texts())
+    assert not [bad for bad in ERROR_DISPLAYING if bad in text], text[:2000]
+    views = page.locator(", ".join(f"{PANEL} .{view}" for view in VIEWS if view != "gr-labels"))
+    for number, view in enumerate(views.all(), 1):
+        view.scroll_into_view_if_needed()
+        view.screenshot(path=str(shot.with_name(f"{shot.stem}-{number}.png")))
+
+
+# Close every tab without saving (choosing no kernel writes it in a notebook's metadata).
+CLOSE_UNSAVED_JS = """
+() => {
+    for (const widget of [...window.jupyterapp.shell.widgets('main')]) {
+        if (widget.context) widget.context.model.dirty = false;
+        widget.close();
+    }
+}
+"""
+
+
+def test_every_committed_notebook_reads_with_no_kernel(
     lab_server: LabServer, browser: Browser, shots: Path
 ) -> None:
-    """A reader who opens the notebook as committed sees every dashboard as its run ended."""
-    name = "committed-quickstart.ipynb"
-    shutil.copy(REPO_ROOT / "notebooks" / "01_quickstart.ipynb", lab_server.root / name)
+    """A reader who opens a notebook as committed, choosing no kernel, sees every dashboard,
+    the experiment's progress table and the finished labeller as they ended. The notebooks
+    open one after another in one JupyterLab page (loading the page is most of the time)."""
     _end_sessions(lab_server)
-    with _reopened(browser, lab_server, name) as page:
-        _dashboards_drawn(page, 2, shots / "quickstart-committed.png")
+    started = time.monotonic()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page.goto(f"{lab_server.url}/lab?reset&token={lab_server.token}")
+        page.wait_for_function("() => window.jupyterapp !== undefined")
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        for path in NOTEBOOKS:
+            notebook = nbformat.read(path, as_version=4)
+            # No kernel named, so JupyterLab asks which to start: the reader picks none.
+            notebook.metadata.pop("kernelspec", None)
+            notebook.metadata.pop("language_info", None)
+            name = f"committed-{path.name}"
+            nbformat.write(notebook, lab_server.root / name)
+            page.evaluate(
+                "name => { window.jupyterapp.commands.execute('docmanager:open', {path: name}); }",
+                name,
+            )
+            dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+            dialog.locator("button", has_text="No Kernel").click()
+            expect(dialog).to_have_count(0)
+            expect(page.locator(f"{PANEL} .jp-Notebook .jp-Cell").first).to_be_visible()
+            _everything_drawn(page, notebook, shots / f"committed-{path.stem}.png")
+            assert lab_server.api("GET", "/api/sessions") == [], "a kernel was started"
+            page.evaluate(CLOSE_UNSAVED_JS)
+            expect(page.locator(PANEL)).to_have_count(0)
+    finally:
+        page.close()
+    print(f"{len(NOTEBOOKS)} committed notebooks read in {time.monotonic() - started:.1f} s")
 
 
 def _job(parts: int) -> str:
@@ -559,9 +686,13 @@ def _turns(dashboard: Locator) -> int:
 
 
 def _advances(dashboard: Locator, since: int, *, by: int = 3, within_s: float = 20) -> int:
-    """Wait, touching no cell, until the run is ``by`` turns past ``since``."""
+    """Wait, touching no cell, until the run is ``by`` turns past ``since``. The meter
+    counts a phase's turns when the phase has an assessed budget, so it starts again at
+    each phase: then the run is ``by`` turns past the lowest count read."""
     deadline = time.monotonic() + within_s
-    while (turns := _turns(dashboard)) < since + by:
+    low = since
+    while (turns := _turns(dashboard)) < low + by:
+        low = min(low, turns)
         assert time.monotonic() < deadline, f"the run stayed at turn {turns} (from {since})"
         time.sleep(0.2)
     return turns
@@ -574,8 +705,8 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_code_cell(
-            "%load_ext gr_notebook\nimport gr_notebook as gr\n"
-            "slow = gr.Agent(gr.SimulatedModel(latency=0.1), store=False, max_iterations=1000)"
+            "%load_ext gr_notebook\nimport gr_notebook as gr\n"  # a store: a fork needs one
+            "slow = gr.Agent(gr.SimulatedModel(latency=0.1), max_iterations=1000)"
         ),
         # long enough not to end before Stop: an ended run's dashboard has no controls
         nbformat.v4.new_code_cell(f"%%agent --background --agent slow --out bg\n{LONG_JOB}"),
@@ -608,6 +739,24 @@ def test_dashboard_pause_resume_and_rewind_while_paused(
         )
         _advances(dashboard, _turns(dashboard))  # the meter may now count the new phase's turns
         dashboard.screenshot(path=str(shots / "resume-dashboard.png"))
+
+        # Fork… then Fork (the newest turn, the same agent): the fork's own dashboard shows
+        # under this one, live; stopped, it is the run as it ended, with no controls.
+        dashboard.locator(".gr-controls button", has_text="Fork…").click()
+        fork = re.compile(r"^\s*Fork\s*$")  # not Fork…, which the row took the place of
+        dashboard.locator(".gr-controls button", has_text=fork).click()
+        boards = page.locator(DASHBOARD)
+        expect(boards).to_have_count(2, timeout=WIDGET_TIMEOUT_MS)
+        forked = boards.nth(1)
+        expect(forked.locator(".gr-state").first).to_have_text("running")
+        expect(dashboard.locator(".gr-log")).to_contain_text("Forked at turn")
+        forked.screenshot(path=str(shots / "fork-dashboard.png"))
+        forked.locator(".gr-controls button", has_text="Stop").click()
+        expect(forked.locator(".gr-state").first).to_have_text(
+            "cancelled", timeout=WIDGET_TIMEOUT_MS
+        )
+        expect(forked.locator(".gr-controls")).to_have_count(0)
+
         dashboard.locator(".gr-controls button", has_text="Stop").click()
         expect(state).to_have_text("cancelled", timeout=WIDGET_TIMEOUT_MS)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import RichOutput, capture_output
 
 import gr_notebook as gr
 from gr_notebook.errors import ConfigError
@@ -62,3 +64,86 @@ def test_stops_for_a_checker_and_a_bad_kind(run: gr.Run, tmp_path: Path) -> None
         Labeller(run, kind="judge")
     with pytest.raises(ConfigError, match="no store to keep its labels"):
         Labeller(list(run.events))
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def display_id(output: RichOutput) -> str | None:
+    return (output.transient or {}).get("display_id")
+
+
+def test_in_a_cell_it_lists_each_label_and_leaves_itself_static_when_finished(
+    ip: InteractiveShell, run: gr.Run
+) -> None:
+    """Two outputs: the widget, and the labels given so far, static and updated as each is
+    kept (what a notebook saved mid-way shows); Finish leaves the labeller as it stopped."""
+    labeller = Labeller(run, tools=["write_file"], who="di")
+    with capture_output() as captured:
+        ip.user_ns["labeller"] = labeller
+        ip.run_cell("labeller")
+        widget, listed = captured.outputs
+        assert WIDGET_VIEW in widget.data and display_id(widget)
+        assert (
+            widget.data["text/plain"]
+            == f"<Labeller: 0 of {len(labeller.points)} policy points labelled>"
+        )
+        assert set(listed.data) == {"text/html", "text/plain"} and display_id(listed)
+        assert listed.data["text/plain"].startswith("Labels given here by di: none yet")
+        first = labeller.current
+        assert first is not None
+        labeller.set_note("lost <the> notes")
+        labeller.act()
+        labeller.dont()
+        updates = [o for o in captured.outputs if o.update]
+        assert [display_id(o) for o in updates] == [display_id(listed)] * 2
+        table = updates[-1].data
+        assert table["text/plain"].startswith(
+            "Labels given here by di: 2 (1 should act, 1 should not)"
+        )
+        assert (
+            f"{first.run}  {first.turn}  {first.seq}  write_file  should act  lost <the> notes"
+            in (table["text/plain"])
+        )
+        assert "lost &lt;the&gt; notes" in table["text/html"] and "gr-labels" in table["text/html"]
+
+        labeller.finish()  # the Finish button
+        view, ended = captured.outputs[-2:]
+        assert view.update and display_id(view) == display_id(widget)
+        assert set(view.data) == {"text/html", "text/plain"}  # no widget view: static
+        assert "class='gr-labeller'" in view.data["text/html"]
+        assert "Labelling finished: 2 of" in view.data["text/html"]
+        assert "It stopped at point 3" in view.data["text/html"]
+        assert "the call: write_file" in view.data["text/html"]  # the point it stopped at
+        assert view.data["text/plain"].startswith(f"<Labeller: 2 of {len(labeller.points)} policy")
+        assert "labelled, finished>" in view.data["text/plain"]
+        assert ended.update and display_id(ended) == display_id(listed)
+        assert ended.data == labeller.labels_bundle() == table
+
+        shown = len(captured.outputs)
+        labeller.act()  # a finished labeller takes no more labels
+        labeller.finish()
+        assert len(captured.outputs) == shown and len(labeller.given) == 2
+        assert labeller.widget.comm is None  # its widgets are closed
+
+        ip.run_cell("labeller")  # shown again: static from the start
+        again = captured.outputs[shown:]
+        assert [o.data for o in again] == [labeller.static_bundle(), labeller.labels_bundle()]
+        assert not any(o.update for o in again)
+
+
+def test_a_label_on_every_point_finishes_the_labelling(ip: InteractiveShell, run: gr.Run) -> None:
+    writes = [e.seq for e in run.events if e.kind == "tool_call" and e.tool == "write_file"]
+    points = {"run_id": [run.run_id] * 2, "seq": writes[:2]}
+    labeller = Labeller(run, points=points, who="ed")
+    with capture_output() as captured:
+        ip.user_ns["labeller"] = labeller
+        ip.run_cell("labeller")
+        labeller.key("n")
+        assert not labeller.finished
+        labeller.key("y")
+    assert labeller.finished
+    outputs = captured.outputs
+    assert WIDGET_VIEW not in outputs[-2].data and outputs[-2].update
+    assert "Labelling finished: 2 of 2 policy points labelled" in outputs[-2].data["text/html"]
+    assert outputs[-1].data["text/plain"].startswith("Labels given here by ed: 2 (1 should act")

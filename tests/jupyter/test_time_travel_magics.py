@@ -4,12 +4,15 @@ shell: no kernel, no browser."""
 
 from __future__ import annotations
 
+import contextvars
 from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.display import display
 from IPython.utils.capture import capture_output
 from ipywidgets.widgets.widget import _instances
 
@@ -18,6 +21,7 @@ from gr_notebook.examples import QUICKSTART
 from gr_notebook.jupyter.widgets import Dashboard, ForkPicker
 from gr_notebook.runner import started_by
 from tests.review.test_timetravel import Interrupt
+from tests.test_run_controls import until
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -109,9 +113,13 @@ def test_the_dashboard_forks_at_a_turn_picked_on_its_timeline(
     assert ("strict", "strict") in dash.fork_agent.options
     dash.fork_turn.value = turns[-1]
     dash.fork_agent.value = "strict"
-    dash.fork_button.click()
+    with capture_output() as shown:
+        dash.fork_button.click()
     fork = ip.user_ns["fork"]
     assert fork.status == "completed"
+    # The fork has its own dashboard: it ended here (no loop ran), so it is static.
+    [board] = shown.outputs
+    assert board.data == Dashboard.for_run(fork).static_bundle()
     (event,) = [e for e in fork.events if e.kind == "run_resumed"]
     assert event.parent_turn == turns[-1]
     assert f"Forked at turn {turns[-1]} as run {fork.run_id}" in dash.log_panel.value
@@ -134,9 +142,12 @@ def test_agent_fork_without_a_turn_shows_a_picker_that_forks(
     assert turns and turns == sorted(turns, reverse=True) and view.turn.value == turns[0]
     assert view.agent.value == "strict"
     view.turn.value = turns[-1]
-    view.button.click()
+    with capture_output() as clicked:
+        view.button.click()
     fork = ip.user_ns["again"]
     assert fork.status == "completed"
+    [board] = clicked.outputs  # under the picker, the fork's dashboard
+    assert board.data == Dashboard.for_run(fork).static_bundle()
     (event,) = [e for e in fork.events if e.kind == "run_resumed"]
     assert (event.parent_run_id, event.parent_turn) == (parent.run_id, turns[-1])
     assert f"Forked at turn {turns[-1]} as run {fork.run_id}" in view.message.value
@@ -190,3 +201,72 @@ def test_a_recorded_run_that_is_not_there_says_where_it_looked(tmp_path: Path) -
         gr.Dashboard(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"open a recorded run with gr\.Dashboard\(run_id"):
         gr.Dashboard.for_run("nope")  # type: ignore[arg-type]
+
+
+class CellPublisher(DisplayPublisher):  # type: ignore[misc]
+    """A kernel's display publisher as far as cells go: each output sent, with the cell (the
+    parent header) it went to, set per context as ipykernel's is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("cell")
+        self.sent: list[tuple[str | None, dict[str, Any], str | None, bool]] = []
+
+    @property
+    def parent_header(self) -> dict[str, Any]:
+        return self.cell.get({})
+
+    def set_thread_parent(self, parent: dict[str, Any]) -> Any:
+        return self.cell.set(parent)
+
+    def reset_thread_parent(self, token: Any) -> None:
+        self.cell.reset(token)
+
+    def publish(self, data: Any, metadata: Any = None, source: Any = None, **kw: Any) -> None:
+        display_id = (kw.get("transient") or {}).get("display_id")
+        cell = self.parent_header.get("msg_id")
+        self.sent.append((cell, dict(data), display_id, bool(kw.get("update"))))
+
+
+async def test_a_fork_clicked_on_a_live_dashboard_shows_its_own_under_it(
+    ip: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Fork button of a live dashboard shows the fork's dashboard in the dashboard's
+    cell, where the person clicked (the click itself comes in no cell), live while the fork
+    runs and the run as it ended once it has; ``fork()`` from a cell shows it in that cell."""
+    cells = CellPublisher()
+    monkeypatch.setattr(ip, "display_pub", cells)
+    run = agent(tmp_path, gr.SimulatedModel(latency=0.002)).start(QUICKSTART)
+    await until(lambda: run.turns >= 4)
+    board = Dashboard(run)
+    token = cells.set_thread_parent({"msg_id": "launch", "msg_type": "execute_request"})
+    display(board)
+    cells.reset_thread_parent(token)
+    assert [(c, u) for c, _, _, u in cells.sent] == [("launch", False)]
+
+    cells.set_thread_parent({"msg_id": "click", "msg_type": "comm_msg"})
+    board.fork_open.click()
+    await until(lambda: bool(board.fork_turn.options), limit=20)  # a turn worth forking at
+    board.fork_button.click()
+    fork = ip.user_ns.get("fork")
+    assert fork is not None, board.log_panel.value
+    assert not fork.done  # it goes on in the background
+    cell, data, display_id, update = cells.sent[1]
+    assert (cell, update) == ("launch", False)
+    assert (
+        WIDGET_VIEW in data
+        and data["text/plain"] == f"Dashboard of run {fork.run_id} (a live widget)"
+    )
+    await fork.wait()
+    ended = [(c, d) for c, d, i, u in cells.sent if u and i == display_id]
+    assert [c for c, _ in ended] == ["launch"]  # no cell ran since: only the dashboard's
+    assert ended[0][1] == Dashboard.for_run(fork).static_bundle()
+    assert ">completed</span>" in ended[0][1]["text/html"]
+
+    cells.set_thread_parent({"msg_id": "later", "msg_type": "execute_request"})
+    again = board.fork()  # from a cell's code: in that cell
+    assert again is not None
+    assert cells.sent[-1][0] == "later" and again.run_id in cells.sent[-1][1]["text/plain"]
+    run.cancel("done with it")
+    await run.wait()
+    await again.wait()
