@@ -6,7 +6,7 @@
   const texts = data.texts;
   const T = (i) => (i === null || i === undefined ? "" : texts[i]);
   const app = document.getElementById("app");
-  const state = { view: "run", run: 0, turn: null, pair: 0, shadows: true };
+  const state = { view: "run", run: 0, turn: null, pair: 0, shadows: true, showSame: false };
 
   function el(tag, props, ...children) {
     const node = document.createElement(tag);
@@ -294,12 +294,16 @@
     const cell = (run, n, turn) => el("td", { class: "side" }, turn === undefined
       ? el("span", { class: "empty" }, run.parent && n < first(run) ? "(before the fork: its parent's turn)" : "(no turn)")
       : turn.calls.length ? turn.calls.map(callLine) : el("span", { class: "empty" }, turn.model ? "no tool call" : "(no model call)"));
-    const rows = numbers.map((n) => el("tr", { id: n === pair.divergence ? "divergence" : null, class: n === pair.divergence ? "diverge" : null },
+    // the turns well before the runs part are the same in both: folded into one row
+    const same = pair.divergence === null || state.showSame ? [] : numbers.filter((n) => n < pair.divergence - 1);
+    const folded = same.length > 1 ? el("tr", { id: "same-turns" }, el("td", {}, "…"), el("td", { colspan: 2, class: "empty" },
+      link("turns " + same[0] + "–" + same[same.length - 1] + " are the same in both runs: show them", () => go({ showSame: true })))) : null;
+    const rows = numbers.filter((n) => !folded || !same.includes(n)).map((n) => el("tr", { id: n === pair.divergence ? "divergence" : null, class: n === pair.divergence ? "diverge" : null },
       el("td", {}, n === pair.divergence ? "▶ " + n : String(n)),
       cell(a, n, byA.get(n)), cell(b, n, byB.get(n))));
     app.append(el("table", { id: "compare" }, el("thead", {}, el("tr", {}, el("th", {}, "turn"),
       el("th", {}, link("run " + a.id, () => go({ view: "run", run: pair.a, turn: pair.divergence }))),
-      el("th", {}, link("run " + b.id, () => go({ view: "run", run: pair.b, turn: pair.divergence }))))), el("tbody", {}, rows)));
+      el("th", {}, link("run " + b.id, () => go({ view: "run", run: pair.b, turn: pair.divergence }))))), el("tbody", {}, folded, rows)));
   }
 
   document.addEventListener("keydown", (event) => {

@@ -465,6 +465,15 @@ def _time_travel(page: Page, shots: Path) -> None:
     image = _plot_output(page, "comparison.plot()")
     image.scroll_into_view_if_needed()
     image.screenshot(path=str(shots / "time-travel-plot.png"))
+    # gr.share.view: the shared page of the run and its fork, drawn in the cell's frame
+    frame = page.locator(f"{PANEL} iframe[title='gr_notebook run viewer']")
+    expect(frame).to_have_count(1)
+    shared = frame.content_frame
+    expect(shared.locator("body[data-ready='1'] #index tbody tr")).to_have_count(2)
+    shared.get_by_role("button", name="Compare").click()
+    expect(shared.locator("#compare tr.diverge")).to_have_count(1)
+    frame.scroll_into_view_if_needed()
+    frame.screenshot(path=str(shots / "time-travel-shared.png"))
 
 
 def _experiments(page: Page, shots: Path) -> None:

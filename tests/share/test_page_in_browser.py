@@ -108,6 +108,11 @@ def test_two_runs_side_by_side_mark_where_they_part(browser: Browser, tmp_path: 
     row = page.locator("#compare tr.diverge")
     assert row.count() == 1 and row.locator("td").first.inner_text() == "▶ 4"
     assert "first part at turn 4" in page.locator("#divergence-note").inner_text()
+    folded = page.locator("#same-turns")  # turns 1 and 2 are the same: one row
+    assert folded.inner_text().endswith("turns 1–2 are the same in both runs: show them")
+    assert page.locator("#compare tbody tr").count() == 1 + 7  # the fold, then turns 3 to 9
+    folded.locator("a").click()
+    assert page.locator("#same-turns").count() == 0 and page.locator("#compare tbody tr").count() == 9
     shot(page, "compare")
     page.locator("#compare th a").nth(1).click()  # the fork, at the divergence
     assert page.locator("#turn-label").inner_text().startswith("Turn 4 of")
