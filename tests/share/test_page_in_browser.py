@@ -112,7 +112,8 @@ def test_two_runs_side_by_side_mark_where_they_part(browser: Browser, tmp_path: 
     assert folded.inner_text().endswith("turns 1–2 are the same in both runs: show them")
     assert page.locator("#compare tbody tr").count() == 1 + 7  # the fold, then turns 3 to 9
     folded.locator("a").click()
-    assert page.locator("#same-turns").count() == 0 and page.locator("#compare tbody tr").count() == 9
+    assert page.locator("#same-turns").count() == 0
+    assert page.locator("#compare tbody tr").count() == 9
     shot(page, "compare")
     page.locator("#compare th a").nth(1).click()  # the fork, at the divergence
     assert page.locator("#turn-label").inner_text().startswith("Turn 4 of")
