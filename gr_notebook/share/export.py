@@ -116,7 +116,7 @@ def _built(runs: object, store: StoreLike | None, title: str | None) -> tuple[st
             {
                 "a": a,
                 "b": b,
-                "divergence": first_divergence(data[a]["turns_"], data[b]["turns_"], texts.items),
+                "divergence": first_divergence(data[a]["by_turn"], data[b]["by_turn"], texts.items),
             }
             for a, b in pairs
         ],

@@ -121,7 +121,7 @@ def run_data(source: RunSource, texts: Texts) -> dict[str, Any]:
         ),
         "missing": missing,
         "marks": turns.marks,
-        "turns_": list(turns.by_turn.values()),
+        "by_turn": list(turns.by_turn.values()),
         "files": _files(file_texts) if file_texts is not None else [],
     }
 

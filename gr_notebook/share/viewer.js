@@ -108,7 +108,7 @@
       run.missing.length ? el("div", { class: "notes" }, run.missing.map((m) => el("div", {}, m))) : null);
   }
 
-  function turnNumbers(run) { return run.turns_.map((t) => t.turn); }
+  function turnNumbers(run) { return run.by_turn.map((t) => t.turn); }
 
   function drawRun(run) {
     const numbers = turnNumbers(run);
@@ -140,7 +140,7 @@
       link("turn " + mark.turn, () => go({ turn: mark.turn, scroll: "turn" })), " · ", mark.text));
     app.append(marks.length ? el("ul", { class: "marks", id: "marks" }, marks) : el("p", { class: "empty" }, "Nothing on the timeline."));
     if (numbers.length) app.append(scrubber(numbers));
-    const turn = run.turns_.find((t) => t.turn === state.turn);
+    const turn = run.by_turn.find((t) => t.turn === state.turn);
     app.append(turn ? drawTurn(run, turn) : el("p", { class: "empty" }, "No turns recorded."));
     app.append(drawFiles(run));
   }
@@ -288,9 +288,9 @@
       ? "The two runs agree on every turn both recorded."
       : el("span", {}, "They first part at ", link("turn " + pair.divergence, () => document.getElementById("divergence").scrollIntoView({ block: "center" })),
         ": the tool calls, or what the live guardrails decided about them, differ there.")));
-    const byA = new Map(a.turns_.map((t) => [t.turn, t])), byB = new Map(b.turns_.map((t) => [t.turn, t]));
+    const byA = new Map(a.by_turn.map((t) => [t.turn, t])), byB = new Map(b.by_turn.map((t) => [t.turn, t]));
     const numbers = [...new Set([...byA.keys(), ...byB.keys()])].filter((n) => n > 0).sort((x, y) => x - y);
-    const first = (run) => Math.min(...run.turns_.map((t) => t.turn).filter((n) => n > 0));
+    const first = (run) => Math.min(...run.by_turn.map((t) => t.turn).filter((n) => n > 0));
     const cell = (run, n, turn) => el("td", { class: "side" }, turn === undefined
       ? el("span", { class: "empty" }, run.parent && n < first(run) ? "(before the fork: its parent's turn)" : "(no turn)")
       : turn.calls.length ? turn.calls.map(callLine) : el("span", { class: "empty" }, turn.model ? "no tool call" : "(no model call)"));

@@ -124,7 +124,7 @@ def test_an_event_of_the_wrong_type_is_left_out_and_named(
     [run] = strict(page_of(guarded.run_id, store=store))["runs"]
     [note] = [n for n in run["missing"] if "could not be read" in n]
     assert f"event {seq} ({kind}): its {key} is {value!r}, of the wrong type" in note
-    assert len(run["turns_"]) > 5  # the rest of the run is there
+    assert len(run["by_turn"]) > 5  # the rest of the run is there
 
 
 def test_odd_settings_in_a_recorded_config_read_as_none(guarded: gr.Run, tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_a_row_that_is_not_json_is_named_not_drawn_as_an_empty_call(
         )
     [run] = strict(page_of(guarded.run_id, store=store))["runs"]
     assert any(f"event {seq} (tool_call): it is not JSON" in n for n in run["missing"])
-    assert all(call["tool"] for turn in run["turns_"] for call in turn["calls"])
+    assert all(call["tool"] for turn in run["by_turn"] for call in turn["calls"])
 
 
 def test_a_store_naming_another_folder_as_the_workspace_carries_none_of_its_files(

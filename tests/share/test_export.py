@@ -93,7 +93,7 @@ def test_a_long_run_is_small_and_quick(tmp_path: Path) -> None:
     print(f"200 turns: {size / MB:.2f} MB in {took:.2f} s")
     assert size <= 2 * MB and took < 2.0
     data = payload(path.read_text(encoding="utf-8"))
-    assert len(data["runs"][0]["turns_"]) == 201  # turn 0, the start, and 200 turns
+    assert len(data["runs"][0]["by_turn"]) == 201  # turn 0, the start, and 200 turns
 
 
 def test_the_command_line_exports_a_store(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def data_of(run: gr.Run) -> tuple[dict[str, Any], list[str]]:
 
 
 def turn(data: dict[str, Any], number: int) -> dict[str, Any]:
-    return next(t for t in data["turns_"] if t["turn"] == number)
+    return next(t for t in data["by_turn"] if t["turn"] == number)
 
 
 def decisions(call: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -114,9 +114,9 @@ def test_a_fork_parts_from_its_parent_where_a_decision_differs(tmp_path: Path) -
     one = run_data(RunSource(parent.run_id, list(parent.events), parent.store), texts)
     two = run_data(RunSource(fork.run_id, list(fork.events), fork.store), texts)
     assert two["parent"] == {"id": parent.run_id, "turn": 4, "how": "fork"}
-    assert first_divergence(one["turns_"], two["turns_"], texts.items) == 4
-    assert first_divergence(one["turns_"], one["turns_"], texts.items) is None
-    shorter = [t for t in two["turns_"] if t["turn"] < 8]
+    assert first_divergence(one["by_turn"], two["by_turn"], texts.items) == 4
+    assert first_divergence(one["by_turn"], one["by_turn"], texts.items) is None
+    shorter = [t for t in two["by_turn"] if t["turn"] < 8]
     assert first_divergence(shorter, [*shorter, turn(two, 8)], texts.items) == 8
 
 
@@ -199,7 +199,7 @@ async def test_a_langchain_session_exports_without_a_todo_layer(tmp_path: Path) 
     [call] = turn(data, 1)["calls"]
     assert decisions(call) == [("read_before_write", "deny", False)]
     assert any("langchain session runs its own loop" in n for n in data["missing"])
-    assert all(t["todos"] is None for t in data["turns_"])
+    assert all(t["todos"] is None for t in data["by_turn"])
 
 
 def data_of_stored(store: Store, run_id: str) -> tuple[dict[str, Any], list[str]]:
