@@ -33,15 +33,15 @@ from gr_notebook.errors import ConfigError
 from gr_notebook.events import (
     Event,
     ModelCallEvent,
-    TodoCompletedEvent,
-    TodosWrittenEvent,
     ToolCallEvent,
 )
 from gr_notebook.history.labels import KINDS, Label, decision_points, default_who, save_labels
 from gr_notebook.history.store import Store
 from gr_notebook.jupyter.clicks import on_this_loop
 from gr_notebook.jupyter.outputs import LiveOutput, show_static
+from gr_notebook.review.recorded import todos_after
 from gr_notebook.review.replay_sources import recorded_runs
+from gr_notebook.workflow.todos import TodoList
 
 __all__ = ["LabelPoint", "Labeller"]
 
@@ -335,17 +335,13 @@ def _points(
 ) -> list[LabelPoint]:
     """The run's points a guardrail of ``kind`` decides at, with the todos each saw."""
     at = {seq for seq, (point, implied) in decision_points(events).items() if seq == point}
-    todos: list[str] = []
-    done = 0
+    todos = TodoList()
     found = []
     for event in events:
-        if isinstance(event, TodosWrittenEvent):
-            todos, done = list(event.titles), 0
-        elif isinstance(event, TodoCompletedEvent):
-            done += 1
+        todos = todos_after(todos, event)
         if event.seq not in at:
             continue
-        shown = tuple(f"[{'x' if i < done else ' '}] {t}" for i, t in enumerate(todos))
+        shown = tuple(f"[{'x' if item.done else ' '}] {item.title}" for item in todos.items)
         if isinstance(event, ToolCallEvent) and (kind != "checker" or event.tool == "job_complete"):
             found.append(
                 LabelPoint(

@@ -11,6 +11,7 @@ experiment's runs get its index table.
 from __future__ import annotations
 
 import html
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gr_notebook.errors import ConfigError, RunError
 from gr_notebook.history.store import DEFAULT_STORE_PATH, Store, StoreLike
+from gr_notebook.limits import usd
 from gr_notebook.run import Run
 from gr_notebook.share.divergence import first_divergence
 from gr_notebook.share.page import page
@@ -269,7 +271,7 @@ def _index_data(index: _Index, by_id: dict[str, int]) -> dict[str, Any]:
 
 
 def _cost(value: float | None) -> str:
-    return "not priced" if value is None or value != value else f"${value:.4f}"
+    return "not priced" if value is None or not math.isfinite(value) else usd(value)
 
 
 def _first_line(text: str, limit: int = 80) -> str:
